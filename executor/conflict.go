@@ -1,0 +1,37 @@
+package executor
+
+import (
+	"errors"
+	"strings"
+
+	"github.com/apache/iceberg-go/table"
+)
+
+// ErrConflict marks a commit that lost a race with another writer: nothing
+// was committed and the same change may be retried against a fresh table.
+var ErrConflict = errors.New("commit conflict")
+
+// IsConflict reports whether err is a lost optimistic-concurrency race, in
+// which case the catalog committed nothing and a retry is safe.
+//
+// The REST catalog maps HTTP 409 to table.ErrCommitFailed (and iceberg-go's
+// validators wrap it), but the SQL catalog checks commit requirements before
+// its compare-and-swap and reports a concurrent commit as a plain
+// "requirement failed: branch "main" has changed: expected id X, found Y"
+// (pitfall 3 in DESIGN.md). Both mean the same thing here. Every other
+// "requirement failed" (a schema or spec change underneath us) is not a
+// race we can win by retrying and is left alone.
+func IsConflict(err error) bool {
+	if err == nil {
+		return false
+	}
+	if errors.Is(err, ErrConflict) || errors.Is(err, table.ErrCommitFailed) {
+		return true
+	}
+	msg := err.Error()
+	if !strings.Contains(msg, "requirement failed") {
+		return false
+	}
+	return strings.Contains(msg, "has changed: expected id") ||
+		strings.Contains(msg, "was created concurrently")
+}

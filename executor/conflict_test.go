@@ -1,0 +1,34 @@
+package executor
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/apache/iceberg-go/table"
+)
+
+func TestIsConflict(t *testing.T) {
+	tests := []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"nil", nil, false},
+		{"commit failed", table.ErrCommitFailed, true},
+		{"wrapped commit failed", fmt.Errorf("commit: %w", table.ErrCommitFailed), true},
+		{"conflicting deletes", table.ErrConflictingDeleteFiles, true},
+		{"sql catalog branch moved", errors.New(`requirement failed: branch "main" has changed: expected id 1, found 2`), true},
+		{"sql catalog branch created", errors.New(`requirement failed: branch "main" was created concurrently`), true},
+		{"schema changed", errors.New("requirement failed: current schema id has changed: expected 0, found 1"), false},
+		{"io error", errors.New("open s3://b/k: connection refused"), false},
+		{"own sentinel", fmt.Errorf("%w: new deletes", ErrConflict), true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := IsConflict(tt.err); got != tt.want {
+				t.Errorf("IsConflict(%v) = %v, want %v", tt.err, got, tt.want)
+			}
+		})
+	}
+}

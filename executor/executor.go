@@ -1,0 +1,443 @@
+package executor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	iofs "io/fs"
+	"log/slog"
+	"time"
+
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/catalog"
+	iceio "github.com/apache/iceberg-go/io"
+	"github.com/apache/iceberg-go/table"
+	"github.com/apache/iceberg-go/table/compaction"
+	"github.com/cenkalti/backoff/v4"
+
+	"github.com/icereactor/reactor/metrics"
+	"github.com/icereactor/reactor/planner"
+)
+
+// Executor runs jobs.
+type Executor struct {
+	cat catalog.Catalog
+	log *slog.Logger
+	met *metrics.Metrics
+}
+
+// New creates an executor committing through cat.
+func New(cat catalog.Catalog, log *slog.Logger, met *metrics.Metrics) *Executor {
+	if log == nil {
+		log = slog.Default()
+	}
+	if met == nil {
+		met = metrics.New()
+	}
+	return &Executor{cat: cat, log: log, met: met}
+}
+
+// Report is what a compaction job did, in the terms Spark's
+// rewrite_data_files reports, plus reactor's commit bookkeeping.
+type Report struct {
+	Groups                  int
+	RewrittenDataFiles      int
+	AddedDataFiles          int
+	RewrittenBytes          int64
+	AddedBytes              int64
+	RemovedDeleteFiles      int
+	Commits                 int
+	Attempts                int
+	Conflicts               int
+	FailedBatches           int
+	SkippedFiles            int
+	PlannedFromSnapshotID   int64
+	CommittedSnapshotID     int64
+	OutputFilesCleanedUp    int
+	StagedMetadataCleanedUp int
+	Duration                time.Duration
+}
+
+// Run executes job and reports how it ended. It never panics on bad input
+// and never leaves its own output files behind when it does not commit them.
+func (e *Executor) Run(ctx context.Context, job planner.Job) (planner.Result, Report) {
+	start := time.Now()
+	log := e.log.With("table", job.TableName, "job_id", job.ID, "kind", job.Kind)
+	log.Info("job started", "partitions", job.PartitionKeys(), "reason", job.ReasonText())
+	var (
+		res planner.Result
+		rep Report
+	)
+	switch job.Kind {
+	case planner.KindCompact:
+		res, rep = e.compact(ctx, log, job)
+	default:
+		res = planner.Result{Outcome: planner.Failed, Err: fmt.Errorf("unknown job kind %q", job.Kind)}
+	}
+	rep.Duration = time.Since(start)
+	e.met.JobDuration.WithLabelValues(string(job.Kind)).Observe(rep.Duration.Seconds())
+	e.met.Jobs.WithLabelValues(string(job.Kind), res.Outcome.String()).Inc()
+	attrs := []any{"outcome", res.Outcome.String(), "files_in", rep.RewrittenDataFiles, "files_out", rep.AddedDataFiles,
+		"bytes_in", rep.RewrittenBytes, "bytes_out", rep.AddedBytes, "removed_delete_files", rep.RemovedDeleteFiles,
+		"commits", rep.Commits, "attempts", rep.Attempts, "conflicts", rep.Conflicts, "duration", rep.Duration}
+	switch res.Outcome {
+	case planner.Succeeded, planner.Noop:
+		log.Info("job finished", attrs...)
+	default:
+		log.Warn("job finished", append(attrs, "error", res.Err)...)
+	}
+	return res, rep
+}
+
+func (e *Executor) compact(ctx context.Context, log *slog.Logger, job planner.Job) (planner.Result, Report) {
+	var rep Report
+	fail := func(outcome planner.Outcome, err error) (planner.Result, Report) {
+		return planner.Result{Outcome: outcome, Err: err}, rep
+	}
+	tbl, err := e.cat.LoadTable(ctx, job.Table)
+	if err != nil {
+		return fail(planner.Failed, fmt.Errorf("load table: %w", err))
+	}
+	if tbl.CurrentSnapshot() == nil {
+		return planner.Result{Outcome: planner.Noop}, rep
+	}
+	rep.PlannedFromSnapshotID = tbl.CurrentSnapshot().SnapshotID
+
+	groups, skipped, err := planGroups(ctx, tbl, job)
+	if err != nil {
+		return fail(planner.Failed, err)
+	}
+	rep.SkippedFiles = skipped
+	if len(groups) == 0 {
+		log.Info("nothing to compact", "skipped_files", skipped)
+		return planner.Result{Outcome: planner.Noop}, rep
+	}
+	rep.Groups = len(groups)
+
+	fs, err := tbl.FS(ctx)
+	if err != nil {
+		return fail(planner.Failed, fmt.Errorf("open table io: %w", err))
+	}
+	batches := batch(groups, job.Settings.PartialProgressCommits)
+	var (
+		committed *table.Table
+		lastErr   error
+		gaveUp    bool
+	)
+	for i, b := range batches {
+		if ctx.Err() != nil {
+			lastErr = ctx.Err()
+			break
+		}
+		results, err := e.writeBatch(ctx, tbl, b)
+		if err != nil {
+			rep.OutputFilesCleanedUp += removeOutputs(fs, results, log)
+			rep.FailedBatches++
+			lastErr = err
+			break
+		}
+		next, err := e.commitBatch(ctx, log, job, tbl, fs, results, &rep)
+		if err != nil {
+			rep.OutputFilesCleanedUp += removeOutputs(fs, results, log)
+			rep.FailedBatches++
+			lastErr = err
+			gaveUp = IsConflict(err)
+			log.Warn("batch abandoned; its output files were deleted", "batch", i+1, "batches", len(batches), "error", err)
+			break
+		}
+		committed = next
+		if len(batches) > 1 {
+			log.Info("batch committed", "batch", i+1, "batches", len(batches),
+				"snapshot_id", next.CurrentSnapshot().SnapshotID)
+		}
+	}
+	switch {
+	case committed != nil:
+		// Partial progress: what committed stays committed.
+		return planner.Result{Outcome: planner.Succeeded, Table: committed, Err: lastErr}, rep
+	case gaveUp:
+		return fail(planner.GaveUp, lastErr)
+	default:
+		return fail(planner.Failed, lastErr)
+	}
+}
+
+// planGroups plans bin-pack groups over the job's partitions only. Tasks are
+// selected by their exact partition tuple, never by a row filter, and their
+// residual is cleared: a rewrite replaces whole files, so it must read every
+// row of them (pitfall 2: a residual narrower than the file loses rows).
+func planGroups(ctx context.Context, tbl *table.Table, job planner.Job) ([]table.CompactionTaskGroup, int, error) {
+	want := make(map[string]bool, len(job.Partitions))
+	for _, p := range job.Partitions {
+		want[p.Key] = true
+	}
+	tasks, err := tbl.Scan().PlanFiles(ctx)
+	if err != nil {
+		return nil, 0, fmt.Errorf("plan files: %w", err)
+	}
+	meta := tbl.Metadata()
+	selected := tasks[:0]
+	for _, t := range tasks {
+		if !want[planner.PartitionKey(meta, t.File.SpecID(), t.File.Partition())] {
+			continue
+		}
+		if t.Start != 0 || (t.Length != 0 && t.Length != t.File.FileSizeBytes()) {
+			return nil, 0, fmt.Errorf("scan planning split %s into ranges; refusing to rewrite part of a file", t.File.FilePath())
+		}
+		t.Residual = iceberg.AlwaysTrue{}
+		selected = append(selected, t)
+	}
+	cfg := compaction.Config{
+		TargetFileSizeBytes:  job.Settings.TargetFileSize,
+		MinFileSizeBytes:     job.Settings.SmallFileSize,
+		MaxFileSizeBytes:     job.Settings.MaxFileSize,
+		MinInputFiles:        uint(job.Settings.MinInputFiles),
+		DeleteFileThreshold:  5,
+		DeleteRatioThreshold: compaction.DefaultDeleteRatioThreshold,
+		PackingLookback:      compaction.DefaultPackingLookback,
+	}
+	plan, err := cfg.PlanCompaction(selected)
+	if err != nil {
+		return nil, 0, fmt.Errorf("plan compaction: %w", err)
+	}
+	groups := make([]table.CompactionTaskGroup, 0, len(plan.Groups))
+	for _, g := range plan.Groups {
+		groups = append(groups, table.CompactionTaskGroup{
+			PartitionKey: g.PartitionKey, Tasks: g.Tasks, TotalSizeBytes: g.TotalSizeBytes,
+		})
+	}
+	return groups, plan.SkippedFiles, nil
+}
+
+// batch splits groups into at most n commits, in order.
+func batch(groups []table.CompactionTaskGroup, n int) [][]table.CompactionTaskGroup {
+	if n < 1 {
+		n = 1
+	}
+	per := (len(groups) + n - 1) / n
+	var out [][]table.CompactionTaskGroup
+	for start := 0; start < len(groups); start += per {
+		out = append(out, groups[start:min(start+per, len(groups))])
+	}
+	return out
+}
+
+// writeBatch reads each group (deletes applied) and writes its outputs once.
+func (e *Executor) writeBatch(ctx context.Context, tbl *table.Table, groups []table.CompactionTaskGroup) ([]table.CompactionGroupResult, error) {
+	results := make([]table.CompactionGroupResult, 0, len(groups))
+	for _, g := range groups {
+		gr, err := table.ExecuteCompactionGroup(ctx, tbl, g,
+			table.WithCompactionTargetFileSize(0))
+		results = append(results, gr)
+		if err != nil {
+			return results, fmt.Errorf("rewrite group %s: %w", g.PartitionKey, err)
+		}
+	}
+	return results, nil
+}
+
+// commitBatch commits the already written outputs, retrying conflicts with
+// exponential backoff and jitter until the job's commit budget runs out.
+// Each attempt reloads the table, re-validates against everything committed
+// since the outputs were read, recomputes which position-delete files die
+// with the rewrite, and stages the same outputs again.
+func (e *Executor) commitBatch(ctx context.Context, log *slog.Logger, job planner.Job, base *table.Table, fs iceio.IO,
+	results []table.CompactionGroupResult, rep *Report) (*table.Table, error) {
+	var (
+		oldFiles, newFiles []iceberg.DataFile
+		candidates         = map[string]iceberg.DataFile{}
+		bytesIn, bytesOut  int64
+	)
+	rewritten := map[string]struct{}{}
+	for _, gr := range results {
+		oldFiles = append(oldFiles, gr.OldDataFiles...)
+		newFiles = append(newFiles, gr.NewDataFiles...)
+		bytesIn += gr.BytesBefore
+		bytesOut += gr.BytesAfter
+		for _, df := range gr.OldDataFiles {
+			rewritten[df.FilePath()] = struct{}{}
+		}
+		for _, d := range gr.SafePosDeletes {
+			candidates[d.FilePath()] = d
+		}
+		for _, d := range gr.SafeDeletionVectors {
+			candidates[d.FilePath()] = d
+		}
+	}
+	inputs := newRewriteInputs(base.Metadata(), oldFiles)
+	baseID := base.CurrentSnapshot().SnapshotID
+	props := iceberg.Properties{planner.SnapshotJobProperty: job.ID}
+
+	var (
+		committed *table.Table
+		removed   int
+		attempt   int
+	)
+	op := func() error {
+		attempt++
+		rep.Attempts++
+		tbl := base
+		if attempt > 1 {
+			fresh, err := e.cat.LoadTable(ctx, job.Table)
+			if err != nil {
+				// The catalog blinking mid-job is retried within the
+				// same budget as a conflict.
+				log.Warn("reload for commit retry failed; will retry", "attempt", attempt, "error", err)
+				return fmt.Errorf("reload table: %w", err)
+			}
+			tbl = fresh
+		}
+		if tbl.CurrentSnapshot() == nil || tbl.CurrentSnapshot().SnapshotID != baseID {
+			if err := checkSince(fs, tbl.Metadata(), baseID, inputs); err != nil {
+				return backoff.Permanent(err)
+			}
+		}
+		// Only position deletes that are dead in the snapshot being
+		// committed on may go: a partition-scoped delete that still
+		// applies to a file outside the rewrite stays (pitfall 1).
+		dead, err := table.CollectDeadPositionDeletes(ctx, fs, tbl.CurrentSnapshot(), rewritten)
+		if err != nil {
+			return backoff.Permanent(fmt.Errorf("collect dead position deletes: %w", err))
+		}
+		deadPaths := make(map[string]bool, len(dead))
+		for _, d := range dead {
+			deadPaths[d.FilePath()] = true
+		}
+		txn := tbl.NewTransaction()
+		rw := txn.NewRewrite(props)
+		for _, df := range oldFiles {
+			rw.DeleteFile(df)
+		}
+		for _, df := range newFiles {
+			rw.AddDataFile(df)
+		}
+		removed = 0
+		for path, d := range candidates {
+			if deadPaths[path] || table.IsDeletionVector(d) {
+				rw.DeleteFile(d)
+				removed++
+			}
+		}
+		if err := rw.Commit(ctx); err != nil {
+			return backoff.Permanent(fmt.Errorf("stage rewrite: %w", err))
+		}
+		staged := stagedFiles(txn, fs)
+		next, err := txn.Commit(ctx)
+		if err == nil {
+			committed = next
+			return nil
+		}
+		if IsConflict(err) {
+			rep.Conflicts++
+			e.met.CommitConflicts.WithLabelValues(job.TableName).Inc()
+			rep.StagedMetadataCleanedUp += removePaths(fs, staged, log)
+			return err
+		}
+		// Not a conflict: the catalog may or may not have taken the
+		// commit. Look before deciding; never delete what may be live.
+		if landed := e.findCommitted(ctx, job); landed != nil {
+			committed = landed
+			return nil
+		}
+		return backoff.Permanent(fmt.Errorf("commit: %w", err))
+	}
+	bo := backoff.NewExponentialBackOff()
+	bo.InitialInterval = 50 * time.Millisecond
+	bo.RandomizationFactor = 0.5
+	bo.Multiplier = 1.6
+	bo.MaxInterval = 2 * time.Second
+	bo.MaxElapsedTime = job.Settings.CommitRetryTime
+	notify := func(err error, wait time.Duration) {
+		e.met.CommitRetries.WithLabelValues(job.TableName).Inc()
+		log.Info("commit conflict; retrying", "attempt", attempt, "wait", wait, "error", err)
+	}
+	if err := backoff.RetryNotify(op, backoff.WithContext(bo, ctx), notify); err != nil {
+		if IsConflict(err) {
+			return nil, fmt.Errorf("gave up after %d attempts in %s: %w", attempt, job.Settings.CommitRetryTime, err)
+		}
+		return nil, err
+	}
+	rep.Commits++
+	rep.RewrittenDataFiles += len(oldFiles)
+	rep.AddedDataFiles += len(newFiles)
+	rep.RewrittenBytes += bytesIn
+	rep.AddedBytes += bytesOut
+	rep.RemovedDeleteFiles += removed
+	rep.CommittedSnapshotID = committed.CurrentSnapshot().SnapshotID
+	e.met.FilesRewritten.WithLabelValues(job.TableName).Add(float64(len(oldFiles)))
+	e.met.FilesAdded.WithLabelValues(job.TableName).Add(float64(len(newFiles)))
+	return committed, nil
+}
+
+// findCommitted looks for a snapshot carrying the job's id in the table's
+// current history: after an ambiguous commit error it tells whether the
+// commit landed after all.
+func (e *Executor) findCommitted(ctx context.Context, job planner.Job) *table.Table {
+	tbl, err := e.cat.LoadTable(ctx, job.Table)
+	if err != nil {
+		return nil
+	}
+	for s := tbl.CurrentSnapshot(); s != nil; {
+		if s.Summary != nil && s.Summary.Properties[planner.SnapshotJobProperty] == job.ID {
+			return tbl
+		}
+		if s.ParentSnapshotID == nil || s.TimestampMs < job.ScheduledAt.UnixMilli()-60_000 {
+			return nil
+		}
+		s = tbl.Metadata().SnapshotByID(*s.ParentSnapshotID)
+	}
+	return nil
+}
+
+// stagedFiles lists the manifest list and manifests a staged transaction
+// wrote for its new snapshot: if the commit loses, nothing references them
+// and reactor deletes them itself (pitfall 6) instead of leaving them to
+// orphan cleanup.
+func stagedFiles(txn *table.Transaction, fs iceio.IO) []string {
+	st, err := txn.StagedTable()
+	if err != nil {
+		return nil
+	}
+	snap := st.Metadata().CurrentSnapshot()
+	if snap == nil {
+		return nil
+	}
+	paths := []string{snap.ManifestList}
+	manifests, err := snap.Manifests(fs)
+	if err != nil {
+		return paths
+	}
+	for _, m := range manifests {
+		if m.SnapshotID() == snap.SnapshotID {
+			paths = append(paths, m.FilePath())
+		}
+	}
+	return paths
+}
+
+func removeOutputs(fs iceio.IO, results []table.CompactionGroupResult, log *slog.Logger) int {
+	var paths []string
+	for _, gr := range results {
+		for _, df := range gr.NewDataFiles {
+			paths = append(paths, df.FilePath())
+		}
+	}
+	return removePaths(fs, paths, log)
+}
+
+func removePaths(fs iceio.IO, paths []string, log *slog.Logger) int {
+	n := 0
+	for _, p := range paths {
+		if p == "" {
+			continue
+		}
+		if err := fs.Remove(p); err != nil {
+			if !errors.Is(err, iofs.ErrNotExist) {
+				log.Warn("could not delete a file of a failed attempt; orphan cleanup will find it", "path", p, "error", err)
+			}
+			continue
+		}
+		n++
+	}
+	return n
+}

@@ -1,0 +1,150 @@
+package executor
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+
+	"github.com/apache/iceberg-go"
+	iceio "github.com/apache/iceberg-go/io"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/icereactor/reactor/planner"
+)
+
+// Reasons a staged rewrite can no longer be committed as it is. Neither is a
+// race that retrying the same commit can win: the outputs themselves are
+// stale, so the batch is abandoned and its outputs deleted.
+var (
+	// ErrInputsGone: a concurrent commit removed one of the rewrite's
+	// input files (another rewrite or an overwrite got there first).
+	ErrInputsGone = errors.New("rewrite inputs no longer live")
+	// ErrNewDeletes: a concurrent commit added deletes that apply to the
+	// rewrite's inputs; committing the outputs would resurrect those rows.
+	ErrNewDeletes = errors.New("new deletes against rewrite inputs")
+	// ErrDiverged: the snapshot the rewrite was planned on is no longer an
+	// ancestor of the current one (rollback, or expired under us).
+	ErrDiverged = errors.New("table history diverged from the planned snapshot")
+)
+
+// filePathFieldID is the reserved field id of a position delete's file_path.
+const filePathFieldID = 2147483546
+
+// rewriteInputs describes the data files one commit replaces.
+type rewriteInputs struct {
+	paths      map[string]struct{}
+	partitions map[string]struct{} // planner.PartitionKey of each input
+	global     bool                // an input is unpartitioned: equality deletes anywhere apply
+}
+
+func newRewriteInputs(meta table.Metadata, files []iceberg.DataFile) rewriteInputs {
+	in := rewriteInputs{paths: map[string]struct{}{}, partitions: map[string]struct{}{}}
+	for _, df := range files {
+		in.paths[df.FilePath()] = struct{}{}
+		in.partitions[planner.PartitionKey(meta, df.SpecID(), df.Partition())] = struct{}{}
+		if len(df.Partition()) == 0 {
+			in.global = true
+		}
+	}
+	return in
+}
+
+// checkSince re-validates a rewrite planned on snapshot baseID against the
+// table's current snapshot: every snapshot committed since then is read
+// (only the manifests it added) and the rewrite is refused if one of them
+// removed an input or added a delete that may apply to an input. This is
+// the check iceberg-go runs between a transaction's base and the catalog
+// head, extended back to the snapshot the outputs were actually read from.
+func checkSince(fs iceio.IO, meta table.Metadata, baseID int64, in rewriteInputs) error {
+	cur := meta.CurrentSnapshot()
+	if cur == nil {
+		return fmt.Errorf("%w: table has no current snapshot", ErrDiverged)
+	}
+	var newer []*table.Snapshot
+	for s := cur; s.SnapshotID != baseID; {
+		newer = append(newer, s)
+		if s.ParentSnapshotID == nil {
+			return fmt.Errorf("%w: snapshot %d is not an ancestor of %d", ErrDiverged, baseID, cur.SnapshotID)
+		}
+		if s = meta.SnapshotByID(*s.ParentSnapshotID); s == nil {
+			return fmt.Errorf("%w: ancestry of %d is incomplete", ErrDiverged, cur.SnapshotID)
+		}
+	}
+	for _, snap := range newer {
+		manifests, err := snap.Manifests(fs)
+		if err != nil {
+			return fmt.Errorf("read manifest list of snapshot %d: %w", snap.SnapshotID, err)
+		}
+		for _, m := range manifests {
+			if m.SnapshotID() != snap.SnapshotID {
+				continue
+			}
+			for entry, err := range m.Entries(fs, false) {
+				if err != nil {
+					return fmt.Errorf("read manifest %s: %w", m.FilePath(), err)
+				}
+				if entry.SnapshotID() != snap.SnapshotID {
+					continue
+				}
+				if err := in.conflictsWith(meta, snap.SnapshotID, entry); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func (in rewriteInputs) conflictsWith(meta table.Metadata, snapID int64, entry iceberg.ManifestEntry) error {
+	df := entry.DataFile()
+	switch df.ContentType() {
+	case iceberg.EntryContentData:
+		if entry.Status() == iceberg.EntryStatusDELETED {
+			if _, ok := in.paths[df.FilePath()]; ok {
+				return fmt.Errorf("%w: snapshot %d removed %s", ErrInputsGone, snapID, df.FilePath())
+			}
+		}
+		return nil
+	case iceberg.EntryContentEqDeletes:
+		if entry.Status() != iceberg.EntryStatusADDED {
+			return nil
+		}
+		if in.global || len(df.Partition()) == 0 || in.hasPartition(meta, df) {
+			return fmt.Errorf("%w: snapshot %d added equality deletes %s", ErrNewDeletes, snapID, df.FilePath())
+		}
+		return nil
+	case iceberg.EntryContentPosDeletes:
+		if entry.Status() != iceberg.EntryStatusADDED {
+			return nil
+		}
+		if ref := referencedDataFile(df); ref != "" {
+			if _, ok := in.paths[ref]; ok {
+				return fmt.Errorf("%w: snapshot %d added position deletes %s for %s", ErrNewDeletes, snapID, df.FilePath(), ref)
+			}
+			return nil
+		}
+		if in.hasPartition(meta, df) || len(df.Partition()) == 0 {
+			return fmt.Errorf("%w: snapshot %d added partition-scoped position deletes %s", ErrNewDeletes, snapID, df.FilePath())
+		}
+	}
+	return nil
+}
+
+func (in rewriteInputs) hasPartition(meta table.Metadata, df iceberg.DataFile) bool {
+	_, ok := in.partitions[planner.PartitionKey(meta, df.SpecID(), df.Partition())]
+	return ok
+}
+
+// referencedDataFile is the single data file a position delete applies to,
+// or "" when it is partition-scoped: referenced_data_file when set, else
+// equal file_path bounds (how writers that predate the field mark it).
+func referencedDataFile(df iceberg.DataFile) string {
+	if ref := df.ReferencedDataFile(); ref != nil && *ref != "" {
+		return *ref
+	}
+	lower, upper := df.LowerBoundValues()[filePathFieldID], df.UpperBoundValues()[filePathFieldID]
+	if len(lower) == 0 || !bytes.Equal(lower, upper) {
+		return ""
+	}
+	return string(lower)
+}

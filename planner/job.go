@@ -1,0 +1,117 @@
+package planner
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/icereactor/reactor/thresholds"
+)
+
+// JobKind names what a job does.
+type JobKind string
+
+// KindCompact is bin-pack compaction of whole partitions.
+const KindCompact JobKind = "compact"
+
+// SnapshotJobProperty is set in the summary of every snapshot reactor
+// commits, with the job id as its value. The planner recognises reactor's
+// own snapshots by it, so they never count as a write (no quiet period, no
+// new job: reactor cannot trigger itself into a loop).
+const SnapshotJobProperty = "reactor.job-id"
+
+// Partition identifies one partition of one spec.
+type Partition struct {
+	// Key is human-readable and unique within the table: "category=books",
+	// prefixed with "spec=N/" for partitions of an older spec.
+	Key    string
+	SpecID int32
+	// Values maps partition field id to the partition value, as in
+	// iceberg.DataFile.Partition().
+	Values map[int]any
+}
+
+// Reason records why a partition was scheduled: which threshold, the
+// measured value and the limit it reached.
+type Reason struct {
+	Partition string `json:"partition"`
+	Threshold string `json:"threshold"`
+	Measured  int64  `json:"measured"`
+	Limit     int64  `json:"limit"`
+}
+
+func (r Reason) String() string {
+	return fmt.Sprintf("%s %s=%d>=%d", r.Partition, r.Threshold, r.Measured, r.Limit)
+}
+
+// Job is one unit of work for the executor.
+type Job struct {
+	ID          string
+	Kind        JobKind
+	Table       table.Identifier
+	TableName   string
+	Partitions  []Partition
+	Reasons     []Reason
+	Settings    thresholds.Effective
+	ScheduledAt time.Time
+	// BaseSnapshotID is the snapshot the planner's counters described when it
+	// scheduled the job; the executor plans against the table's current one.
+	BaseSnapshotID int64
+}
+
+// PartitionKeys lists the job's partition keys (for logs).
+func (j Job) PartitionKeys() []string {
+	keys := make([]string, len(j.Partitions))
+	for i, p := range j.Partitions {
+		keys[i] = p.Key
+	}
+	return keys
+}
+
+// ReasonText renders the reasons on one line (for logs).
+func (j Job) ReasonText() string {
+	parts := make([]string, len(j.Reasons))
+	for i, r := range j.Reasons {
+		parts[i] = r.String()
+	}
+	return strings.Join(parts, "; ")
+}
+
+// Outcome is how a job ended, as reported back to the planner.
+type Outcome int
+
+const (
+	// Succeeded: the job committed; Table is the committed table.
+	Succeeded Outcome = iota
+	// Noop: nothing worth rewriting was found; the partition is left alone
+	// until it is written again.
+	Noop
+	// GaveUp: every commit attempt conflicted within the retry budget; the
+	// partition gets the longer conflict cool-down.
+	GaveUp
+	// Failed: any other error; the partition gets the normal cool-down.
+	Failed
+)
+
+func (o Outcome) String() string {
+	switch o {
+	case Succeeded:
+		return "succeeded"
+	case Noop:
+		return "noop"
+	case GaveUp:
+		return "gave_up"
+	default:
+		return "failed"
+	}
+}
+
+// Result is what the executor reports for a finished job.
+type Result struct {
+	Outcome Outcome
+	// Table is the table after the job's last commit (nil if none).
+	Table *table.Table
+	Err   error
+}

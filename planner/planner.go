@@ -1,0 +1,351 @@
+package planner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/table"
+	"github.com/google/uuid"
+
+	"github.com/icereactor/reactor/events"
+	"github.com/icereactor/reactor/metrics"
+	"github.com/icereactor/reactor/thresholds"
+)
+
+// Errors Apply returns. ErrUnknownTable and ErrNotWatched are bad input
+// (dead-letter it); ErrCatalogUnavailable is transient (redeliver later).
+var (
+	ErrUnknownTable       = errors.New("unknown table")
+	ErrNotWatched         = errors.New("namespace not watched")
+	ErrCatalogUnavailable = errors.New("catalog unavailable")
+)
+
+// Dispatcher receives scheduled jobs. It must not block and must not call
+// back into the planner synchronously: the planner holds the table's lock.
+type Dispatcher func(Job)
+
+// Options configure a Planner.
+type Options struct {
+	Catalog  catalog.Catalog
+	Config   *thresholds.Config
+	Dispatch Dispatcher
+	Logger   *slog.Logger
+	Metrics  *metrics.Metrics
+	// Now is the clock; tests leave it nil.
+	Now func() time.Time
+}
+
+// Planner keeps per-table state and schedules jobs.
+type Planner struct {
+	cat      catalog.Catalog
+	cfg      atomic.Pointer[thresholds.Config]
+	dispatch Dispatcher
+	log      *slog.Logger
+	met      *metrics.Metrics
+	now      func() time.Time
+
+	mu     sync.Mutex
+	tables map[string]*tableState
+	closed bool
+}
+
+type tableState struct {
+	mu       sync.Mutex
+	ident    table.Identifier
+	name     string
+	counters tableCounters
+	settings thresholds.Effective
+	running  *Job
+	timer    *time.Timer
+	wakeAt   time.Time
+}
+
+// New creates a planner.
+func New(opts Options) *Planner {
+	p := &Planner{
+		cat:      opts.Catalog,
+		dispatch: opts.Dispatch,
+		log:      opts.Logger,
+		met:      opts.Metrics,
+		now:      opts.Now,
+		tables:   map[string]*tableState{},
+	}
+	if p.log == nil {
+		p.log = slog.Default()
+	}
+	if p.met == nil {
+		p.met = metrics.New()
+	}
+	if p.now == nil {
+		p.now = time.Now
+	}
+	cfg := opts.Config
+	if cfg == nil {
+		cfg = thresholds.Default()
+	}
+	p.cfg.Store(cfg)
+	return p
+}
+
+// Close stops every pending timer; no job is dispatched after it returns.
+func (p *Planner) Close() {
+	p.mu.Lock()
+	p.closed = true
+	states := make([]*tableState, 0, len(p.tables))
+	for _, st := range p.tables {
+		states = append(states, st)
+	}
+	p.mu.Unlock()
+	for _, st := range states {
+		st.mu.Lock()
+		if st.timer != nil {
+			st.timer.Stop()
+			st.timer = nil
+		}
+		st.mu.Unlock()
+	}
+}
+
+func (p *Planner) isClosed() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.closed
+}
+
+// Apply brings the event's table up to its current snapshot and schedules
+// the jobs its partitions now need. When it returns nil the event is fully
+// applied and may be acknowledged.
+func (p *Planner) Apply(ctx context.Context, ev events.CommitEvent) error {
+	if !p.cfg.Load().Watches(ev.Namespace) {
+		return fmt.Errorf("%w: %s (table %s)", ErrNotWatched, ev.Namespace, ev.QualifiedName())
+	}
+	ident := append(ev.NamespaceLevels(), ev.Table)
+	tbl, err := p.cat.LoadTable(ctx, ident)
+	if err != nil {
+		if errors.Is(err, catalog.ErrNoSuchTable) || errors.Is(err, catalog.ErrNoSuchNamespace) {
+			return fmt.Errorf("%w: %s: %w", ErrUnknownTable, ev.QualifiedName(), err)
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return fmt.Errorf("%w: load %s: %w", ErrCatalogUnavailable, ev.QualifiedName(), err)
+	}
+	return p.Observe(ctx, tbl)
+}
+
+// Observe brings the planner's state for tbl up to tbl's current snapshot
+// and evaluates its partitions. Apply calls it after loading the table; the
+// executor's pool calls it (through Finished) with the table it committed.
+func (p *Planner) Observe(ctx context.Context, tbl *table.Table) error {
+	name := strings.Join(tbl.Identifier(), ".")
+	st := p.state(tbl.Identifier(), name)
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return p.observeLocked(ctx, st, tbl)
+}
+
+func (p *Planner) observeLocked(ctx context.Context, st *tableState, tbl *table.Table) error {
+	st.settings = p.cfg.Load().For(st.name, tbl.Properties())
+	start := p.now()
+	stats, err := st.counters.advance(ctx, tbl, st.settings.SmallFileSize)
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		// Reading manifests failed: storage or catalog trouble, not the
+		// event's fault. Forget the partial state so the next try rebuilds.
+		st.counters.reset(st.settings.SmallFileSize)
+		return fmt.Errorf("%w: update %s: %w", ErrCatalogUnavailable, st.name, err)
+	}
+	if stats.rebuilt {
+		p.met.StateRebuilds.WithLabelValues(st.name).Inc()
+		p.log.Info("table state built from current snapshot", "table", st.name,
+			"snapshot_id", st.counters.snapshotID, "partitions", len(st.counters.partitions),
+			"manifests_read", stats.manifestsRead, "duration", p.now().Sub(start))
+	} else if stats.snapshots > 0 {
+		p.log.Debug("table state advanced", "table", st.name, "snapshot_id", st.counters.snapshotID,
+			"snapshots", stats.snapshots, "manifests_read", stats.manifestsRead, "changed_partitions", len(stats.changed))
+	}
+	tot := st.counters.totals()
+	p.met.DataFiles.WithLabelValues(st.name).Set(float64(tot.DataFiles))
+	p.met.SmallFiles.WithLabelValues(st.name).Set(float64(tot.SmallFiles))
+	p.evaluateLocked(st)
+	return nil
+}
+
+func (p *Planner) state(ident table.Identifier, name string) *tableState {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	st, ok := p.tables[name]
+	if !ok {
+		st = &tableState{ident: ident, name: name}
+		p.tables[name] = st
+	}
+	return st
+}
+
+// evaluateLocked schedules one job for every partition of the table that is
+// over its threshold and free to run now, and arms a timer for the earliest
+// moment a deferred partition becomes free.
+func (p *Planner) evaluateLocked(st *tableState) {
+	if p.isClosed() {
+		return
+	}
+	now := p.now()
+	set := st.settings
+	var (
+		parts   []Partition
+		reasons []Reason
+		wake    time.Time
+	)
+	deferUntil := func(t time.Time) {
+		if wake.IsZero() || t.Before(wake) {
+			wake = t
+		}
+	}
+	keys := make([]string, 0, len(st.counters.partitions))
+	for k := range st.counters.partitions {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		ps := st.counters.partitions[k]
+		if ps.SmallFiles < set.SmallFileCount || ps.inJob {
+			continue
+		}
+		if st.running != nil {
+			// One job per table at a time: Finished re-evaluates.
+			continue
+		}
+		if ps.settledWrite.Equal(ps.LastWrite) && !ps.settledWrite.IsZero() {
+			continue
+		}
+		if now.Before(ps.cooldownUntil) {
+			p.log.Debug("partition over threshold, cooling down", "table", st.name, "partition", ps.Key,
+				"reason", "cooldown", "until", ps.cooldownUntil)
+			deferUntil(ps.cooldownUntil)
+			continue
+		}
+		if quietEnd := ps.LastWrite.Add(set.QuietPeriod); now.Before(quietEnd) {
+			p.log.Debug("partition over threshold, waiting for it to cool", "table", st.name, "partition", ps.Key,
+				"reason", "quiet_period", "last_write", ps.LastWrite, "quiet_period", set.QuietPeriod)
+			deferUntil(quietEnd)
+			continue
+		}
+		parts = append(parts, ps.Partition)
+		reasons = append(reasons, Reason{Partition: ps.Key, Threshold: "small_file_count",
+			Measured: int64(ps.SmallFiles), Limit: int64(set.SmallFileCount)})
+	}
+	if !wake.IsZero() && st.running == nil {
+		p.wakeAtLocked(st, wake)
+	}
+	if len(parts) == 0 {
+		return
+	}
+	job := Job{
+		ID:             uuid.NewString(),
+		Kind:           KindCompact,
+		Table:          st.ident,
+		TableName:      st.name,
+		Partitions:     parts,
+		Reasons:        reasons,
+		Settings:       set,
+		ScheduledAt:    now,
+		BaseSnapshotID: st.counters.snapshotID,
+	}
+	for _, part := range parts {
+		st.counters.partitions[part.Key].inJob = true
+	}
+	st.running = &job
+	p.met.JobsScheduled.WithLabelValues(string(job.Kind)).Inc()
+	p.log.Info("job scheduled", "table", st.name, "job_id", job.ID, "kind", job.Kind,
+		"partitions", job.PartitionKeys(), "reason", job.ReasonText())
+	p.dispatch(job)
+}
+
+func (p *Planner) wakeAtLocked(st *tableState, at time.Time) {
+	if st.timer != nil {
+		if !at.Before(st.wakeAt) {
+			return
+		}
+		st.timer.Stop()
+	}
+	st.wakeAt = at
+	st.timer = time.AfterFunc(at.Sub(p.now()), func() {
+		st.mu.Lock()
+		defer st.mu.Unlock()
+		st.timer = nil
+		p.evaluateLocked(st)
+	})
+}
+
+// Finished records a job's result: cool-downs, and when it committed, the
+// committed table's state (so reactor's own commit is accounted for without
+// waiting for the next event, and cannot schedule itself again).
+func (p *Planner) Finished(ctx context.Context, job Job, res Result) {
+	st := p.state(job.Table, job.TableName)
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.running != nil && st.running.ID == job.ID {
+		st.running = nil
+	}
+	now := p.now()
+	for _, part := range job.Partitions {
+		ps, ok := st.counters.partitions[part.Key]
+		if !ok {
+			continue
+		}
+		ps.inJob = false
+		switch res.Outcome {
+		case GaveUp:
+			ps.cooldownUntil = now.Add(job.Settings.ConflictCooldown)
+		case Noop:
+			ps.settledWrite = ps.LastWrite
+			ps.cooldownUntil = now.Add(job.Settings.Cooldown)
+		default:
+			ps.cooldownUntil = now.Add(job.Settings.Cooldown)
+		}
+	}
+	if res.Table != nil {
+		if err := p.observeLocked(ctx, st, res.Table); err != nil {
+			p.log.Warn("could not apply reactor's own commit to table state; the next event will",
+				"table", st.name, "job_id", job.ID, "error", err)
+		}
+		return
+	}
+	p.evaluateLocked(st)
+}
+
+// PartitionCounters is a snapshot of one partition's counters (for the
+// demo's progress line, plan output and tests).
+type PartitionCounters struct {
+	Key string
+	Counters
+}
+
+// TableCounters returns the counters of every partition of the named table
+// ("namespace.table"), sorted by key, and the snapshot they describe.
+func (p *Planner) TableCounters(name string) (int64, []PartitionCounters) {
+	p.mu.Lock()
+	st, ok := p.tables[name]
+	p.mu.Unlock()
+	if !ok {
+		return 0, nil
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	out := make([]PartitionCounters, 0, len(st.counters.partitions))
+	for _, ps := range st.counters.partitions {
+		out = append(out, PartitionCounters{Key: ps.Key, Counters: ps.Counters})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	return st.counters.snapshotID, out
+}

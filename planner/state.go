@@ -1,0 +1,279 @@
+package planner
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/apache/iceberg-go"
+	iceio "github.com/apache/iceberg-go/io"
+	"github.com/apache/iceberg-go/table"
+)
+
+// Counters describe the live data files of one partition.
+type Counters struct {
+	DataFiles  int
+	Bytes      int64
+	Rows       int64
+	SmallFiles int
+	// LastWrite is the commit time of the newest snapshot, not written by
+	// reactor, that added a data file to the partition.
+	LastWrite time.Time
+}
+
+func (c *Counters) add(df iceberg.DataFile, smallFileSize int64) {
+	c.DataFiles++
+	c.Bytes += df.FileSizeBytes()
+	c.Rows += df.Count()
+	if df.FileSizeBytes() < smallFileSize {
+		c.SmallFiles++
+	}
+}
+
+func (c *Counters) remove(df iceberg.DataFile, smallFileSize int64) {
+	c.DataFiles--
+	c.Bytes -= df.FileSizeBytes()
+	c.Rows -= df.Count()
+	if df.FileSizeBytes() < smallFileSize {
+		c.SmallFiles--
+	}
+}
+
+// maxBridge bounds how many snapshots an incremental update walks back to
+// find the last one it applied; beyond that a rebuild is cheaper.
+const maxBridge = 1000
+
+// tableCounters is the planner's picture of one table's current snapshot.
+type tableCounters struct {
+	snapshotID    int64
+	sequenceNum   int64
+	timestampMs   int64
+	smallFileSize int64
+	partitions    map[string]*partitionState
+}
+
+type partitionState struct {
+	Partition
+	Counters
+
+	cooldownUntil time.Time
+	// settledWrite is LastWrite as it was when a job found nothing to do in
+	// this partition; until the partition is written again, it is left alone.
+	settledWrite time.Time
+	inJob        bool
+}
+
+// updateStats reports what an update did.
+type updateStats struct {
+	rebuilt          bool
+	snapshots        int
+	manifestsRead    int
+	changed          map[string]bool
+	ownSnapshotsOnly bool
+}
+
+// advance brings the counters to tbl's current snapshot. It reads only the
+// manifests added by snapshots after the last one applied; the first call,
+// a changed small-file size, or a gap it cannot bridge (the last applied
+// snapshot expired, or is no longer an ancestor after a rollback) rebuilds
+// from the current snapshot once.
+func (tc *tableCounters) advance(ctx context.Context, tbl *table.Table, smallFileSize int64) (updateStats, error) {
+	st := updateStats{changed: map[string]bool{}, ownSnapshotsOnly: true}
+	meta := tbl.Metadata()
+	cur := tbl.CurrentSnapshot()
+	if cur == nil {
+		if tc.snapshotID != 0 {
+			// Table emptied back to no snapshot: start over.
+			tc.reset(smallFileSize)
+		}
+		return st, nil
+	}
+	if tc.snapshotID == cur.SnapshotID && tc.smallFileSize == smallFileSize && tc.partitions != nil {
+		return st, nil
+	}
+	if tc.partitions != nil && tc.isNewerThan(cur) {
+		// A table loaded before the state last advanced (the executor's
+		// committed table racing a newer event): nothing to learn from it.
+		return st, nil
+	}
+	fs, err := tbl.FS(ctx)
+	if err != nil {
+		return st, fmt.Errorf("open table io: %w", err)
+	}
+
+	var chain []*table.Snapshot
+	bridged := false
+	if tc.partitions != nil && tc.snapshotID != 0 && tc.smallFileSize == smallFileSize {
+		for s := cur; s != nil && len(chain) <= maxBridge; {
+			if s.SnapshotID == tc.snapshotID {
+				bridged = true
+				break
+			}
+			chain = append(chain, s)
+			if s.ParentSnapshotID == nil {
+				break
+			}
+			s = meta.SnapshotByID(*s.ParentSnapshotID)
+		}
+	}
+	if !bridged {
+		return tc.rebuild(ctx, tbl, fs, smallFileSize)
+	}
+
+	for i := len(chain) - 1; i >= 0; i-- {
+		snap := chain[i]
+		own := isOwnSnapshot(snap)
+		if !own {
+			st.ownSnapshotsOnly = false
+		}
+		written := time.UnixMilli(snap.TimestampMs)
+		manifests, err := snap.Manifests(fs)
+		if err != nil {
+			return st, fmt.Errorf("read manifest list of snapshot %d: %w", snap.SnapshotID, err)
+		}
+		st.snapshots++
+		for _, m := range manifests {
+			// Only manifests this snapshot wrote can hold its changes; the
+			// rest are carried over unchanged from its parent.
+			if m.SnapshotID() != snap.SnapshotID || m.ManifestContent() != iceberg.ManifestContentData {
+				continue
+			}
+			st.manifestsRead++
+			for entry, err := range m.Entries(fs, false) {
+				if err != nil {
+					return st, fmt.Errorf("read manifest %s: %w", m.FilePath(), err)
+				}
+				if entry.SnapshotID() != snap.SnapshotID {
+					continue
+				}
+				df := entry.DataFile()
+				switch entry.Status() {
+				case iceberg.EntryStatusADDED:
+					ps := tc.partition(meta, df)
+					ps.add(df, smallFileSize)
+					if !own && written.After(ps.LastWrite) {
+						ps.LastWrite = written
+					}
+					st.changed[ps.Key] = true
+				case iceberg.EntryStatusDELETED:
+					ps := tc.partition(meta, df)
+					ps.remove(df, smallFileSize)
+					st.changed[ps.Key] = true
+				}
+			}
+		}
+	}
+	tc.setSnapshot(cur)
+	return st, nil
+}
+
+func (tc *tableCounters) setSnapshot(s *table.Snapshot) {
+	tc.snapshotID = s.SnapshotID
+	tc.sequenceNum = s.SequenceNumber
+	tc.timestampMs = s.TimestampMs
+}
+
+// isNewerThan reports whether the applied snapshot is newer than s. Format
+// v2+ orders snapshots by sequence number; v1 has none, so time decides.
+func (tc *tableCounters) isNewerThan(s *table.Snapshot) bool {
+	if tc.snapshotID == 0 || tc.snapshotID == s.SnapshotID {
+		return false
+	}
+	if tc.sequenceNum != 0 || s.SequenceNumber != 0 {
+		return tc.sequenceNum > s.SequenceNumber
+	}
+	return tc.timestampMs > s.TimestampMs
+}
+
+func (tc *tableCounters) reset(smallFileSize int64) {
+	old := tc.partitions
+	tc.partitions = map[string]*partitionState{}
+	tc.snapshotID, tc.sequenceNum, tc.timestampMs = 0, 0, 0
+	tc.smallFileSize = smallFileSize
+	// Scheduling state (cool-downs, running jobs) survives a rebuild.
+	for k, ps := range old {
+		tc.partitions[k] = &partitionState{Partition: ps.Partition, cooldownUntil: ps.cooldownUntil,
+			settledWrite: ps.settledWrite, inJob: ps.inJob}
+	}
+}
+
+func (tc *tableCounters) rebuild(ctx context.Context, tbl *table.Table, fs iceio.IO, smallFileSize int64) (updateStats, error) {
+	st := updateStats{rebuilt: true, changed: map[string]bool{}}
+	tc.reset(smallFileSize)
+	meta := tbl.Metadata()
+	cur := tbl.CurrentSnapshot()
+	manifests, err := cur.Manifests(fs)
+	if err != nil {
+		return st, fmt.Errorf("read manifest list of snapshot %d: %w", cur.SnapshotID, err)
+	}
+	st.snapshots = 1
+	for _, m := range manifests {
+		if m.ManifestContent() != iceberg.ManifestContentData {
+			continue
+		}
+		st.manifestsRead++
+		for entry, err := range m.Entries(fs, true) {
+			if err != nil {
+				return st, fmt.Errorf("read manifest %s: %w", m.FilePath(), err)
+			}
+			df := entry.DataFile()
+			ps := tc.partition(meta, df)
+			ps.add(df, smallFileSize)
+			if snap := meta.SnapshotByID(entry.SnapshotID()); snap != nil && !isOwnSnapshot(snap) {
+				if w := time.UnixMilli(snap.TimestampMs); w.After(ps.LastWrite) {
+					ps.LastWrite = w
+				}
+			}
+			st.changed[ps.Key] = true
+		}
+	}
+	// Partitions that no longer hold files keep their scheduling state but
+	// report zero counters; they are not "changed".
+	tc.setSnapshot(cur)
+	return st, nil
+}
+
+func (tc *tableCounters) partition(meta table.Metadata, df iceberg.DataFile) *partitionState {
+	values := df.Partition()
+	key := PartitionKey(meta, df.SpecID(), values)
+	ps, ok := tc.partitions[key]
+	if !ok {
+		ps = &partitionState{Partition: Partition{Key: key, SpecID: df.SpecID(), Values: copyValues(values)}}
+		tc.partitions[key] = ps
+	} else if ps.Values == nil {
+		ps.Values = copyValues(values)
+		ps.SpecID = df.SpecID()
+	}
+	return ps
+}
+
+func copyValues(v map[int]any) map[int]any {
+	out := make(map[int]any, len(v))
+	for k, x := range v {
+		out[k] = x
+	}
+	return out
+}
+
+func isOwnSnapshot(s *table.Snapshot) bool {
+	if s.Summary == nil {
+		return false
+	}
+	_, ok := s.Summary.Properties[SnapshotJobProperty]
+	return ok
+}
+
+// totals sums the counters of every partition.
+func (tc *tableCounters) totals() Counters {
+	var t Counters
+	for _, ps := range tc.partitions {
+		t.DataFiles += ps.DataFiles
+		t.Bytes += ps.Bytes
+		t.Rows += ps.Rows
+		t.SmallFiles += ps.SmallFiles
+		if ps.LastWrite.After(t.LastWrite) {
+			t.LastWrite = ps.LastWrite
+		}
+	}
+	return t
+}

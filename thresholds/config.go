@@ -1,0 +1,514 @@
+package thresholds
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/goccy/go-yaml"
+	"github.com/goccy/go-yaml/ast"
+	"github.com/goccy/go-yaml/parser"
+)
+
+// Built-in defaults, used for every field that neither the document nor (for
+// the target file size) the table's properties set.
+const (
+	DefaultTargetFileSize         = 512 * MiB
+	DefaultSmallFileRatio         = 0.75
+	DefaultMaxFileRatio           = 1.8
+	DefaultMinInputFiles          = 5
+	DefaultSmallFileCount         = 10
+	DefaultQuietPeriod            = 2 * time.Second
+	DefaultCooldown               = 30 * time.Second
+	DefaultConflictCooldown       = 5 * time.Minute
+	DefaultCommitRetryTime        = 60 * time.Second
+	DefaultMaxGroupSize           = 10 * GiB
+	DefaultPartialProgressCommits = 10
+)
+
+// TargetFileSizeProperty is the Iceberg table property consulted for the
+// target file size when the document does not set one.
+const TargetFileSizeProperty = "write.target-file-size-bytes"
+
+// Values of Effective.TargetFileSizeSource. When the table property is
+// present but malformed, the source is SourceDefault followed by a note,
+// e.g. `default (ignored malformed table property write.target-file-size-bytes="abc")`.
+const (
+	SourceConfig        = "config"
+	SourceTableProperty = "table property " + TargetFileSizeProperty
+	SourceDefault       = "default"
+)
+
+// Config is the whole thresholds document.
+type Config struct {
+	// Namespaces lists the watched namespaces, dot-joined ("db",
+	// "prod.events"). Matching is exact: "prod" does not include
+	// "prod.events". Empty means every namespace.
+	Namespaces []string `yaml:"namespaces"`
+	// Defaults applies to every table unless an override sets a field.
+	Defaults Policy `yaml:"defaults"`
+	// Tables are per-table overrides; see [Config.For] for precedence.
+	Tables []Override `yaml:"tables"`
+}
+
+// Override is a Policy for the tables whose "namespace.table" name matches
+// Match.
+type Override struct {
+	// Match is an exact "namespace.table" name or a path.Match glob over it
+	// ("db.*", "*.events_*"). '*' matches any run of characters, dots
+	// included, so "db.*" also matches "db.sub.t".
+	Match  string `yaml:"match"`
+	Policy `yaml:",inline"`
+}
+
+// Policy is one set of thresholds. Every field is a pointer so that "unset"
+// (inherit) differs from an explicit zero. New thresholds are added as new
+// pointer fields.
+type Policy struct {
+	// TargetFileSize is the size compaction writes files at. Unset: the
+	// table property write.target-file-size-bytes, else 512MiB. Must be > 0.
+	TargetFileSize *Size `yaml:"target_file_size"`
+	// SmallFileRatio: a file is small below SmallFileRatio*target.
+	// Default 0.75; must be in (0, 1).
+	SmallFileRatio *float64 `yaml:"small_file_ratio"`
+	// MaxFileRatio: files above MaxFileRatio*target are never rewritten.
+	// Default 1.8; must be > 1.
+	MaxFileRatio *float64 `yaml:"max_file_ratio"`
+	// MinInputFiles is the fewest files a rewrite group may have (Spark's
+	// min-input-files). Default 5; must be >= 1.
+	MinInputFiles *int `yaml:"min_input_files"`
+	// SmallFileCount: a partition with this many small files is scheduled
+	// for compaction. Default 10; must be >= 1 and >= MinInputFiles.
+	SmallFileCount *int `yaml:"small_file_count"`
+	// QuietPeriod: partitions written more recently than this are skipped.
+	// Default 2s; must be >= 0.
+	QuietPeriod *Duration `yaml:"quiet_period"`
+	// Cooldown is the minimum time between two jobs on one partition.
+	// Default 30s; must be >= 0.
+	Cooldown *Duration `yaml:"cooldown"`
+	// ConflictCooldown is the cooldown after a job gave up on commit
+	// conflicts. Default 5m; must be >= 0.
+	ConflictCooldown *Duration `yaml:"conflict_cooldown"`
+	// CommitRetryTime bounds the total time spent retrying a conflicting
+	// commit. Default 60s; must be > 0.
+	CommitRetryTime *Duration `yaml:"commit_retry_time"`
+	// MaxGroupSize is the most input bytes per rewrite group. Default 10GiB
+	// (Spark's max-file-group-size-bytes is 100GiB; reactor is one small
+	// worker). Must be > 0.
+	MaxGroupSize *Size `yaml:"max_group_size"`
+	// PartialProgressCommits: a job with more than one group commits in up
+	// to this many batches. Default 10; must be >= 1.
+	PartialProgressCommits *int `yaml:"partial_progress_max_commits"`
+}
+
+// Effective is the fully resolved, concrete policy for one table.
+type Effective struct {
+	Table                  string // "namespace.table" it was resolved for
+	TargetFileSize         int64
+	TargetFileSizeSource   string // SourceConfig, SourceTableProperty or SourceDefault (possibly with a note)
+	SmallFileSize          int64  // files below this are small: TargetFileSize * SmallFileRatio
+	MaxFileSize            int64  // files above this are never rewritten: TargetFileSize * MaxFileRatio
+	MinInputFiles          int
+	SmallFileCount         int
+	QuietPeriod            time.Duration
+	Cooldown               time.Duration
+	ConflictCooldown       time.Duration
+	CommitRetryTime        time.Duration
+	MaxGroupSize           int64
+	PartialProgressCommits int
+}
+
+// Builtin returns the built-in defaults as a fully populated Policy (a fresh
+// copy on every call). It is what the Default* constants describe.
+func Builtin() Policy {
+	return Policy{
+		TargetFileSize:         ptr(DefaultTargetFileSize),
+		SmallFileRatio:         ptr(DefaultSmallFileRatio),
+		MaxFileRatio:           ptr(DefaultMaxFileRatio),
+		MinInputFiles:          ptr(DefaultMinInputFiles),
+		SmallFileCount:         ptr(DefaultSmallFileCount),
+		QuietPeriod:            ptr(Duration(DefaultQuietPeriod)),
+		Cooldown:               ptr(Duration(DefaultCooldown)),
+		ConflictCooldown:       ptr(Duration(DefaultConflictCooldown)),
+		CommitRetryTime:        ptr(Duration(DefaultCommitRetryTime)),
+		MaxGroupSize:           ptr(DefaultMaxGroupSize),
+		PartialProgressCommits: ptr(DefaultPartialProgressCommits),
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// Default returns the built-in configuration: the empty document, which
+// watches every namespace and uses the built-in defaults for every table.
+// Parse of an empty document returns an equal Config.
+func Default() *Config { return &Config{} }
+
+// Parse decodes and validates a thresholds document. Decoding is strict:
+// unknown or duplicate keys and values of the wrong type are errors naming
+// the field path and source line. An empty document is [Default]. The
+// document must be a single YAML document.
+//
+// Errors wrap *FieldError values where a field can be named (see
+// [FieldError]); validation errors are all reported, joined.
+func Parse(data []byte) (*Config, error) {
+	file, err := parser.ParseBytes(data, 0)
+	if err != nil {
+		return nil, syntaxError(err)
+	}
+	var body ast.Node
+	for _, doc := range file.Docs {
+		if doc == nil || doc.Body == nil {
+			continue
+		}
+		if body != nil {
+			return nil, errors.New("thresholds: expected a single YAML document, found more than one")
+		}
+		body = doc.Body
+	}
+	cfg := Default()
+	if body != nil {
+		if err := yaml.NodeToValue(body, cfg, yaml.Strict()); err != nil {
+			return nil, decodeError(body, err)
+		}
+	}
+	// The decoder leaves empty, non-nil slices for absent lists; normalize
+	// so that absent, null and [] all equal Default().
+	if len(cfg.Namespaces) == 0 {
+		cfg.Namespaces = nil
+	}
+	if len(cfg.Tables) == 0 {
+		cfg.Tables = nil
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}
+
+// Load reads the file at path and [Parse]s it. Errors name the path.
+func Load(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("thresholds: load: %w", err)
+	}
+	cfg, err := Parse(data)
+	if err != nil {
+		return nil, fmt.Errorf("thresholds: load %s: %w", path, err)
+	}
+	return cfg, nil
+}
+
+// Watches reports whether tables in namespace (dot-joined, e.g.
+// "prod.events") are watched: true when the namespace list is empty or
+// contains namespace exactly.
+func (c *Config) Watches(namespace string) bool {
+	if c == nil || len(c.Namespaces) == 0 {
+		return true
+	}
+	return slices.Contains(c.Namespaces, namespace)
+}
+
+// Validate checks every field and returns all problems joined with
+// errors.Join, each a *FieldError naming its path, e.g.
+// "tables[1].small_file_ratio: must be between 0 and 1 (exclusive), got 1.5".
+//
+// Besides each field's own range it rejects: empty, malformed or glob
+// namespaces; an override with an empty match, a bad glob, an exact match
+// without a dot (it could never match "namespace.table"), or the same match
+// as an earlier override; and small_file_count < min_input_files, checked
+// for defaults (over the built-ins) and for each override (over defaults and
+// built-ins), since such a job would plan nothing.
+func (c *Config) Validate() error {
+	var errs []error
+	add := func(path string, value any, reason string, args ...any) {
+		errs = append(errs, &FieldError{Path: path, Value: value, Reason: fmt.Sprintf(reason, args...)})
+	}
+
+	for i, ns := range c.Namespaces {
+		p := fmt.Sprintf("namespaces[%d]", i)
+		switch {
+		case ns == "":
+			add(p, ns, "must not be empty")
+		case strings.ContainsAny(ns, "*?[\\"):
+			add(p, ns, "must be a namespace name (globs are not supported)")
+		case slices.Contains(strings.Split(ns, "."), ""):
+			add(p, ns, "must be dot-joined namespace levels without empty parts")
+		}
+	}
+
+	builtin := Builtin()
+	defaults := layer{name: "defaults", policy: &c.Defaults}
+	c.Defaults.validate("defaults", []layer{{name: "built-in default", policy: &builtin}}, add)
+
+	seen := make(map[string]int, len(c.Tables))
+	for i := range c.Tables {
+		o := &c.Tables[i]
+		p := fmt.Sprintf("tables[%d]", i)
+		switch _, glob := specificity(o.Match); {
+		case o.Match == "":
+			add(p+".match", nil, `must not be empty (use "namespace.table" or a glob such as "db.*")`)
+		case !validPattern(o.Match):
+			add(p+".match", o.Match, "invalid glob pattern (see Go's path.Match)")
+		case !glob && !strings.Contains(o.Match, "."):
+			add(p+".match", o.Match, `must be "namespace.table" or a glob; a name without a dot never matches`)
+		default:
+			if j, dup := seen[o.Match]; dup {
+				add(p+".match", o.Match, "duplicates tables[%d].match", j)
+			} else {
+				seen[o.Match] = i
+			}
+		}
+		o.Policy.validate(p, []layer{defaults, {name: "built-in default", policy: &builtin}}, add)
+	}
+	return errors.Join(errs...)
+}
+
+type layer struct {
+	name   string
+	policy *Policy
+}
+
+// validate checks p's own fields (reported under prefix) and the
+// small_file_count >= min_input_files rule against p merged over parents.
+func (p *Policy) validate(prefix string, parents []layer, add func(path string, value any, reason string, args ...any)) {
+	f := func(name string) string { return prefix + "." + name }
+
+	if v := p.TargetFileSize; v != nil && *v <= 0 {
+		add(f("target_file_size"), *v, "must be > 0")
+	}
+	if v := p.SmallFileRatio; v != nil && !(*v > 0 && *v < 1) {
+		add(f("small_file_ratio"), *v, "must be between 0 and 1 (exclusive)")
+	}
+	if v := p.MaxFileRatio; v != nil && (!(*v > 1) || math.IsInf(*v, 0)) {
+		add(f("max_file_ratio"), *v, "must be a finite number > 1")
+	}
+	if v := p.MinInputFiles; v != nil && *v < 1 {
+		add(f("min_input_files"), *v, "must be >= 1")
+	}
+	if v := p.SmallFileCount; v != nil && *v < 1 {
+		add(f("small_file_count"), *v, "must be >= 1")
+	}
+	for _, d := range []struct {
+		name     string
+		v        *Duration
+		positive bool
+	}{
+		{"quiet_period", p.QuietPeriod, false},
+		{"cooldown", p.Cooldown, false},
+		{"conflict_cooldown", p.ConflictCooldown, false},
+		{"commit_retry_time", p.CommitRetryTime, true},
+	} {
+		switch {
+		case d.v == nil:
+		case d.positive && *d.v <= 0:
+			add(f(d.name), *d.v, "must be > 0")
+		case *d.v < 0:
+			add(f(d.name), *d.v, "must not be negative")
+		}
+	}
+	if v := p.MaxGroupSize; v != nil && *v <= 0 {
+		add(f("max_group_size"), *v, "must be > 0")
+	}
+	if v := p.PartialProgressCommits; v != nil && *v < 1 {
+		add(f("partial_progress_max_commits"), *v, "must be >= 1")
+	}
+
+	// small_file_count >= min_input_files, once both are individually valid.
+	// Reported where the inversion is introduced: on the field this level
+	// sets (small_file_count if it sets both).
+	if (p.MinInputFiles == nil && p.SmallFileCount == nil) ||
+		(p.MinInputFiles != nil && *p.MinInputFiles < 1) ||
+		(p.SmallFileCount != nil && *p.SmallFileCount < 1) {
+		return
+	}
+	minFiles, minFrom := inherit(p, parents, func(q *Policy) *int { return q.MinInputFiles })
+	count, countFrom := inherit(p, parents, func(q *Policy) *int { return q.SmallFileCount })
+	if count >= minFiles {
+		return
+	}
+	if p.SmallFileCount != nil {
+		add(f("small_file_count"), count, "must be >= min_input_files (%d%s) or a triggered job would plan nothing", minFiles, from(minFrom))
+	} else {
+		add(f("min_input_files"), minFiles, "must be <= small_file_count (%d%s) or a triggered job would plan nothing", count, from(countFrom))
+	}
+}
+
+func from(name string) string {
+	if name == "" {
+		return ""
+	}
+	return ", from " + name
+}
+
+// inherit returns the value of a field on p, else on the first parent that
+// sets it, with the name of that parent ("" for p itself).
+func inherit[T any](p *Policy, parents []layer, get func(*Policy) *T) (T, string) {
+	if v := get(p); v != nil {
+		return *v, ""
+	}
+	for _, l := range parents {
+		if v := get(l.policy); v != nil {
+			return *v, l.name
+		}
+	}
+	var zero T
+	return zero, ""
+}
+
+// For resolves the effective settings for table ("namespace.table").
+//
+// Each field is resolved on its own, taking the first set value among:
+//
+//  1. the overrides whose match matches table, most specific first: exact
+//     names before globs; among globs, more literal (non-wildcard)
+//     characters first; ties go to the override later in the file;
+//  2. defaults;
+//  3. for the target file size only, the table property
+//     write.target-file-size-bytes (props may be nil; a value that is not a
+//     positive integer is ignored, which TargetFileSizeSource notes);
+//  4. the built-in default (the Default* constants).
+//
+// So explicit configuration beats the table property, which beats the
+// built-in 512MiB. SmallFileSize and MaxFileSize are derived from the
+// resolved target and ratios (capped at math.MaxInt64). If a combination of
+// overrides yields SmallFileCount < MinInputFiles (Validate catches this
+// within one override, not across overlapping ones), SmallFileCount is
+// raised to MinInputFiles. For assumes c is valid; a nil c is [Default].
+func (c *Config) For(table string, props map[string]string) Effective {
+	if c == nil {
+		c = Default()
+	}
+	layers := c.matching(table)
+	builtin := Builtin()
+	layers = append(layers, &c.Defaults)
+
+	e := Effective{Table: table}
+	if v := first(layers, func(p *Policy) *Size { return p.TargetFileSize }); v != nil {
+		e.TargetFileSize, e.TargetFileSizeSource = int64(*v), SourceConfig
+	} else if raw, ok := props[TargetFileSizeProperty]; ok {
+		if n, err := strconv.ParseInt(strings.TrimSpace(raw), 10, 64); err == nil && n > 0 {
+			e.TargetFileSize, e.TargetFileSizeSource = n, SourceTableProperty
+		} else {
+			e.TargetFileSize = int64(DefaultTargetFileSize)
+			e.TargetFileSizeSource = fmt.Sprintf("%s (ignored malformed table property %s=%q)", SourceDefault, TargetFileSizeProperty, raw)
+		}
+	} else {
+		e.TargetFileSize, e.TargetFileSizeSource = int64(DefaultTargetFileSize), SourceDefault
+	}
+
+	layers = append(layers, &builtin)
+	smallRatio := *first(layers, func(p *Policy) *float64 { return p.SmallFileRatio })
+	maxRatio := *first(layers, func(p *Policy) *float64 { return p.MaxFileRatio })
+	e.SmallFileSize = scale(e.TargetFileSize, smallRatio)
+	e.MaxFileSize = scale(e.TargetFileSize, maxRatio)
+	e.MinInputFiles = *first(layers, func(p *Policy) *int { return p.MinInputFiles })
+	e.SmallFileCount = max(*first(layers, func(p *Policy) *int { return p.SmallFileCount }), e.MinInputFiles)
+	e.QuietPeriod = time.Duration(*first(layers, func(p *Policy) *Duration { return p.QuietPeriod }))
+	e.Cooldown = time.Duration(*first(layers, func(p *Policy) *Duration { return p.Cooldown }))
+	e.ConflictCooldown = time.Duration(*first(layers, func(p *Policy) *Duration { return p.ConflictCooldown }))
+	e.CommitRetryTime = time.Duration(*first(layers, func(p *Policy) *Duration { return p.CommitRetryTime }))
+	e.MaxGroupSize = int64(*first(layers, func(p *Policy) *Size { return p.MaxGroupSize }))
+	e.PartialProgressCommits = *first(layers, func(p *Policy) *int { return p.PartialProgressCommits })
+	return e
+}
+
+// first returns the first non-nil field value among layers, or nil.
+func first[T any](layers []*Policy, get func(*Policy) *T) *T {
+	for _, p := range layers {
+		if v := get(p); v != nil {
+			return v
+		}
+	}
+	return nil
+}
+
+// scale returns int64(float64(n)*ratio), capped at math.MaxInt64.
+func scale(n int64, ratio float64) int64 {
+	f := float64(n) * ratio
+	if f >= math.MaxInt64 { // math.MaxInt64 rounds up to 2^63 as a float64
+		return math.MaxInt64
+	}
+	return int64(f)
+}
+
+// matching returns the policies of the overrides matching table, most
+// specific first (see For).
+func (c *Config) matching(table string) []*Policy {
+	type hit struct {
+		index    int
+		exact    bool
+		literals int
+	}
+	var hits []hit
+	for i, o := range c.Tables {
+		if o.Match == "" {
+			continue
+		}
+		if ok, err := path.Match(o.Match, table); err != nil || !ok {
+			continue
+		}
+		literals, glob := specificity(o.Match)
+		hits = append(hits, hit{index: i, exact: !glob, literals: literals})
+	}
+	slices.SortFunc(hits, func(a, b hit) int {
+		if a.exact != b.exact {
+			if a.exact {
+				return -1
+			}
+			return 1
+		}
+		if n := cmp.Compare(b.literals, a.literals); n != 0 {
+			return n
+		}
+		return cmp.Compare(b.index, a.index)
+	})
+	layers := make([]*Policy, 0, len(hits)+2)
+	for _, h := range hits {
+		layers = append(layers, &c.Tables[h.index].Policy)
+	}
+	return layers
+}
+
+// specificity counts the literal characters of a path.Match pattern
+// (characters outside '*', '?' and [...] classes; an escaped character
+// counts as one) and reports whether it has any wildcard.
+func specificity(pattern string) (literals int, glob bool) {
+	for i := 0; i < len(pattern); i++ {
+		switch c := pattern[i]; c {
+		case '*', '?':
+			glob = true
+		case '[':
+			glob = true
+			// Skip the class. path.Match requires a ']' inside a class
+			// to be escaped, so it ends at the first unescaped ']'.
+			for i++; i < len(pattern) && pattern[i] != ']'; i++ {
+				if pattern[i] == '\\' {
+					i++
+				}
+			}
+		case '\\':
+			if i+1 < len(pattern) {
+				i++
+				literals++
+			}
+		default:
+			if c&0xC0 != 0x80 { // count runes, not UTF-8 continuation bytes
+				literals++
+			}
+		}
+	}
+	return literals, glob
+}
+
+// validPattern reports whether pattern is a well-formed path.Match pattern.
+func validPattern(pattern string) bool {
+	_, err := path.Match(pattern, "")
+	return !errors.Is(err, path.ErrBadPattern)
+}

@@ -1,0 +1,234 @@
+package triggers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/icereactor/reactor/events"
+	"github.com/icereactor/reactor/metrics"
+	"github.com/icereactor/reactor/planner"
+)
+
+// Defaults for CommitOptions.
+const (
+	DefaultCommitSubject     = "iceberg.commits.>"
+	DefaultCommitStream      = "REACTOR_COMMITS"
+	DefaultDurable           = "reactor"
+	DefaultDeadLetterSubject = "reactor.deadletter"
+	DefaultDeadLetterStream  = "REACTOR_DEADLETTER"
+)
+
+// CommitOptions configure the commit-event consumer.
+type CommitOptions struct {
+	Subject           string
+	Stream            string
+	Durable           string
+	DeadLetterSubject string
+	DeadLetterStream  string
+	// RetryBase and RetryMax bound the redelivery delay of events that hit
+	// a transient fault: base * 2^(delivery-1), capped at max.
+	RetryBase time.Duration
+	RetryMax  time.Duration
+}
+
+func (o *CommitOptions) defaults() {
+	if o.Subject == "" {
+		o.Subject = DefaultCommitSubject
+	}
+	if o.Stream == "" {
+		o.Stream = DefaultCommitStream
+	}
+	if o.Durable == "" {
+		o.Durable = DefaultDurable
+	}
+	if o.DeadLetterSubject == "" {
+		o.DeadLetterSubject = DefaultDeadLetterSubject
+	}
+	if o.DeadLetterStream == "" {
+		o.DeadLetterStream = DefaultDeadLetterStream
+	}
+	if o.RetryBase <= 0 {
+		o.RetryBase = 250 * time.Millisecond
+	}
+	if o.RetryMax <= 0 {
+		o.RetryMax = 30 * time.Second
+	}
+}
+
+// Applier applies one commit event (the planner).
+type Applier interface {
+	Apply(ctx context.Context, ev events.CommitEvent) error
+}
+
+// CommitConsumer consumes commit events until stopped.
+type CommitConsumer struct {
+	js      jetstream.JetStream
+	opts    CommitOptions
+	applier Applier
+	log     *slog.Logger
+	met     *metrics.Metrics
+	ctx     context.Context
+	cc      jetstream.ConsumeContext
+
+	mu      sync.Mutex
+	waiting bool // logged "waiting for the catalog" and not yet recovered
+}
+
+// EnsureStreams creates (or updates) the commit stream and the dead-letter
+// stream. Work-queue retention on the commit stream: an event is kept until
+// reactor acknowledges it, and no longer.
+func EnsureStreams(ctx context.Context, js jetstream.JetStream, opts CommitOptions) error {
+	opts.defaults()
+	if _, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+		Name:        opts.Stream,
+		Description: "Iceberg commit events for reactor",
+		Subjects:    []string{opts.Subject},
+		Retention:   jetstream.WorkQueuePolicy,
+		Storage:     jetstream.FileStorage,
+	}); err != nil {
+		return fmt.Errorf("create stream %s for subject %q: %w", opts.Stream, opts.Subject, err)
+	}
+	if _, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+		Name:        opts.DeadLetterStream,
+		Description: "events reactor could not apply, with the reason",
+		Subjects:    []string{opts.DeadLetterSubject},
+		Retention:   jetstream.LimitsPolicy,
+		MaxAge:      14 * 24 * time.Hour,
+		Storage:     jetstream.FileStorage,
+	}); err != nil {
+		return fmt.Errorf("create dead-letter stream %s for subject %q: %w", opts.DeadLetterStream, opts.DeadLetterSubject, err)
+	}
+	return nil
+}
+
+// StartCommits ensures the streams and the durable consumer exist and starts
+// consuming. ctx bounds the whole consumer's life.
+func StartCommits(ctx context.Context, js jetstream.JetStream, opts CommitOptions, applier Applier,
+	log *slog.Logger, met *metrics.Metrics) (*CommitConsumer, error) {
+	opts.defaults()
+	if err := EnsureStreams(ctx, js, opts); err != nil {
+		return nil, err
+	}
+	cons, err := js.CreateOrUpdateConsumer(ctx, opts.Stream, jetstream.ConsumerConfig{
+		Durable:       opts.Durable,
+		Description:   "reactor commit-event consumer",
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       2 * time.Minute,
+		MaxDeliver:    -1, // a transient fault must never drop an event
+		FilterSubject: opts.Subject,
+		MaxAckPending: 1024,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("create durable consumer %s on %s: %w", opts.Durable, opts.Stream, err)
+	}
+	c := &CommitConsumer{js: js, opts: opts, applier: applier, log: log, met: met, ctx: ctx}
+	cc, err := cons.Consume(c.handle)
+	if err != nil {
+		return nil, fmt.Errorf("consume %s: %w", opts.Stream, err)
+	}
+	c.cc = cc
+	log.Info("consuming commit events", "subject", opts.Subject, "stream", opts.Stream, "durable", opts.Durable,
+		"dead_letter_subject", opts.DeadLetterSubject)
+	return c, nil
+}
+
+// Stop stops taking new messages and waits for the one in hand.
+func (c *CommitConsumer) Stop() {
+	c.cc.Drain()
+	<-c.cc.Closed()
+}
+
+func (c *CommitConsumer) handle(msg jetstream.Msg) {
+	ev, err := events.DecodeCommit(msg.Data())
+	if err != nil {
+		c.reject(msg, events.ReasonMalformed, metrics.OutcomeMalformed, err)
+		return
+	}
+	err = c.applier.Apply(c.ctx, ev)
+	switch {
+	case err == nil:
+		if ackErr := msg.Ack(); ackErr != nil {
+			// Redelivery will apply it again, which is harmless.
+			c.log.Warn("ack failed; the event will be redelivered and re-applied idempotently",
+				"table", ev.QualifiedName(), "snapshot_id", ev.SnapshotID, "error", ackErr)
+		}
+		c.recovered(ev)
+		c.met.Events.WithLabelValues("commit", metrics.OutcomeApplied).Inc()
+	case errors.Is(err, planner.ErrUnknownTable):
+		c.reject(msg, events.ReasonUnknownTable, metrics.OutcomeUnknownTable, err)
+	case errors.Is(err, planner.ErrNotWatched):
+		c.reject(msg, events.ReasonNamespaceNotWatched, metrics.OutcomeNotWatched, err)
+	default:
+		c.retryLater(msg, ev, err)
+	}
+}
+
+// reject dead-letters a message with the reason and acknowledges it. If the
+// dead letter cannot be stored the message is not acknowledged: it comes
+// back rather than being lost.
+func (c *CommitConsumer) reject(msg jetstream.Msg, reason, outcome string, cause error) {
+	dl := events.DeadLetter{
+		Subject:    msg.Subject(),
+		Reason:     reason,
+		Error:      cause.Error(),
+		Payload:    string(msg.Data()),
+		ReceivedAt: time.Now().UTC(),
+	}
+	data, err := dl.Encode()
+	if err == nil {
+		_, err = c.js.Publish(c.ctx, c.opts.DeadLetterSubject, data)
+	}
+	if err != nil {
+		c.met.Events.WithLabelValues("commit", metrics.OutcomeDeadLetterErr).Inc()
+		c.log.Error("could not dead-letter an event; it will be redelivered", "subject", msg.Subject(),
+			"reason", reason, "cause", cause, "error", err)
+		_ = msg.NakWithDelay(c.opts.RetryMax)
+		return
+	}
+	c.met.Events.WithLabelValues("commit", outcome).Inc()
+	c.log.Warn("event dead-lettered", "subject", msg.Subject(), "reason", reason, "error", cause,
+		"dead_letter_subject", c.opts.DeadLetterSubject)
+	_ = msg.Ack()
+}
+
+func (c *CommitConsumer) retryLater(msg jetstream.Msg, ev events.CommitEvent, cause error) {
+	delivered := uint64(1)
+	if md, err := msg.Metadata(); err == nil && md.NumDelivered > 0 {
+		delivered = md.NumDelivered
+	}
+	delay := c.opts.RetryBase
+	for i := uint64(1); i < delivered && delay < c.opts.RetryMax; i++ {
+		delay *= 2
+	}
+	delay = min(delay, c.opts.RetryMax)
+	c.met.Events.WithLabelValues("commit", metrics.OutcomeRetry).Inc()
+	c.mu.Lock()
+	first := !c.waiting
+	c.waiting = true
+	c.mu.Unlock()
+	level := slog.LevelDebug
+	if first || delivered%10 == 0 {
+		level = slog.LevelWarn
+	}
+	c.log.Log(c.ctx, level, "waiting for the catalog: event not applied, will be redelivered",
+		"table", ev.QualifiedName(), "snapshot_id", ev.SnapshotID, "delivery", delivered, "retry_in", delay, "error", cause)
+	if err := msg.NakWithDelay(delay); err != nil {
+		c.log.Warn("nak failed; the event will be redelivered after the ack wait", "table", ev.QualifiedName(), "error", err)
+	}
+}
+
+func (c *CommitConsumer) recovered(ev events.CommitEvent) {
+	c.mu.Lock()
+	was := c.waiting
+	c.waiting = false
+	c.mu.Unlock()
+	if was {
+		c.log.Info("catalog reachable again; applying events", "table", ev.QualifiedName())
+	}
+}

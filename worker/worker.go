@@ -1,0 +1,186 @@
+// Package worker assembles a running reactor from its parts — NATS (remote
+// or embedded), the catalog (configured or embedded SQLite), planner,
+// executor pool and commit-event consumer — and takes it apart again in the
+// right order. `reactor run`, `reactor demo` and the end-to-end tests start
+// reactor through it, so they run the same wiring.
+//
+// It owns lifecycles only; every decision lives in the parts.
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/catalog"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/icereactor/reactor/embedded"
+	"github.com/icereactor/reactor/executor"
+	"github.com/icereactor/reactor/metrics"
+	"github.com/icereactor/reactor/planner"
+	"github.com/icereactor/reactor/thresholds"
+	"github.com/icereactor/reactor/triggers"
+)
+
+// Config is everything a worker needs.
+type Config struct {
+	// NATSURL of the NATS server; empty starts an embedded one with its
+	// JetStream store under DataDir.
+	NATSURL string
+	// DataDir holds the embedded NATS store, and the embedded catalog when
+	// no catalog is configured.
+	DataDir string
+	// CatalogName and CatalogProps select a catalog through iceberg-go's
+	// registry (type rest or sql, uri, warehouse, ...). Nil props open the
+	// embedded SQLite catalog under DataDir.
+	CatalogName  string
+	CatalogProps iceberg.Properties
+	Thresholds   *thresholds.Config
+	Commits      triggers.CommitOptions
+	// Concurrency bounds jobs running at once (across tables).
+	Concurrency int
+	Logger      *slog.Logger
+	Metrics     *metrics.Metrics
+}
+
+// Worker is a running reactor.
+type Worker struct {
+	NATS     *embedded.NATS // nil when NATSURL was given
+	Conn     *nats.Conn
+	JS       jetstream.JetStream
+	Catalog  catalog.Catalog
+	Planner  *planner.Planner
+	Pool     *executor.Pool
+	Metrics  *metrics.Metrics
+	consumer *triggers.CommitConsumer
+	cancel   context.CancelFunc
+	log      *slog.Logger
+}
+
+// Start brings a worker up. On error everything it started is stopped.
+func Start(ctx context.Context, cfg Config) (_ *Worker, err error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = metrics.New()
+	}
+	if cfg.Thresholds == nil {
+		cfg.Thresholds = thresholds.Default()
+	}
+	if cfg.DataDir == "" && (cfg.NATSURL == "" || cfg.CatalogProps == nil) {
+		return nil, errors.New("worker: a data directory is required for the embedded NATS server or catalog")
+	}
+	w := &Worker{Metrics: cfg.Metrics, log: cfg.Logger}
+	defer func() {
+		if err != nil {
+			w.Close()
+		}
+	}()
+
+	url := cfg.NATSURL
+	if url == "" {
+		store := filepath.Join(cfg.DataDir, "nats")
+		if err := os.MkdirAll(store, 0o755); err != nil {
+			return nil, fmt.Errorf("worker: %w", err)
+		}
+		w.NATS, err = embedded.StartNATS(embedded.NATSOptions{StoreDir: store})
+		if err != nil {
+			return nil, fmt.Errorf("worker: %w", err)
+		}
+		url = w.NATS.URL()
+		cfg.Logger.Info("started embedded NATS server", "url", url, "store", store)
+	}
+	w.Conn, err = nats.Connect(url, nats.Name("reactor"), nats.MaxReconnects(-1),
+		nats.DisconnectErrHandler(func(_ *nats.Conn, derr error) {
+			if derr != nil {
+				cfg.Logger.Warn("disconnected from NATS; reconnecting", "error", derr)
+			}
+		}),
+		nats.ReconnectHandler(func(c *nats.Conn) { cfg.Logger.Info("reconnected to NATS", "url", c.ConnectedUrl()) }))
+	if err != nil {
+		return nil, fmt.Errorf("worker: connect to NATS at %s: %w", url, err)
+	}
+	w.JS, err = jetstream.New(w.Conn)
+	if err != nil {
+		return nil, fmt.Errorf("worker: jetstream: %w", err)
+	}
+
+	if cfg.CatalogProps == nil {
+		dir := filepath.Join(cfg.DataDir, "catalog")
+		w.Catalog, err = embedded.OpenCatalog(ctx, dir)
+		if err == nil {
+			cfg.Logger.Info("opened embedded SQLite catalog", "dir", dir)
+		}
+	} else {
+		w.Catalog, err = catalog.Load(ctx, cfg.CatalogName, cfg.CatalogProps)
+		if err == nil {
+			cfg.Logger.Info("opened catalog", "name", cfg.CatalogName, "type", cfg.CatalogProps["type"],
+				"uri", redactURI(cfg.CatalogProps["uri"]))
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("worker: open catalog: %w", err)
+	}
+
+	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	w.cancel = cancel
+	exec := executor.New(w.Catalog, cfg.Logger, cfg.Metrics)
+	w.Pool = executor.NewPool(runCtx, exec, cfg.Concurrency)
+	w.Planner = planner.New(planner.Options{
+		Catalog:  w.Catalog,
+		Config:   cfg.Thresholds,
+		Dispatch: w.Pool.Dispatch,
+		Logger:   cfg.Logger,
+		Metrics:  cfg.Metrics,
+	})
+	w.Pool.OnFinish(w.Planner.Finished)
+	w.consumer, err = triggers.StartCommits(runCtx, w.JS, cfg.Commits, w.Planner, cfg.Logger, cfg.Metrics)
+	if err != nil {
+		return nil, fmt.Errorf("worker: %w", err)
+	}
+	return w, nil
+}
+
+// Close stops taking events, abandons running jobs cleanly (their
+// uncommitted outputs are deleted), and stops everything it started.
+func (w *Worker) Close() {
+	if w.consumer != nil {
+		w.consumer.Stop()
+	}
+	if w.Planner != nil {
+		w.Planner.Close()
+	}
+	if w.cancel != nil {
+		w.cancel()
+	}
+	if w.Pool != nil {
+		w.Pool.Wait()
+	}
+	if c, ok := w.Catalog.(interface{ Close() error }); ok {
+		_ = c.Close()
+	}
+	if w.Conn != nil {
+		w.Conn.Close()
+	}
+	if w.NATS != nil {
+		w.NATS.Shutdown()
+	}
+}
+
+// redactURI drops credentials from a URI before it is logged.
+func redactURI(uri string) string {
+	if i := strings.Index(uri, "@"); i >= 0 {
+		if j := strings.Index(uri, "://"); j >= 0 && j < i {
+			return uri[:j+3] + "***" + uri[i:]
+		}
+	}
+	return uri
+}
