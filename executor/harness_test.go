@@ -1,0 +1,208 @@
+package executor_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"testing"
+
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/catalog"
+	iceio "github.com/apache/iceberg-go/io"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/icereactor/reactor/embedded"
+	"github.com/icereactor/reactor/executor"
+	"github.com/icereactor/reactor/metrics"
+	"github.com/icereactor/reactor/planner"
+	"github.com/icereactor/reactor/streamwriter"
+	"github.com/icereactor/reactor/thresholds"
+)
+
+var ident = table.Identifier{"db", "events"}
+
+type fixture struct {
+	t      *testing.T
+	ctx    context.Context
+	cat    catalog.Catalog
+	writer *streamwriter.Writer
+	met    *metrics.Metrics
+	exec   *executor.Executor
+	// interleave runs a real commit from another writer just before
+	// reactor's next catalog commit (see interleavingCatalog).
+	icat *interleavingCatalog
+}
+
+func newFixture(t *testing.T, tableProps iceberg.Properties) *fixture {
+	t.Helper()
+	ctx := t.Context()
+	cat, err := embedded.OpenCatalog(ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := streamwriter.CreateTable(ctx, cat, ident, tableProps); err != nil {
+		t.Fatal(err)
+	}
+	f := &fixture{t: t, ctx: ctx, cat: cat, met: metrics.New()}
+	f.writer = streamwriter.New(cat, ident, nil)
+	f.icat = &interleavingCatalog{Catalog: cat}
+	level := slog.LevelWarn
+	if testing.Verbose() {
+		level = slog.LevelDebug
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	f.exec = executor.New(f.icat, log, f.met)
+	return f
+}
+
+func (f *fixture) commit(category string, rows int) {
+	f.t.Helper()
+	if _, err := f.writer.Commit(f.ctx, category, rows); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+func (f *fixture) load() *table.Table {
+	f.t.Helper()
+	tbl, err := f.cat.LoadTable(f.ctx, ident)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return tbl
+}
+
+// job builds a compaction job for the given partitions with the test's
+// thresholds (YAML, may be empty).
+func (f *fixture) job(yaml string, categories ...string) planner.Job {
+	f.t.Helper()
+	cfg, err := thresholds.Parse([]byte(yaml))
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	tbl := f.load()
+	j := planner.Job{
+		ID:        fmt.Sprintf("test-%s", f.t.Name()),
+		Kind:      planner.KindCompact,
+		Table:     ident,
+		TableName: "db.events",
+		Settings:  cfg.For("db.events", tbl.Properties()),
+	}
+	for _, c := range categories {
+		j.Partitions = append(j.Partitions, planner.Partition{Key: "category=" + c})
+	}
+	return j
+}
+
+func (f *fixture) contents() streamwriter.Contents {
+	f.t.Helper()
+	c, err := streamwriter.Read(f.ctx, f.load())
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return c
+}
+
+// dataFiles lists live data files of one partition with their sizes.
+func (f *fixture) dataFiles(category string) map[string]int64 {
+	f.t.Helper()
+	tbl := f.load()
+	tasks, err := tbl.Scan().PlanFiles(f.ctx)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	out := map[string]int64{}
+	for _, task := range tasks {
+		if fmt.Sprint(task.File.Partition()[1000]) == category {
+			out[task.File.FilePath()] = task.File.FileSizeBytes()
+		}
+	}
+	return out
+}
+
+// parquetFilesOnDisk counts Parquet files under the table's data directory,
+// referenced or not: what a failed attempt leaves behind shows up here.
+func (f *fixture) parquetFilesOnDisk() int {
+	f.t.Helper()
+	tbl := f.load()
+	root := tbl.Location() + "/data"
+	n := 0
+	err := walk(root, func(p string) {
+		if len(p) > 8 && p[len(p)-8:] == ".parquet" {
+			n++
+		}
+	})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return n
+}
+
+func walk(uri string, visit func(string)) error {
+	dir := uri
+	if len(dir) > 7 && dir[:7] == "file://" {
+		dir = dir[7:]
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		if os.IsNotExist(err) {
+			return nil
+		}
+		return err
+	}
+	for _, e := range entries {
+		p := dir + "/" + e.Name()
+		if e.IsDir() {
+			if err := walk(p, visit); err != nil {
+				return err
+			}
+			continue
+		}
+		visit(p)
+	}
+	return nil
+}
+
+// interleavingCatalog is the real SQL catalog with one addition: before
+// reactor's next CommitTable it can run a real commit from a concurrent
+// writer, so a race that is timing-dependent in production happens
+// deterministically in the test. Tables it loads are bound to it, so the
+// commits iceberg-go makes for reactor go through it.
+type interleavingCatalog struct {
+	catalog.Catalog
+	mu     sync.Mutex
+	before []func()
+	// commits counts CommitTable calls made by reactor through it.
+	commits int
+}
+
+func (c *interleavingCatalog) LoadTable(ctx context.Context, id table.Identifier) (*table.Table, error) {
+	tbl, err := c.Catalog.LoadTable(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return table.New(tbl.Identifier(), tbl.Metadata(), tbl.MetadataLocation(),
+		func(ctx context.Context) (iceio.IO, error) { return tbl.FS(ctx) }, c), nil
+}
+
+func (c *interleavingCatalog) CommitTable(ctx context.Context, id table.Identifier, reqs []table.Requirement, updates []table.Update) (table.Metadata, string, error) {
+	c.mu.Lock()
+	c.commits++
+	var run func()
+	if len(c.before) > 0 {
+		run, c.before = c.before[0], c.before[1:]
+	}
+	c.mu.Unlock()
+	if run != nil {
+		run()
+	}
+	return c.Catalog.CommitTable(ctx, id, reqs, updates)
+}
+
+// beforeNextCommits queues actions, one per upcoming reactor commit.
+func (c *interleavingCatalog) beforeNextCommits(actions ...func()) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.before = append(c.before, actions...)
+}
