@@ -15,6 +15,7 @@ import (
 	"github.com/apache/iceberg-go/table/compaction"
 	"github.com/cenkalti/backoff/v4"
 
+	"github.com/icereactor/reactor/conflict"
 	"github.com/icereactor/reactor/metrics"
 	"github.com/icereactor/reactor/planner"
 )
@@ -141,7 +142,7 @@ func (e *Executor) compact(ctx context.Context, log *slog.Logger, job planner.Jo
 			rep.OutputFilesCleanedUp += removeOutputs(fs, results, log)
 			rep.FailedBatches++
 			lastErr = err
-			gaveUp = IsConflict(err)
+			gaveUp = conflict.Is(err)
 			log.Warn("batch abandoned; its output files were deleted", "batch", i+1, "batches", len(batches), "error", err)
 			break
 		}
@@ -327,7 +328,7 @@ func (e *Executor) commitBatch(ctx context.Context, log *slog.Logger, job planne
 			committed = next
 			return nil
 		}
-		if IsConflict(err) {
+		if conflict.Is(err) {
 			rep.Conflicts++
 			e.met.CommitConflicts.WithLabelValues(job.TableName).Inc()
 			rep.StagedMetadataCleanedUp += removePaths(fs, staged, log)
@@ -352,7 +353,7 @@ func (e *Executor) commitBatch(ctx context.Context, log *slog.Logger, job planne
 		log.Info("commit conflict; retrying", "attempt", attempt, "wait", wait, "error", err)
 	}
 	if err := backoff.RetryNotify(op, backoff.WithContext(bo, ctx), notify); err != nil {
-		if IsConflict(err) {
+		if conflict.Is(err) {
 			return nil, fmt.Errorf("gave up after %d attempts in %s: %w", attempt, job.Settings.CommitRetryTime, err)
 		}
 		return nil, err

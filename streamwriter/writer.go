@@ -14,8 +14,8 @@ import (
 	"github.com/apache/iceberg-go/table"
 	"github.com/cenkalti/backoff/v4"
 
+	"github.com/icereactor/reactor/conflict"
 	"github.com/icereactor/reactor/events"
-	"github.com/icereactor/reactor/executor"
 )
 
 // Publisher receives the commit event of every successful commit.
@@ -71,7 +71,7 @@ func (w *Writer) Commit(ctx context.Context, category string, rows int) (int64, 
 		defer rdr.Release()
 		committed, err = tbl.Append(ctx, rdr, nil)
 		if err != nil {
-			if executor.IsConflict(err) {
+			if conflict.Is(err) {
 				conflicts++
 				return err
 			}

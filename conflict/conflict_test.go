@@ -1,4 +1,4 @@
-package executor
+package conflict
 
 import (
 	"errors"
@@ -8,7 +8,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 )
 
-func TestIsConflict(t *testing.T) {
+func TestIs(t *testing.T) {
 	tests := []struct {
 		name string
 		err  error
@@ -26,8 +26,8 @@ func TestIsConflict(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := IsConflict(tt.err); got != tt.want {
-				t.Errorf("IsConflict(%v) = %v, want %v", tt.err, got, tt.want)
+			if got := Is(tt.err); got != tt.want {
+				t.Errorf("Is(%v) = %v, want %v", tt.err, got, tt.want)
 			}
 		})
 	}

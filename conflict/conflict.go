@@ -1,4 +1,7 @@
-package executor
+// Package conflict classifies commit errors: it knows how each catalog
+// reports a lost optimistic-concurrency race, so callers can retry exactly
+// those and nothing else. It must not retry anything itself.
+package conflict
 
 import (
 	"errors"
@@ -11,7 +14,7 @@ import (
 // was committed and the same change may be retried against a fresh table.
 var ErrConflict = errors.New("commit conflict")
 
-// IsConflict reports whether err is a lost optimistic-concurrency race, in
+// Is reports whether err is a lost optimistic-concurrency race, in
 // which case the catalog committed nothing and a retry is safe.
 //
 // The REST catalog maps HTTP 409 to table.ErrCommitFailed (and iceberg-go's
@@ -21,7 +24,7 @@ var ErrConflict = errors.New("commit conflict")
 // (pitfall 3 in DESIGN.md). Both mean the same thing here. Every other
 // "requirement failed" (a schema or spec change underneath us) is not a
 // race we can win by retrying and is left alone.
-func IsConflict(err error) bool {
+func Is(err error) bool {
 	if err == nil {
 		return false
 	}

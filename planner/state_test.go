@@ -1,0 +1,161 @@
+package planner
+
+import (
+	"context"
+	"testing"
+
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/icereactor/reactor/embedded"
+	"github.com/icereactor/reactor/streamwriter"
+)
+
+// The counters an incremental update produces must equal those a rebuild
+// from the same snapshot produces, after appends, after a rewrite that
+// removes files, and across reactor's own snapshots; and the incremental
+// update must read only the manifests the new snapshots added.
+func TestIncrementalCountersMatchRebuild(t *testing.T) {
+	ctx := t.Context()
+	cat, err := embedded.OpenCatalog(ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ident := table.Identifier{"db", "t"}
+	if _, err := streamwriter.CreateTable(ctx, cat, ident, nil); err != nil {
+		t.Fatal(err)
+	}
+	w := streamwriter.New(cat, ident, nil)
+	load := func() *table.Table {
+		tbl, err := cat.LoadTable(ctx, ident)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tbl
+	}
+	const small = 1 << 20
+
+	var inc tableCounters
+	check := func(step string, wantManifests int) {
+		t.Helper()
+		tbl := load()
+		st, err := inc.advance(ctx, tbl, small)
+		if err != nil {
+			t.Fatalf("%s: advance: %v", step, err)
+		}
+		if wantManifests >= 0 && (st.rebuilt || st.manifestsRead != wantManifests) {
+			t.Errorf("%s: rebuilt=%v manifests read %d, want incremental reading %d", step, st.rebuilt, st.manifestsRead, wantManifests)
+		}
+		var full tableCounters
+		if _, err := full.advance(ctx, tbl, small); err != nil {
+			t.Fatalf("%s: rebuild: %v", step, err)
+		}
+		for k, ps := range full.partitions {
+			got := inc.partitions[k]
+			if got == nil || got.DataFiles != ps.DataFiles || got.Bytes != ps.Bytes || got.Rows != ps.Rows ||
+				got.SmallFiles != ps.SmallFiles || !got.LastWrite.Equal(ps.LastWrite) {
+				t.Errorf("%s: partition %s incremental %+v, rebuild %+v", step, k, got, ps.Counters)
+			}
+		}
+		for k, ps := range inc.partitions {
+			if _, ok := full.partitions[k]; !ok && ps.DataFiles != 0 {
+				t.Errorf("%s: partition %s only in incremental state: %+v", step, k, ps.Counters)
+			}
+		}
+	}
+
+	commit := func(cat string, rows int) {
+		t.Helper()
+		if _, err := w.Commit(ctx, cat, rows); err != nil {
+			t.Fatal(err)
+		}
+	}
+	commit("a", 10)
+	check("first event builds", -1)
+	commit("a", 10)
+	commit("b", 5)
+	check("two appends", 2)
+	for range 4 {
+		commit("a", 3)
+	}
+	check("four appends", 4)
+
+	// A rewrite of partition a by "reactor": all files but one removed.
+	tbl := load()
+	tasks, err := tbl.Scan().PlanFiles(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var old []iceberg.DataFile
+	for _, task := range tasks {
+		if task.File.Partition()[1000] == "a" {
+			old = append(old, task.File)
+		}
+	}
+	txn := tbl.NewTransaction()
+	rw := txn.NewRewrite(iceberg.Properties{SnapshotJobProperty: "job-1"})
+	for _, df := range old[1:] {
+		rw.DeleteFile(df) // keep one file: the shape of a rewrite, without writing Parquet
+	}
+	if err := rw.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := txn.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	lastWriteBefore := inc.partitions["category=a"].LastWrite
+	check("reactor's rewrite", -1)
+	pa := inc.partitions["category=a"]
+	if pa.DataFiles != 1 || pa.SmallFiles != 1 {
+		t.Errorf("after rewrite partition a = %+v, want 1 file", pa.Counters)
+	}
+	if !pa.LastWrite.Equal(lastWriteBefore) {
+		t.Errorf("reactor's own snapshot moved LastWrite from %v to %v", lastWriteBefore, pa.LastWrite)
+	}
+	if pb := inc.partitions["category=b"]; pb.DataFiles != 1 || pb.Rows != 5 {
+		t.Errorf("partition b = %+v, want 1 file of 5 rows", pb.Counters)
+	}
+
+	// An older table handed in after the state moved on changes nothing.
+	snapBefore := inc.snapshotID
+	if _, err := inc.advance(ctx, tbl, small); err != nil {
+		t.Fatal(err)
+	}
+	if inc.snapshotID != snapBefore {
+		t.Errorf("an older table moved the state back from %d to %d", snapBefore, inc.snapshotID)
+	}
+
+	// A different small-file size rebuilds.
+	st, err := inc.advance(ctx, load(), 1)
+	if err != nil || !st.rebuilt || inc.partitions["category=b"].SmallFiles != 0 {
+		t.Errorf("changing the small-file size: rebuilt=%v err=%v b=%+v", st.rebuilt, err, inc.partitions["category=b"].Counters)
+	}
+}
+
+func TestPartitionKey(t *testing.T) {
+	ctx := context.Background()
+	cat, err := embedded.OpenCatalog(ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl, err := streamwriter.CreateTable(ctx, cat, table.Identifier{"db", "k"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	meta := tbl.Metadata()
+	tests := []struct {
+		values map[int]any
+		spec   int32
+		want   string
+	}{
+		{map[int]any{1000: "books"}, 0, "category=books"},
+		{map[int]any{1000: "a b+c=d"}, 0, "category=a b+c=d"},
+		{map[int]any{1000: nil}, 0, "category=null"},
+		{map[int]any{1000: "x"}, 7, "spec=7/1000=x"},
+	}
+	for _, tt := range tests {
+		if got := PartitionKey(meta, tt.spec, tt.values); got != tt.want {
+			t.Errorf("PartitionKey(%v, spec %d) = %q, want %q", tt.values, tt.spec, got, tt.want)
+		}
+	}
+}
