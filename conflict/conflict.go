@@ -38,3 +38,18 @@ func Is(err error) bool {
 	return strings.Contains(msg, "has changed: expected id") ||
 		strings.Contains(msg, "was created concurrently")
 }
+
+// IsTransient reports whether err is a fault that happened before anything
+// was committed and that goes away by itself: SQLite's lock contention
+// between two writers of the same catalog database (SQLITE_BUSY survives
+// WAL and a busy timeout when a read transaction must upgrade to a write).
+func IsTransient(err error) bool {
+	if err == nil {
+		return false
+	}
+	msg := err.Error()
+	return strings.Contains(msg, "SQLITE_BUSY") || strings.Contains(msg, "database is locked")
+}
+
+// IsRetryable reports whether the same commit may simply be tried again.
+func IsRetryable(err error) bool { return Is(err) || IsTransient(err) }

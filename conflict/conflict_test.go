@@ -32,3 +32,24 @@ func TestIs(t *testing.T) {
 		})
 	}
 }
+
+func TestIsTransient(t *testing.T) {
+	tests := []struct {
+		err       error
+		transient bool
+	}{
+		{errors.New("error encountered loading table [db events]: database is locked (5) (SQLITE_BUSY)"), true},
+		{errors.New("database is locked"), true},
+		{table.ErrCommitFailed, false},
+		{errors.New("no such file"), false},
+		{nil, false},
+	}
+	for _, tt := range tests {
+		if got := IsTransient(tt.err); got != tt.transient {
+			t.Errorf("IsTransient(%v) = %v, want %v", tt.err, got, tt.transient)
+		}
+		if got := IsRetryable(tt.err); got != (tt.transient || Is(tt.err)) {
+			t.Errorf("IsRetryable(%v) = %v", tt.err, got)
+		}
+	}
+}

@@ -20,6 +20,10 @@ import (
 	"github.com/icereactor/reactor/planner"
 )
 
+// errUnknownCommitState marks a commit whose outcome the catalog did not
+// tell: its outputs must not be deleted, since a snapshot may reference them.
+var errUnknownCommitState = errors.New("commit outcome unknown")
+
 // Executor runs jobs.
 type Executor struct {
 	cat catalog.Catalog
@@ -139,10 +143,19 @@ func (e *Executor) compact(ctx context.Context, log *slog.Logger, job planner.Jo
 		}
 		next, err := e.commitBatch(ctx, log, job, tbl, fs, results, &rep)
 		if err != nil {
+			if errors.Is(err, errUnknownCommitState) {
+				// Leave the outputs: a snapshot may reference them. Orphan
+				// cleanup, with its age margin, is the safe owner now.
+				log.Error("commit outcome unknown; output files left in place for orphan cleanup",
+					"batch", i+1, "error", err)
+				rep.FailedBatches++
+				lastErr = err
+				break
+			}
 			rep.OutputFilesCleanedUp += removeOutputs(fs, results, log)
 			rep.FailedBatches++
 			lastErr = err
-			gaveUp = conflict.Is(err)
+			gaveUp = conflict.IsRetryable(err)
 			log.Warn("batch abandoned; its output files were deleted", "batch", i+1, "batches", len(batches), "error", err)
 			break
 		}
@@ -281,9 +294,11 @@ func (e *Executor) commitBatch(ctx context.Context, log *slog.Logger, job planne
 		if attempt > 1 {
 			fresh, err := e.cat.LoadTable(ctx, job.Table)
 			if err != nil {
+				if !conflict.IsTransient(err) {
+					log.Warn("reload for commit retry failed; will retry", "attempt", attempt, "error", err)
+				}
 				// The catalog blinking mid-job is retried within the
 				// same budget as a conflict.
-				log.Warn("reload for commit retry failed; will retry", "attempt", attempt, "error", err)
 				return fmt.Errorf("reload table: %w", err)
 			}
 			tbl = fresh
@@ -334,26 +349,34 @@ func (e *Executor) commitBatch(ctx context.Context, log *slog.Logger, job planne
 			rep.StagedMetadataCleanedUp += removePaths(fs, staged, log)
 			return err
 		}
-		// Not a conflict: the catalog may or may not have taken the
-		// commit. Look before deciding; never delete what may be live.
+		if conflict.IsTransient(err) {
+			// Failed before the catalog wrote anything (lock
+			// contention): same as a conflict, minus the counter.
+			rep.StagedMetadataCleanedUp += removePaths(fs, staged, log)
+			return err
+		}
+		// Neither: the catalog may or may not have taken the commit. Look
+		// before deciding; never delete what may be live.
 		if landed := e.findCommitted(ctx, job); landed != nil {
 			committed = landed
 			return nil
 		}
-		return backoff.Permanent(fmt.Errorf("commit: %w", err))
+		return backoff.Permanent(fmt.Errorf("%w: %w", errUnknownCommitState, err))
 	}
 	bo := backoff.NewExponentialBackOff()
-	bo.InitialInterval = 50 * time.Millisecond
+	// Short, jittered waits: an attempt has to land between two writer
+	// commits, so many cheap attempts beat a few patient ones.
+	bo.InitialInterval = 20 * time.Millisecond
 	bo.RandomizationFactor = 0.5
-	bo.Multiplier = 1.6
-	bo.MaxInterval = 2 * time.Second
+	bo.Multiplier = 1.5
+	bo.MaxInterval = 500 * time.Millisecond
 	bo.MaxElapsedTime = job.Settings.CommitRetryTime
 	notify := func(err error, wait time.Duration) {
 		e.met.CommitRetries.WithLabelValues(job.TableName).Inc()
 		log.Info("commit conflict; retrying", "attempt", attempt, "wait", wait, "error", err)
 	}
 	if err := backoff.RetryNotify(op, backoff.WithContext(bo, ctx), notify); err != nil {
-		if conflict.Is(err) {
+		if conflict.IsRetryable(err) {
 			return nil, fmt.Errorf("gave up after %d attempts in %s: %w", attempt, job.Settings.CommitRetryTime, err)
 		}
 		return nil, err

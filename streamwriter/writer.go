@@ -62,6 +62,9 @@ func (w *Writer) Commit(ctx context.Context, category string, rows int) (int64, 
 	op := func() error {
 		tbl, err := w.cat.LoadTable(ctx, w.ident)
 		if err != nil {
+			if conflict.IsTransient(err) {
+				return err
+			}
 			return backoff.Permanent(fmt.Errorf("load %v: %w", w.ident, err))
 		}
 		rdr, err := records(tbl, category, first, rows)
@@ -73,6 +76,9 @@ func (w *Writer) Commit(ctx context.Context, category string, rows int) (int64, 
 		if err != nil {
 			if conflict.Is(err) {
 				conflicts++
+				return err
+			}
+			if conflict.IsTransient(err) {
 				return err
 			}
 			return backoff.Permanent(fmt.Errorf("append to %v: %w", w.ident, err))
