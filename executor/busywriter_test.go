@@ -50,7 +50,7 @@ func startBusyWriter(f *fixture, category string, interval time.Duration) *busyW
 	return bw
 }
 
-func (bw *busyWriter) halt(t *testing.T) int {
+func (bw *busyWriter) halt(t testing.TB) int {
 	t.Helper()
 	bw.stop()
 	bw.done.Wait()

@@ -279,7 +279,7 @@ func (e *Executor) commitBatch(ctx context.Context, log *slog.Logger, job planne
 		}
 	}
 	inputs := newRewriteInputs(base.Metadata(), oldFiles)
-	baseID := base.CurrentSnapshot().SnapshotID
+	validatedID := base.CurrentSnapshot().SnapshotID
 	props := iceberg.Properties{planner.SnapshotJobProperty: job.ID}
 
 	var (
@@ -287,9 +287,11 @@ func (e *Executor) commitBatch(ctx context.Context, log *slog.Logger, job planne
 		removed   int
 		attempt   int
 	)
+	var attemptStart time.Time
 	op := func() error {
 		attempt++
 		rep.Attempts++
+		attemptStart = time.Now()
 		tbl := base
 		if attempt > 1 {
 			fresh, err := e.cat.LoadTable(ctx, job.Table)
@@ -303,10 +305,14 @@ func (e *Executor) commitBatch(ctx context.Context, log *slog.Logger, job planne
 			}
 			tbl = fresh
 		}
-		if tbl.CurrentSnapshot() == nil || tbl.CurrentSnapshot().SnapshotID != baseID {
-			if err := checkSince(fs, tbl.Metadata(), baseID, inputs); err != nil {
+		if tbl.CurrentSnapshot() == nil || tbl.CurrentSnapshot().SnapshotID != validatedID {
+			// Validation is monotonic along the ancestry: only snapshots
+			// committed since the last attempt need reading, so an attempt
+			// stays cheap however long the writer has been busy.
+			if err := checkSince(fs, tbl.Metadata(), validatedID, inputs); err != nil {
 				return backoff.Permanent(err)
 			}
+			validatedID = tbl.CurrentSnapshot().SnapshotID
 		}
 		// Only position deletes that are dead in the snapshot being
 		// committed on may go: a partition-scoped delete that still
@@ -373,7 +379,8 @@ func (e *Executor) commitBatch(ctx context.Context, log *slog.Logger, job planne
 	bo.MaxElapsedTime = job.Settings.CommitRetryTime
 	notify := func(err error, wait time.Duration) {
 		e.met.CommitRetries.WithLabelValues(job.TableName).Inc()
-		log.Info("commit conflict; retrying", "attempt", attempt, "wait", wait, "error", err)
+		log.Info("commit conflict; retrying", "attempt", attempt, "attempt_duration", time.Since(attemptStart),
+			"wait", wait, "error", err)
 	}
 	if err := backoff.RetryNotify(op, backoff.WithContext(bo, ctx), notify); err != nil {
 		if conflict.IsRetryable(err) {

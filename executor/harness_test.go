@@ -24,7 +24,7 @@ import (
 var ident = table.Identifier{"db", "events"}
 
 type fixture struct {
-	t      *testing.T
+	t      testing.TB
 	ctx    context.Context
 	cat    catalog.Catalog
 	writer *streamwriter.Writer
@@ -35,7 +35,7 @@ type fixture struct {
 	icat *interleavingCatalog
 }
 
-func newFixture(t *testing.T, tableProps iceberg.Properties) *fixture {
+func newFixture(t testing.TB, tableProps iceberg.Properties) *fixture {
 	t.Helper()
 	ctx := t.Context()
 	cat, err := embedded.OpenCatalog(ctx, t.TempDir())
