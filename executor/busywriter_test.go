@@ -71,7 +71,7 @@ func TestCompactionUnderBusyWriterKeepsEveryRowOnce(t *testing.T) {
 				f.commit("a", 10)
 			}
 			bw := startBusyWriter(f, "a", interval)
-			res, rep := f.exec.Run(f.ctx, f.job("defaults: {target_file_size: 1MiB, small_file_count: 5, commit_retry_time: " + budget(interval) + "}", "a"))
+			res, rep := f.exec.Run(f.ctx, f.job("defaults: {target_file_size: 1MiB, small_file_count: 5, commit_retry_time: "+budget(interval)+"}", "a"))
 			commits := bw.halt(t)
 			t.Logf("writer every %v: %d writer commits during the job; outcome %v after %d attempts (%d conflicts)",
 				interval, commits, res.Outcome, rep.Attempts, rep.Conflicts)
