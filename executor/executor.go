@@ -141,7 +141,11 @@ func (e *Executor) compact(ctx context.Context, log *slog.Logger, job planner.Jo
 			lastErr = err
 			break
 		}
-		next, err := e.commitBatch(ctx, log, job, tbl, fs, results, &rep)
+		head := tbl
+		if committed != nil {
+			head = committed // start from our own previous batch, not a sure conflict
+		}
+		next, err := e.commitBatch(ctx, log, job, tbl, head, fs, results, &rep)
 		if err != nil {
 			if errors.Is(err, errUnknownCommitState) {
 				// Leave the outputs: a snapshot may reference them. Orphan
@@ -255,7 +259,10 @@ func (e *Executor) writeBatch(ctx context.Context, tbl *table.Table, groups []ta
 // Each attempt reloads the table, re-validates against everything committed
 // since the outputs were read, recomputes which position-delete files die
 // with the rewrite, and stages the same outputs again.
-func (e *Executor) commitBatch(ctx context.Context, log *slog.Logger, job planner.Job, base *table.Table, fs iceio.IO,
+//
+// planned is the table the outputs were read from: validation starts there.
+// head is the table the first attempt commits on.
+func (e *Executor) commitBatch(ctx context.Context, log *slog.Logger, job planner.Job, planned, head *table.Table, fs iceio.IO,
 	results []table.CompactionGroupResult, rep *Report) (*table.Table, error) {
 	var (
 		oldFiles, newFiles []iceberg.DataFile
@@ -278,8 +285,8 @@ func (e *Executor) commitBatch(ctx context.Context, log *slog.Logger, job planne
 			candidates[d.FilePath()] = d
 		}
 	}
-	inputs := newRewriteInputs(base.Metadata(), oldFiles)
-	validatedID := base.CurrentSnapshot().SnapshotID
+	inputs := newRewriteInputs(planned.Metadata(), oldFiles)
+	validatedID := planned.CurrentSnapshot().SnapshotID
 	props := iceberg.Properties{planner.SnapshotJobProperty: job.ID}
 
 	var (
@@ -292,7 +299,7 @@ func (e *Executor) commitBatch(ctx context.Context, log *slog.Logger, job planne
 		attempt++
 		rep.Attempts++
 		attemptStart = time.Now()
-		tbl := base
+		tbl := head
 		if attempt > 1 {
 			fresh, err := e.cat.LoadTable(ctx, job.Table)
 			if err != nil {

@@ -1,0 +1,172 @@
+// Command reactor keeps Apache Iceberg tables healthy while streaming writers
+// commit to them: it consumes commit events from NATS JetStream, keeps
+// per-partition file counters, and compacts exactly the partitions that have
+// collected too many small files, retrying around the writers' commits.
+//
+// Usage:
+//
+//	reactor run [flags]      run the worker until SIGINT or SIGTERM
+//	reactor demo [flags]     run an embedded, self-checking demonstration
+//	reactor version          print version information
+//	reactor help [command]   show help
+//
+// Every subcommand accepts -h (or --help) to list its flags. The flags of
+// `reactor run` can also be set through REACTOR_* environment variables.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+// command is one subcommand. run returns nil on success, flag.ErrHelp after
+// printing help (flag.ErrHelp), a *usageError for bad arguments or configuration (exit 2),
+// and any other error for a failure at run time (exit 1).
+type command struct {
+	name    string
+	summary string
+	run     func(ctx context.Context, args []string, stdout, stderr io.Writer) error
+}
+
+// commands is built per call rather than held in a package variable so that
+// nothing global is mutable (help refers back to the list).
+func commands() []command {
+	return []command{
+		{"run", "run the worker until SIGINT or SIGTERM", runCmd},
+		{"demo", "run a streaming writer against an embedded reactor and check the result", demoCmd},
+		{"version", "print version information", versionCmd},
+		{"help", "show help for reactor or one of its commands", helpCmd},
+	}
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	go func() {
+		// After the first signal, stop capturing: a second Ctrl-C kills the
+		// process at once instead of waiting for a slow shutdown.
+		<-ctx.Done()
+		stop()
+	}()
+	code := execute(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// execute dispatches args to a subcommand and maps its result to an exit
+// code. It is main without the process: tests call it directly.
+func execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		printUsage(stderr)
+		return 2
+	}
+	name := args[0]
+	switch name {
+	case "-h", "-help", "--help":
+		printUsage(stdout)
+		return 0
+	case "-v", "-version", "--version":
+		name = "version"
+	}
+	for _, c := range commands() {
+		if c.name == name {
+			return exitCode(c.name, c.run(ctx, args[1:], stdout, stderr), stderr)
+		}
+	}
+	fmt.Fprintf(stderr, "reactor: unknown command %q\n\n", name)
+	printUsage(stderr)
+	return 2
+}
+
+func exitCode(name string, err error, stderr io.Writer) int {
+	var uerr *usageError
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.As(err, &uerr):
+		fmt.Fprintf(stderr, "reactor %s: %v\n", name, uerr.err)
+		fmt.Fprintf(stderr, "Run 'reactor %s -h' for usage.\n", name)
+		return 2
+	default:
+		fmt.Fprintf(stderr, "reactor %s: %v\n", name, err)
+		return 1
+	}
+}
+
+func printUsage(w io.Writer) {
+	fmt.Fprint(w, "reactor keeps Apache Iceberg tables healthy: it reacts to commit events by\n"+
+		"compacting the partitions that collected too many small files.\n\n"+
+		"Usage:\n\n\treactor <command> [flags]\n\nCommands:\n\n")
+	for _, c := range commands() {
+		fmt.Fprintf(w, "\t%-8s %s\n", c.name, c.summary)
+	}
+	fmt.Fprint(w, "\nRun 'reactor <command> -h' for the flags of a command.\n")
+}
+
+func helpCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		printUsage(stdout)
+		return nil
+	}
+	if len(args) > 1 {
+		return usageErrorf("help takes at most one command, got %d arguments", len(args))
+	}
+	for _, c := range commands() {
+		if c.name == args[0] && c.name != "help" {
+			return c.run(ctx, []string{"-h"}, stdout, stderr)
+		}
+	}
+	if args[0] == "help" {
+		printUsage(stdout)
+		return nil
+	}
+	return usageErrorf("unknown command %q", args[0])
+}
+
+// usageError marks bad arguments or configuration: the user has to change
+// the command line, so the exit code is 2 and the hint points to -h.
+type usageError struct{ err error }
+
+func (e *usageError) Error() string { return e.err.Error() }
+func (e *usageError) Unwrap() error { return e.err }
+
+func usageErrorf(format string, args ...any) error {
+	return &usageError{err: fmt.Errorf(format, args...)}
+}
+
+// newFlagSet returns a flag set that prints nothing by itself: parseFlags
+// decides where help and errors go.
+func newFlagSet(name, synopsis, description string) *flag.FlagSet {
+	fs := flag.NewFlagSet("reactor "+name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {
+		w := fs.Output()
+		fmt.Fprintf(w, "Usage: reactor %s\n\n%s\n\nFlags:\n", synopsis, description)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// parseFlags parses args into fs. Help goes to stdout (it was asked for);
+// errors come back as *usageError and are reported by exitCode.
+func parseFlags(fs *flag.FlagSet, args []string, stdout io.Writer) error {
+	err := fs.Parse(args)
+	if errors.Is(err, flag.ErrHelp) {
+		fs.SetOutput(stdout)
+		fs.Usage()
+		fs.SetOutput(io.Discard)
+		return flag.ErrHelp
+	}
+	if err != nil {
+		return &usageError{err: err}
+	}
+	if fs.NArg() > 0 {
+		return usageErrorf("unexpected arguments: %q", fs.Args())
+	}
+	return nil
+}

@@ -1,0 +1,266 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"net/url"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/apache/iceberg-go"
+
+	"github.com/icereactor/reactor/thresholds"
+	"github.com/icereactor/reactor/triggers"
+	"github.com/icereactor/reactor/worker"
+)
+
+// runConfig is `reactor run`'s command line, validated and resolved.
+type runConfig struct {
+	natsURL        string
+	dataDir        string
+	catalogName    string
+	catalogProps   iceberg.Properties // nil: the embedded SQLite catalog
+	thresholdsFile string
+	thresholds     *thresholds.Config
+	commits        triggers.CommitOptions
+	concurrency    int
+	logLevel       slog.Level
+}
+
+const runDescription = `Runs the reactor worker until SIGINT or SIGTERM: it consumes commit events
+from NATS JetStream and compacts the partitions of the tables they name that
+have too many small files.
+
+With no --nats-url it starts an embedded NATS server, and with no catalog
+settings it opens an embedded SQLite catalog, both under --data-dir.
+Every flag can also be set through the environment variable shown; a flag on
+the command line wins over the environment, which wins over the default.
+REACTOR_CATALOG_PROP takes a comma-separated list of key=value pairs.`
+
+// parseRunConfig parses and validates `reactor run`'s arguments, reading the
+// environment through getenv. Every error is a *usageError (or flag.ErrHelp
+// after help was printed to stdout).
+func parseRunConfig(args []string, getenv func(string) string, stdout io.Writer) (runConfig, error) {
+	fs := newFlagSet("run", "run [flags]", runDescription)
+	natsURL := fs.String("nats-url", "", "NATS server `URL`; empty starts an embedded server under --data-dir")
+	dataDir := fs.String("data-dir", "./reactor-data", "`directory` for the embedded NATS store and the embedded catalog")
+	catalogName := fs.String("catalog-name", "reactor", "catalog `name` (iceberg-go catalog registry)")
+	catalogURI := fs.String("catalog-uri", "", "catalog `URI` (REST endpoint or SQL DSN); empty with no other catalog setting uses the embedded catalog")
+	catalogType := fs.String("catalog-type", "", "catalog `type`: rest or sql (default rest for an http(s) URI)")
+	warehouse := fs.String("warehouse", "", "warehouse `location` passed to the catalog")
+	var props propsFlag
+	fs.Var(&props, "catalog-prop", "extra catalog property `key=value`, repeatable (sql.driver, sql.dialect, credentials, ...)")
+	thresholdsFile := fs.String("thresholds", "", "thresholds YAML `file`; empty uses the built-in defaults")
+	commitSubject := fs.String("commit-subject", triggers.DefaultCommitSubject, "NATS `subject` of commit events")
+	deadLetter := fs.String("dead-letter-subject", triggers.DefaultDeadLetterSubject, "NATS `subject` for events that cannot be applied")
+	concurrency := fs.Int("concurrency", 2, "run at most `n` compaction jobs at once, across tables")
+	logLevel := fs.String("log-level", "info", "log `level`: debug, info, warn or error")
+	annotateEnv(fs)
+
+	if err := parseFlags(fs, args, stdout); err != nil {
+		return runConfig{}, err
+	}
+	if err := applyEnv(fs, getenv); err != nil {
+		return runConfig{}, &usageError{err: err}
+	}
+
+	cfg := runConfig{
+		natsURL:        strings.TrimSpace(*natsURL),
+		dataDir:        *dataDir,
+		catalogName:    *catalogName,
+		thresholdsFile: *thresholdsFile,
+		commits: triggers.CommitOptions{
+			Subject:           *commitSubject,
+			DeadLetterSubject: *deadLetter,
+		},
+		concurrency: *concurrency,
+	}
+	var err error
+	if cfg.logLevel, err = parseLogLevel(*logLevel); err != nil {
+		return runConfig{}, err
+	}
+	if cfg.concurrency < 1 {
+		return runConfig{}, usageErrorf("--concurrency must be at least 1, got %d", cfg.concurrency)
+	}
+	if cfg.catalogName == "" {
+		return runConfig{}, usageErrorf("--catalog-name must not be empty")
+	}
+	if cfg.commits.Subject == "" || cfg.commits.DeadLetterSubject == "" {
+		return runConfig{}, usageErrorf("--commit-subject and --dead-letter-subject must not be empty")
+	}
+	if cfg.natsURL != "" {
+		if _, err := url.Parse(cfg.natsURL); err != nil {
+			return runConfig{}, usageErrorf("--nats-url: %w", err)
+		}
+	}
+	if cfg.catalogProps, err = catalogProperties(*catalogType, *catalogURI, *warehouse, &props); err != nil {
+		return runConfig{}, err
+	}
+	if cfg.dataDir == "" && (cfg.natsURL == "" || cfg.catalogProps == nil) {
+		return runConfig{}, usageErrorf("--data-dir is required for the embedded NATS server or catalog")
+	}
+
+	// The thresholds are loaded here, not when the worker starts, so that a
+	// bad file is a configuration error (exit 2) with the field path.
+	cfg.thresholds = thresholds.Default()
+	if cfg.thresholdsFile != "" {
+		if cfg.thresholds, err = thresholds.Load(cfg.thresholdsFile); err != nil {
+			return runConfig{}, &usageError{err: err}
+		}
+	}
+	return cfg, nil
+}
+
+// catalogProperties assembles iceberg-go catalog properties from the
+// dedicated flags and --catalog-prop. It returns nil when nothing is set,
+// which selects the embedded catalog.
+func catalogProperties(typ, uri, warehouse string, extra *propsFlag) (iceberg.Properties, error) {
+	if typ == "" && uri == "" && warehouse == "" && len(extra.keys) == 0 {
+		return nil, nil
+	}
+	props := iceberg.Properties{}
+	for _, k := range extra.keys {
+		props[k] = extra.values[k]
+	}
+	// A key given both ways is ambiguous; refuse rather than pick one.
+	for _, d := range []struct{ key, flag, value string }{
+		{"type", "--catalog-type", typ},
+		{"uri", "--catalog-uri", uri},
+		{"warehouse", "--warehouse", warehouse},
+	} {
+		if d.value == "" {
+			continue
+		}
+		if _, dup := props[d.key]; dup {
+			return nil, usageErrorf("catalog property %q is set by both %s and --catalog-prop", d.key, d.flag)
+		}
+		props[d.key] = d.value
+	}
+	if props["type"] == "" {
+		if u := strings.ToLower(props["uri"]); strings.HasPrefix(u, "http://") || strings.HasPrefix(u, "https://") {
+			props["type"] = "rest"
+		}
+	}
+	switch props["type"] {
+	case "rest", "sql":
+	case "":
+		return nil, usageErrorf("--catalog-type is required (rest or sql) when a catalog is configured")
+	default:
+		return nil, usageErrorf("--catalog-type must be rest or sql, got %q", props["type"])
+	}
+	if props["uri"] == "" {
+		return nil, usageErrorf("--catalog-uri is required for a %s catalog", props["type"])
+	}
+	return props, nil
+}
+
+func parseLogLevel(s string) (slog.Level, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "debug":
+		return slog.LevelDebug, nil
+	case "info":
+		return slog.LevelInfo, nil
+	case "warn", "warning":
+		return slog.LevelWarn, nil
+	case "error":
+		return slog.LevelError, nil
+	}
+	return 0, usageErrorf("--log-level must be debug, info, warn or error, got %q", s)
+}
+
+// runCmd is `reactor run`.
+func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	cfg, err := parseRunConfig(args, os.Getenv, stdout)
+	if err != nil {
+		return err
+	}
+	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: cfg.logLevel}))
+	log.Info("reactor starting", cfg.logAttrs()...)
+
+	w, err := worker.Start(ctx, worker.Config{
+		NATSURL:      cfg.natsURL,
+		DataDir:      cfg.dataDir,
+		CatalogName:  cfg.catalogName,
+		CatalogProps: cfg.catalogProps,
+		Thresholds:   cfg.thresholds,
+		Commits:      cfg.commits,
+		Concurrency:  cfg.concurrency,
+		Logger:       log,
+	})
+	if err != nil {
+		log.Error("reactor could not start", "error", err)
+		return fmt.Errorf("start: %w", err)
+	}
+	log.Info("reactor running; send SIGINT or SIGTERM to stop")
+	<-ctx.Done()
+	log.Info("reactor shutting down: abandoning running jobs and deleting their uncommitted files")
+	w.Close()
+	st := w.Pool.Stats()
+	log.Info("reactor stopped", "jobs", st.Jobs, "succeeded", st.Succeeded, "noop", st.Noop,
+		"gave_up", st.GaveUp, "failed", st.Failed, "conflicts", st.Conflicts,
+		"files_rewritten", st.FilesRewritten, "files_added", st.FilesAdded)
+	return nil
+}
+
+// logAttrs describes the configuration for the start-up log line, with
+// credentials removed from URLs and secret catalog properties masked.
+func (c runConfig) logAttrs() []any {
+	natsURL := "embedded"
+	if c.natsURL != "" {
+		natsURL = redactURL(c.natsURL)
+	}
+	catalog := any("embedded")
+	if c.catalogProps != nil {
+		shown := map[string]string{}
+		for _, k := range slices.Sorted(maps.Keys(c.catalogProps)) {
+			v := c.catalogProps[k]
+			if k == "uri" {
+				v = redactURL(v)
+			}
+			shown[k] = redact(k, v)
+		}
+		catalog = shown
+	}
+	th := c.thresholdsFile
+	if th == "" {
+		th = "built-in defaults"
+	}
+	return []any{
+		"version", version, "nats_url", natsURL, "data_dir", c.dataDir,
+		"catalog_name", c.catalogName, "catalog", catalog, "thresholds", th,
+		"commit_subject", c.commits.Subject, "dead_letter_subject", c.commits.DeadLetterSubject,
+		"concurrency", c.concurrency, "log_level", c.logLevel.String(),
+	}
+}
+
+// redactURL masks the user information of a URL (nats://user:pass@host)
+// and query parameters named like secrets (?password=...). Strings
+// that do not parse as URLs (SQL DSNs) are masked entirely when they look
+// like they carry credentials.
+func redactURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil || u.Scheme == "" {
+		if strings.Contains(s, "@") || strings.Contains(strings.ToLower(s), "password") {
+			return "***"
+		}
+		return s
+	}
+	if u.User != nil {
+		// NATS accepts a bare token as the user part, so all of it goes.
+		u.User = url.User("***")
+	}
+	if u.RawQuery != "" {
+		q := u.Query()
+		for k := range q {
+			if redact(k, "") != "" {
+				q.Set(k, "REDACTED")
+			}
+		}
+		u.RawQuery = q.Encode()
+	}
+	return u.String()
+}
