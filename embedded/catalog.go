@@ -24,8 +24,14 @@ func CatalogProperties(dir string) (iceberg.Properties, error) {
 		return nil, fmt.Errorf("embedded catalog: %w", err)
 	}
 	return iceberg.Properties{
-		"type":                "sql",
-		"uri":                 "file://" + filepath.Join(abs, "catalog.db"),
+		"type": "sql",
+		// WAL lets readers proceed beside a writer; the busy timeout makes
+		// a second writer (reactor beside a streaming writer) wait for the
+		// lock; immediate transactions take the write lock up front, so a
+		// read transaction never has to upgrade, which is where SQLITE_BUSY
+		// slips past the busy timeout.
+		"uri": "file://" + filepath.Join(abs, "catalog.db") +
+			"?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_txlock=immediate",
 		sqlcat.DriverKey:      sqliteshim.ShimName,
 		sqlcat.DialectKey:     string(sqlcat.SQLite),
 		"warehouse":           "file://" + filepath.Join(abs, "warehouse"),
