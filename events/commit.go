@@ -18,7 +18,7 @@ var ErrMalformed = errors.New("malformed event")
 // Wire form (JSON, unknown fields ignored):
 //
 //	{
-//	  "catalog":     "default",              // optional; the catalog reactor is configured with when empty
+//	  "catalog":     "default",              // optional; events for another catalog are skipped
 //	  "namespace":   "analytics",            // required; nested namespaces dot-joined ("a.b")
 //	  "table":       "events",               // required
 //	  "snapshot_id": 3051729675574597004,    // required, > 0

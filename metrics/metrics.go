@@ -14,6 +14,7 @@ const (
 	OutcomeUnknownTable  = "unknown_table"
 	OutcomeNotWatched    = "namespace_not_watched"
 	OutcomeRetry         = "retry"
+	OutcomeOtherCatalog  = "other_catalog"
 	OutcomeDeadLetterErr = "dead_letter_failed"
 )
 

@@ -26,6 +26,9 @@ var (
 	ErrUnknownTable       = errors.New("unknown table")
 	ErrNotWatched         = errors.New("namespace not watched")
 	ErrCatalogUnavailable = errors.New("catalog unavailable")
+	// ErrOtherCatalog: the event names a catalog this reactor does not
+	// serve. Not an error of the event: another reactor may serve it.
+	ErrOtherCatalog = errors.New("event for another catalog")
 )
 
 // Dispatcher receives scheduled jobs. It must not block and must not call
@@ -34,11 +37,14 @@ type Dispatcher func(Job)
 
 // Options configure a Planner.
 type Options struct {
-	Catalog  catalog.Catalog
-	Config   *thresholds.Config
-	Dispatch Dispatcher
-	Logger   *slog.Logger
-	Metrics  *metrics.Metrics
+	Catalog catalog.Catalog
+	// CatalogName is the name events must carry in "catalog" (when they
+	// carry one at all) to be applied.
+	CatalogName string
+	Config      *thresholds.Config
+	Dispatch    Dispatcher
+	Logger      *slog.Logger
+	Metrics     *metrics.Metrics
 	// Now is the clock; tests leave it nil.
 	Now func() time.Time
 }
@@ -46,6 +52,7 @@ type Options struct {
 // Planner keeps per-table state and schedules jobs.
 type Planner struct {
 	cat      catalog.Catalog
+	catName  string
 	cfg      atomic.Pointer[thresholds.Config]
 	dispatch Dispatcher
 	log      *slog.Logger
@@ -72,6 +79,7 @@ type tableState struct {
 func New(opts Options) *Planner {
 	p := &Planner{
 		cat:      opts.Catalog,
+		catName:  opts.CatalogName,
 		dispatch: opts.Dispatch,
 		log:      opts.Logger,
 		met:      opts.Metrics,
@@ -124,6 +132,9 @@ func (p *Planner) isClosed() bool {
 // the jobs its partitions now need. When it returns nil the event is fully
 // applied and may be acknowledged.
 func (p *Planner) Apply(ctx context.Context, ev events.CommitEvent) error {
+	if ev.Catalog != "" && p.catName != "" && ev.Catalog != p.catName {
+		return fmt.Errorf("%w: %q (this reactor serves %q)", ErrOtherCatalog, ev.Catalog, p.catName)
+	}
 	if !p.cfg.Load().Watches(ev.Namespace) {
 		return fmt.Errorf("%w: %s (table %s)", ErrNotWatched, ev.Namespace, ev.QualifiedName())
 	}

@@ -160,6 +160,10 @@ func (c *CommitConsumer) handle(msg jetstream.Msg) {
 		}
 		c.recovered(ev)
 		c.met.Events.WithLabelValues("commit", metrics.OutcomeApplied).Inc()
+	case errors.Is(err, planner.ErrOtherCatalog):
+		c.met.Events.WithLabelValues("commit", metrics.OutcomeOtherCatalog).Inc()
+		c.log.Debug("event for another catalog ignored", "table", ev.QualifiedName(), "catalog", ev.Catalog)
+		_ = msg.Ack()
 	case errors.Is(err, planner.ErrUnknownTable):
 		c.reject(msg, events.ReasonUnknownTable, metrics.OutcomeUnknownTable, err)
 	case errors.Is(err, planner.ErrNotWatched):

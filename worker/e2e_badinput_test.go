@@ -30,6 +30,9 @@ func TestBadEventsAreDeadLetteredAndProcessingContinues(t *testing.T) {
 	for _, b := range bad {
 		h.publishRaw(b.subject, b.payload)
 	}
+	// An event for another catalog is not bad input: acknowledged, counted,
+	// not dead-lettered (another reactor may serve that catalog).
+	h.publishRaw("iceberg.commits.db.events", `{"catalog":"elsewhere","namespace":"db","table":"events","snapshot_id":5}`)
 	// A good event after the bad ones must still be applied and acted on.
 	for range 6 {
 		h.commit("a", 10)
@@ -52,6 +55,7 @@ func TestBadEventsAreDeadLetteredAndProcessingContinues(t *testing.T) {
 		metrics.OutcomeMalformed:    2,
 		metrics.OutcomeUnknownTable: 1,
 		metrics.OutcomeNotWatched:   1,
+		metrics.OutcomeOtherCatalog: 1,
 	} {
 		if got := testutil.ToFloat64(ev.WithLabelValues("commit", outcome)); got != want {
 			t.Errorf("reactor_events_total{outcome=%q} = %v, want %v", outcome, got, want)

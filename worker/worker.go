@@ -18,6 +18,8 @@ import (
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog"
+	// Registers the REST catalog type; the SQL one comes with embedded.
+	_ "github.com/apache/iceberg-go/catalog/rest"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -134,12 +136,17 @@ func Start(ctx context.Context, cfg Config) (_ *Worker, err error) {
 	w.cancel = cancel
 	exec := executor.New(w.Catalog, cfg.Logger, cfg.Metrics)
 	w.Pool = executor.NewPool(runCtx, exec, cfg.Concurrency)
+	catName := cfg.CatalogName
+	if cfg.CatalogProps == nil {
+		catName = embedded.CatalogName
+	}
 	w.Planner = planner.New(planner.Options{
-		Catalog:  w.Catalog,
-		Config:   cfg.Thresholds,
-		Dispatch: w.Pool.Dispatch,
-		Logger:   cfg.Logger,
-		Metrics:  cfg.Metrics,
+		Catalog:     w.Catalog,
+		CatalogName: catName,
+		Config:      cfg.Thresholds,
+		Dispatch:    w.Pool.Dispatch,
+		Logger:      cfg.Logger,
+		Metrics:     cfg.Metrics,
 	})
 	w.Pool.OnFinish(w.Planner.Finished)
 	w.consumer, err = triggers.StartCommits(runCtx, w.JS, cfg.Commits, w.Planner, cfg.Logger, cfg.Metrics)

@@ -1,0 +1,282 @@
+package triggers_test
+
+// BenchmarkReactionLatency measures how long reactor takes to schedule a
+// compaction once a commit pushes a partition over its small-file threshold:
+// from the writer publishing the commit event to the planner dispatching
+// the job. It runs only with -bench; see BENCHMARKS.md.
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"runtime"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/table"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/icereactor/reactor/embedded"
+	"github.com/icereactor/reactor/events"
+	"github.com/icereactor/reactor/metrics"
+	"github.com/icereactor/reactor/planner"
+	"github.com/icereactor/reactor/thresholds"
+	"github.com/icereactor/reactor/triggers"
+)
+
+// reactNow schedules a partition the moment its fifth small file lands: no
+// quiet period, no cool-down.
+const reactNow = `
+defaults:
+  small_file_count: 5
+  min_input_files: 5
+  quiet_period: 0s
+  cooldown: 0s
+`
+
+const smallFiles = 5 // small_file_count above
+
+type dispatched struct {
+	job planner.Job
+	at  time.Time
+}
+
+type reactionRig struct {
+	ctx     context.Context
+	cat     catalog.Catalog
+	ident   table.Identifier
+	planner *planner.Planner
+	jobs    chan dispatched
+	js      jetstream.JetStream // nil without NATS
+	seq     int
+}
+
+// newReactionRig builds the real path: a table in the embedded SQLite
+// catalog and a planner whose Dispatch records the time; with viaNATS, an
+// embedded NATS server with JetStream and the commit consumer feeding the
+// planner, exactly as worker.Start wires them (minus the executor).
+func newReactionRig(b *testing.B, viaNATS bool) *reactionRig {
+	b.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	b.Cleanup(cancel)
+	dir := b.TempDir()
+	r := &reactionRig{ctx: ctx, ident: table.Identifier{"db", "events"}, jobs: make(chan dispatched, 16)}
+
+	var err error
+	r.cat, err = embedded.OpenCatalog(ctx, dir+"/catalog")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		if c, ok := r.cat.(io.Closer); ok {
+			_ = c.Close()
+		}
+	})
+	if err := r.cat.CreateNamespace(ctx, catalog.NamespaceFromIdent(r.ident), nil); err != nil {
+		b.Fatal(err)
+	}
+	schema := iceberg.NewSchema(0,
+		iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64, Required: true},
+		iceberg.NestedField{ID: 2, Name: "category", Type: iceberg.PrimitiveTypes.String, Required: true},
+	)
+	spec := iceberg.NewPartitionSpec(iceberg.PartitionField{
+		SourceIDs: []int{2}, FieldID: 1000, Transform: iceberg.IdentityTransform{}, Name: "category",
+	})
+	if _, err := r.cat.CreateTable(ctx, r.ident, schema, catalog.WithPartitionSpec(&spec),
+		catalog.WithProperties(iceberg.Properties{table.PropertyFormatVersion: "2"})); err != nil {
+		b.Fatal(err)
+	}
+
+	cfg, err := thresholds.Parse([]byte(reactNow))
+	if err != nil {
+		b.Fatal(err)
+	}
+	log := slog.New(slog.DiscardHandler)
+	r.planner = planner.New(planner.Options{
+		Catalog: r.cat,
+		Config:  cfg,
+		// Dispatch must not block: the channel is drained after every job.
+		Dispatch: func(job planner.Job) { r.jobs <- dispatched{job: job, at: time.Now()} },
+		Logger:   log,
+	})
+	b.Cleanup(r.planner.Close)
+
+	if !viaNATS {
+		return r
+	}
+	srv, err := embedded.StartNATS(embedded.NATSOptions{StoreDir: dir + "/nats"}) // random loopback port
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(srv.Shutdown)
+	nc, err := nats.Connect(srv.URL())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(nc.Close)
+	r.js, err = jetstream.New(nc)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cons, err := triggers.StartCommits(ctx, r.js, triggers.CommitOptions{}, r.planner, log, metrics.New())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(cons.Stop) // runs first: stop consuming before the rest goes
+	return r
+}
+
+// commit appends n fabricated 1 MiB data files to partition part as one
+// snapshot (the planner reads manifests only; the files need not exist) and
+// returns its commit event.
+func (r *reactionRig) commit(b *testing.B, part string, n int) (int64, []byte) {
+	b.Helper()
+	tbl, err := r.cat.LoadTable(r.ctx, r.ident)
+	if err != nil {
+		b.Fatal(err)
+	}
+	files := make([]iceberg.DataFile, n)
+	for i := range files {
+		r.seq++
+		bld, err := iceberg.NewDataFileBuilder(tbl.Spec(), iceberg.EntryContentData,
+			fmt.Sprintf("%s/data/category=%s/bench-%09d.parquet", tbl.Location(), part, r.seq),
+			iceberg.ParquetFile, map[int]any{1000: part}, nil, nil, 100, 1<<20)
+		if err != nil {
+			b.Fatal(err)
+		}
+		files[i] = bld.Build()
+	}
+	txn := tbl.NewTransaction()
+	if err := txn.AddDataFiles(r.ctx, files, nil, table.WithoutDuplicateCheck()); err != nil {
+		b.Fatal(err)
+	}
+	committed, err := txn.Commit(r.ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	snap := committed.CurrentSnapshot()
+	ev := events.CommitEvent{Namespace: "db", Table: "events", SnapshotID: snap.SnapshotID,
+		Operation: "append", Summary: snap.Summary.Properties, Partitions: []string{"category=" + part}}
+	data, err := ev.Encode()
+	if err != nil {
+		b.Fatal(err)
+	}
+	return snap.SnapshotID, data
+}
+
+// deliver hands one event to reactor: published to JetStream, or applied
+// directly (decode + Apply, as the consumer's handler does).
+func (r *reactionRig) deliver(b *testing.B, payload []byte) {
+	if r.js != nil {
+		if _, err := r.js.Publish(r.ctx, "iceberg.commits.db.events", payload); err != nil {
+			b.Fatal(err)
+		}
+		return
+	}
+	ev, err := events.DecodeCommit(payload)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := r.planner.Apply(r.ctx, ev); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// waitApplied waits until the planner's state describes snapshot id.
+func (r *reactionRig) waitApplied(b *testing.B, id int64) {
+	b.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if got, _ := r.planner.TableCounters("db.events"); got == id {
+			return
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("planner did not apply snapshot %d within 30s", id)
+		}
+		time.Sleep(100 * time.Microsecond)
+	}
+}
+
+// BenchmarkReactionLatency: per iteration, a fresh partition gets
+// small_file_count-1 small files (one commit, its event applied, untimed);
+// then one more file is committed (untimed) and the time from delivering
+// its event to the job's dispatch is measured.
+//
+// "nats" is the real path: js.Publish -> JetStream (file store) -> durable
+// consumer -> triggers' handler -> DecodeCommit -> planner.Apply (LoadTable,
+// incremental counter update, threshold evaluation) -> Dispatch.
+// "direct" is the same minus NATS (DecodeCommit + Apply called in-process),
+// the peer that isolates what the messaging adds.
+func BenchmarkReactionLatency(b *testing.B) {
+	for _, mode := range []string{"nats", "direct"} {
+		b.Run(mode, func(b *testing.B) {
+			r := newReactionRig(b, mode == "nats")
+			runtime.GC()
+			var (
+				lat []time.Duration
+				cpu time.Duration
+				i   int
+			)
+			for b.Loop() {
+				b.StopTimer()
+				part := fmt.Sprintf("p%06d", i)
+				i++
+				id, payload := r.commit(b, part, smallFiles-1)
+				r.deliver(b, payload)
+				r.waitApplied(b, id)
+				select {
+				case d := <-r.jobs:
+					b.Fatalf("job %v scheduled below the threshold", d.job.PartitionKeys())
+				default:
+				}
+				_, payload = r.commit(b, part, 1)
+				c0 := processCPU()
+				b.StartTimer()
+
+				start := time.Now()
+				r.deliver(b, payload)
+				var d dispatched
+				select {
+				case d = <-r.jobs:
+				case <-time.After(30 * time.Second):
+					b.Fatal("no job dispatched within 30s")
+				}
+
+				b.StopTimer()
+				cpu += processCPU() - c0
+				lat = append(lat, d.at.Sub(start))
+				if keys := d.job.PartitionKeys(); len(keys) != 1 || keys[0] != "category="+part {
+					b.Fatalf("job for %v, want [category=%s]", keys, part)
+				}
+				// Nothing to compact here: report a no-op so the partition
+				// settles and the table is free for the next job.
+				r.planner.Finished(r.ctx, d.job, planner.Result{Outcome: planner.Noop})
+				b.StartTimer()
+			}
+			slices.Sort(lat)
+			b.ReportMetric(ms(quantile(lat, 0.50)), "p50-ms")
+			b.ReportMetric(ms(quantile(lat, 0.99)), "p99-ms")
+			b.ReportMetric(ms(lat[len(lat)-1]), "max-ms")
+			if cpu > 0 {
+				b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-µs/op")
+			}
+		})
+	}
+}
+
+// quantile is the nearest-rank quantile of sorted durations.
+func quantile(sorted []time.Duration, q float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	rank := int(math.Ceil(q*float64(len(sorted)))) - 1
+	return sorted[max(0, min(rank, len(sorted)-1))]
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
