@@ -369,14 +369,14 @@ func inherit[T any](p *Policy, parents []layer, get func(*Policy) *T) (T, string
 //  1. the overrides whose match matches table, most specific first: exact
 //     names before globs; among globs, more literal (non-wildcard)
 //     characters first; ties go to the override later in the file;
-//  2. for the target file size only, the table property
+//  2. defaults;
+//  3. for the target file size only, the table property
 //     write.target-file-size-bytes (props may be nil; a value that is not a
 //     positive integer is ignored, which TargetFileSizeSource notes);
-//  3. defaults;
 //  4. the built-in default (the Default* constants).
 //
-// So a table keeps the target it declares unless an override names it, and
-// the config's defaults apply to tables that declare none. SmallFileSize and MaxFileSize are derived from the
+// So explicit configuration beats the table property, which beats the
+// built-in 512MiB. SmallFileSize and MaxFileSize are derived from the
 // resolved target and ratios (capped at math.MaxInt64). If a combination of
 // overrides yields SmallFileCount < MinInputFiles (Validate catches this
 // within one override, not across overlapping ones), SmallFileCount is
@@ -385,25 +385,22 @@ func (c *Config) For(table string, props map[string]string) Effective {
 	if c == nil {
 		c = Default()
 	}
-	e := Effective{Table: table}
-	overrides := c.matching(table)
+	layers := c.matching(table)
 	builtin := Builtin()
-	layers := append(overrides, &c.Defaults)
+	layers = append(layers, &c.Defaults)
 
-	// The target size: a table-specific override, then the table's own
-	// property, then the config's defaults, then the built-in. A table
-	// that declares its target keeps it unless the config names that table.
-	target := func(p *Policy) *Size { return p.TargetFileSize }
-	propTarget, propNote := tablePropertyTarget(props)
-	switch v := first(overrides, target); {
-	case v != nil:
+	e := Effective{Table: table}
+	if v := first(layers, func(p *Policy) *Size { return p.TargetFileSize }); v != nil {
 		e.TargetFileSize, e.TargetFileSizeSource = int64(*v), SourceConfig
-	case propTarget > 0:
-		e.TargetFileSize, e.TargetFileSizeSource = propTarget, SourceTableProperty
-	case c.Defaults.TargetFileSize != nil:
-		e.TargetFileSize, e.TargetFileSizeSource = int64(*c.Defaults.TargetFileSize), SourceConfig+propNote
-	default:
-		e.TargetFileSize, e.TargetFileSizeSource = int64(DefaultTargetFileSize), SourceDefault+propNote
+	} else if raw, ok := props[TargetFileSizeProperty]; ok {
+		if n, err := strconv.ParseInt(strings.TrimSpace(raw), 10, 64); err == nil && n > 0 {
+			e.TargetFileSize, e.TargetFileSizeSource = n, SourceTableProperty
+		} else {
+			e.TargetFileSize = int64(DefaultTargetFileSize)
+			e.TargetFileSizeSource = fmt.Sprintf("%s (ignored malformed table property %s=%q)", SourceDefault, TargetFileSizeProperty, raw)
+		}
+	} else {
+		e.TargetFileSize, e.TargetFileSizeSource = int64(DefaultTargetFileSize), SourceDefault
 	}
 
 	layers = append(layers, &builtin)
@@ -514,17 +511,4 @@ func specificity(pattern string) (literals int, glob bool) {
 func validPattern(pattern string) bool {
 	_, err := path.Match(pattern, "")
 	return !errors.Is(err, path.ErrBadPattern)
-}
-
-// tablePropertyTarget reads write.target-file-size-bytes; a malformed value
-// yields 0 and a note for TargetFileSizeSource.
-func tablePropertyTarget(props map[string]string) (int64, string) {
-	raw, ok := props[TargetFileSizeProperty]
-	if !ok {
-		return 0, ""
-	}
-	if n, err := strconv.ParseInt(strings.TrimSpace(raw), 10, 64); err == nil && n > 0 {
-		return n, ""
-	}
-	return 0, fmt.Sprintf(" (ignored malformed table property %s=%q)", TargetFileSizeProperty, raw)
 }

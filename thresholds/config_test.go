@@ -582,8 +582,7 @@ func TestTargetFileSizeResolution(t *testing.T) {
 		{"unrelated properties", empty, "db.a", map[string]string{"format-version": "2"}, 512 << 20, "default"},
 		{"table property beats built-in", empty, "db.a", map[string]string{prop: "134217728"}, 128 << 20, "table property write.target-file-size-bytes"},
 		{"table property with spaces", empty, "db.a", map[string]string{prop: " 1000 "}, 1000, "table property write.target-file-size-bytes"},
-		{"table property beats config defaults", withDefaults, "db.a", map[string]string{prop: "134217728"}, 128 << 20, "table property write.target-file-size-bytes"},
-		{"config defaults apply without a property", withDefaults, "db.a", nil, 256 << 20, "config"},
+		{"config defaults beat table property", withDefaults, "db.a", map[string]string{prop: "134217728"}, 256 << 20, "config"},
 		{"config override beats table property", withOverride, "db.a", map[string]string{prop: "134217728"}, 64 << 20, "config"},
 		{"override not matching: defaults", withOverride, "db.b", nil, 512 << 20, "default"},
 		{"override not matching: property", withOverride, "db.b", map[string]string{prop: "1048576"}, 1 << 20, "table property write.target-file-size-bytes"},
@@ -591,8 +590,7 @@ func TestTargetFileSizeResolution(t *testing.T) {
 		{"zero property ignored", empty, "db.a", map[string]string{prop: "0"}, 512 << 20, `default (ignored malformed table property write.target-file-size-bytes="0")`},
 		{"negative property ignored", empty, "db.a", map[string]string{prop: "-5"}, 512 << 20, `default (ignored malformed table property write.target-file-size-bytes="-5")`},
 		{"empty property ignored", empty, "db.a", map[string]string{prop: ""}, 512 << 20, `default (ignored malformed table property write.target-file-size-bytes="")`},
-		{"malformed property falls back to config defaults", withDefaults, "db.a", map[string]string{prop: "junk"}, 256 << 20, `config (ignored malformed table property write.target-file-size-bytes="junk")`},
-		{"malformed property irrelevant under an override", withOverride, "db.a", map[string]string{prop: "junk"}, 64 << 20, "config"},
+		{"malformed property irrelevant under config", withDefaults, "db.a", map[string]string{prop: "junk"}, 256 << 20, "config"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
