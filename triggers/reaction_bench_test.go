@@ -26,6 +26,7 @@ import (
 	"github.com/icereactor/reactor/events"
 	"github.com/icereactor/reactor/metrics"
 	"github.com/icereactor/reactor/planner"
+	"github.com/icereactor/reactor/streamwriter"
 	"github.com/icereactor/reactor/thresholds"
 	"github.com/icereactor/reactor/triggers"
 )
@@ -41,6 +42,11 @@ defaults:
 `
 
 const smallFiles = 5 // small_file_count above
+
+// history is the number of snapshots the table holds at every measured
+// event: LoadTable parses all of them per event, so it is held fixed by
+// expiring older ones (untimed) as in the planner's benchmarks.
+const history = 50
 
 type dispatched struct {
 	job planner.Job
@@ -78,20 +84,10 @@ func newReactionRig(b *testing.B, viaNATS bool) *reactionRig {
 			_ = c.Close()
 		}
 	})
-	if err := r.cat.CreateNamespace(ctx, catalog.NamespaceFromIdent(r.ident), nil); err != nil {
+	if _, err := streamwriter.CreateTable(ctx, r.cat, r.ident, nil); err != nil {
 		b.Fatal(err)
 	}
-	schema := iceberg.NewSchema(0,
-		iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64, Required: true},
-		iceberg.NestedField{ID: 2, Name: "category", Type: iceberg.PrimitiveTypes.String, Required: true},
-	)
-	spec := iceberg.NewPartitionSpec(iceberg.PartitionField{
-		SourceIDs: []int{2}, FieldID: 1000, Transform: iceberg.IdentityTransform{}, Name: "category",
-	})
-	if _, err := r.cat.CreateTable(ctx, r.ident, schema, catalog.WithPartitionSpec(&spec),
-		catalog.WithProperties(iceberg.Properties{table.PropertyFormatVersion: "2"})); err != nil {
-		b.Fatal(err)
-	}
+	r.addHistory(b, history-2)
 
 	cfg, err := thresholds.Parse([]byte(reactNow))
 	if err != nil {
@@ -132,28 +128,40 @@ func newReactionRig(b *testing.B, viaNATS bool) *reactionRig {
 	return r
 }
 
-// commit appends n fabricated 1 MiB data files to partition part as one
-// snapshot (the planner reads manifests only; the files need not exist) and
-// returns its commit event.
-func (r *reactionRig) commit(b *testing.B, part string, n int) (int64, []byte) {
+func (r *reactionRig) load(b *testing.B) *table.Table {
 	b.Helper()
 	tbl, err := r.cat.LoadTable(r.ctx, r.ident)
 	if err != nil {
 		b.Fatal(err)
 	}
+	return tbl
+}
+
+// files fabricates n data-file entries of size bytes in partition part
+// (the planner reads manifests only; the files need not exist).
+func (r *reactionRig) files(b *testing.B, tbl *table.Table, part string, n int, size int64) []iceberg.DataFile {
+	b.Helper()
 	files := make([]iceberg.DataFile, n)
 	for i := range files {
 		r.seq++
 		bld, err := iceberg.NewDataFileBuilder(tbl.Spec(), iceberg.EntryContentData,
 			fmt.Sprintf("%s/data/category=%s/bench-%09d.parquet", tbl.Location(), part, r.seq),
-			iceberg.ParquetFile, map[int]any{1000: part}, nil, nil, 100, 1<<20)
+			iceberg.ParquetFile, map[int]any{1000: part}, nil, nil, 100, size)
 		if err != nil {
 			b.Fatal(err)
 		}
 		files[i] = bld.Build()
 	}
+	return files
+}
+
+// commit appends n small (1 MiB) files to partition part as one snapshot and returns its
+// snapshot id and commit event.
+func (r *reactionRig) commit(b *testing.B, part string, n int) (int64, []byte) {
+	b.Helper()
+	tbl := r.load(b)
 	txn := tbl.NewTransaction()
-	if err := txn.AddDataFiles(r.ctx, files, nil, table.WithoutDuplicateCheck()); err != nil {
+	if err := txn.AddDataFiles(r.ctx, r.files(b, tbl, part, n, 1<<20), nil, table.WithoutDuplicateCheck()); err != nil {
 		b.Fatal(err)
 	}
 	committed, err := txn.Commit(r.ctx)
@@ -168,6 +176,40 @@ func (r *reactionRig) commit(b *testing.B, part string, n int) (int64, []byte) {
 		b.Fatal(err)
 	}
 	return snap.SnapshotID, data
+}
+
+// addHistory commits n single-file snapshots in one catalog commit, to
+// partition "history" and with 1 GiB files, which are not small: they
+// never make a job.
+func (r *reactionRig) addHistory(b *testing.B, n int) {
+	b.Helper()
+	tbl := r.load(b)
+	txn := tbl.NewTransaction()
+	for range n {
+		if err := txn.AddDataFiles(r.ctx, r.files(b, tbl, "history", 1, 1<<30), nil, table.WithoutDuplicateCheck()); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if _, err := txn.Commit(r.ctx); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// trim expires all but the newest keep snapshots (metadata only).
+func (r *reactionRig) trim(b *testing.B, keep int) {
+	b.Helper()
+	tbl := r.load(b)
+	if len(tbl.Metadata().Snapshots()) <= keep {
+		return
+	}
+	txn := tbl.NewTransaction()
+	if err := txn.ExpireSnapshots(table.WithOlderThan(0), table.WithRetainLast(keep),
+		table.WithPostCommit(false)); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := txn.Commit(r.ctx); err != nil {
+		b.Fatal(err)
+	}
 }
 
 // deliver hands one event to reactor: published to JetStream, or applied
@@ -206,7 +248,8 @@ func (r *reactionRig) waitApplied(b *testing.B, id int64) {
 // BenchmarkReactionLatency: per iteration, a fresh partition gets
 // small_file_count-1 small files (one commit, its event applied, untimed);
 // then one more file is committed (untimed) and the time from delivering
-// its event to the job's dispatch is measured.
+// its event to the job's dispatch is measured. The table holds 50 snapshots
+// at every measured event and one more partition per iteration.
 //
 // "nats" is the real path: js.Publish -> JetStream (file store) -> durable
 // consumer -> triggers' handler -> DecodeCommit -> planner.Apply (LoadTable,
@@ -227,6 +270,7 @@ func BenchmarkReactionLatency(b *testing.B) {
 				b.StopTimer()
 				part := fmt.Sprintf("p%06d", i)
 				i++
+				r.trim(b, history-2)
 				id, payload := r.commit(b, part, smallFiles-1)
 				r.deliver(b, payload)
 				r.waitApplied(b, id)
