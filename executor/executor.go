@@ -193,10 +193,10 @@ func planGroups(ctx context.Context, tbl *table.Table, job planner.Job) ([]table
 	if err != nil {
 		return nil, 0, fmt.Errorf("plan files: %w", err)
 	}
-	meta := tbl.Metadata()
+	keys := planner.NewKeyer(tbl.Metadata())
 	selected := tasks[:0]
 	for _, t := range tasks {
-		if !want[planner.PartitionKey(meta, t.File.SpecID(), t.File.Partition())] {
+		if !want[keys.Key(t.File.SpecID(), t.File.Partition())] {
 			continue
 		}
 		if t.Start != 0 || (t.Length != 0 && t.Length != t.File.FileSizeBytes()) {

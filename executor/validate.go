@@ -33,15 +33,16 @@ const filePathFieldID = 2147483546
 // rewriteInputs describes the data files one commit replaces.
 type rewriteInputs struct {
 	paths      map[string]struct{}
-	partitions map[string]struct{} // planner.PartitionKey of each input
-	global     bool                // an input is unpartitioned: equality deletes anywhere apply
+	partitions map[string]struct{} // partition key of each input
+	keys       *planner.Keyer
+	global     bool // an input is unpartitioned: equality deletes anywhere apply
 }
 
 func newRewriteInputs(meta table.Metadata, files []iceberg.DataFile) rewriteInputs {
-	in := rewriteInputs{paths: map[string]struct{}{}, partitions: map[string]struct{}{}}
+	in := rewriteInputs{paths: map[string]struct{}{}, partitions: map[string]struct{}{}, keys: planner.NewKeyer(meta)}
 	for _, df := range files {
 		in.paths[df.FilePath()] = struct{}{}
-		in.partitions[planner.PartitionKey(meta, df.SpecID(), df.Partition())] = struct{}{}
+		in.partitions[in.keys.Key(df.SpecID(), df.Partition())] = struct{}{}
 		if len(df.Partition()) == 0 {
 			in.global = true
 		}
@@ -86,7 +87,7 @@ func checkSince(fs iceio.IO, meta table.Metadata, baseID int64, in rewriteInputs
 				if entry.SnapshotID() != snap.SnapshotID {
 					continue
 				}
-				if err := in.conflictsWith(meta, snap.SnapshotID, entry); err != nil {
+				if err := in.conflictsWith(snap.SnapshotID, entry); err != nil {
 					return err
 				}
 			}
@@ -95,7 +96,7 @@ func checkSince(fs iceio.IO, meta table.Metadata, baseID int64, in rewriteInputs
 	return nil
 }
 
-func (in rewriteInputs) conflictsWith(meta table.Metadata, snapID int64, entry iceberg.ManifestEntry) error {
+func (in rewriteInputs) conflictsWith(snapID int64, entry iceberg.ManifestEntry) error {
 	df := entry.DataFile()
 	switch df.ContentType() {
 	case iceberg.EntryContentData:
@@ -109,7 +110,7 @@ func (in rewriteInputs) conflictsWith(meta table.Metadata, snapID int64, entry i
 		if entry.Status() != iceberg.EntryStatusADDED {
 			return nil
 		}
-		if in.global || len(df.Partition()) == 0 || in.hasPartition(meta, df) {
+		if in.global || len(df.Partition()) == 0 || in.hasPartition(df) {
 			return fmt.Errorf("%w: snapshot %d added equality deletes %s", ErrNewDeletes, snapID, df.FilePath())
 		}
 		return nil
@@ -123,15 +124,15 @@ func (in rewriteInputs) conflictsWith(meta table.Metadata, snapID int64, entry i
 			}
 			return nil
 		}
-		if in.hasPartition(meta, df) || len(df.Partition()) == 0 {
+		if in.hasPartition(df) || len(df.Partition()) == 0 {
 			return fmt.Errorf("%w: snapshot %d added partition-scoped position deletes %s", ErrNewDeletes, snapID, df.FilePath())
 		}
 	}
 	return nil
 }
 
-func (in rewriteInputs) hasPartition(meta table.Metadata, df iceberg.DataFile) bool {
-	_, ok := in.partitions[planner.PartitionKey(meta, df.SpecID(), df.Partition())]
+func (in rewriteInputs) hasPartition(df iceberg.DataFile) bool {
+	_, ok := in.partitions[in.keys.Key(df.SpecID(), df.Partition())]
 	return ok
 }
 

@@ -9,13 +9,54 @@ import (
 	"github.com/apache/iceberg-go/table"
 )
 
-// PartitionKey renders a file's partition tuple as a stable, readable key.
-// Values are rendered with the transform's human form, so the key reads like
-// the Hive-style path segment ("category=books/day=2026-11-29"). The planner
-// and the executor both key partitions with it.
-func PartitionKey(meta table.Metadata, specID int32, values map[int]any) string {
-	spec := meta.PartitionSpecByID(int(specID))
-	if spec == nil {
+// Keyer renders partition tuples of one table as stable, readable keys.
+// Values use the transform's human form, so a key reads like the Hive-style
+// path segment ("category=books/day=2026-11-29"). The planner and the
+// executor both key partitions with it.
+//
+// Build one per table metadata and reuse it: resolving specs and the schema
+// is the expensive part (iceberg-go copies the schema on every
+// CurrentSchema call), and a rebuild keys every file of the table.
+type Keyer struct {
+	defaultSpec int32
+	specs       map[int32]specFields
+}
+
+type specFields struct {
+	fields []keyField
+}
+
+type keyField struct {
+	id        int
+	name      string
+	transform iceberg.Transform
+	result    iceberg.Type // nil when the source column is unknown
+}
+
+// NewKeyer prepares a Keyer for meta's specs and current schema.
+func NewKeyer(meta table.Metadata) *Keyer {
+	k := &Keyer{defaultSpec: int32(meta.DefaultPartitionSpec()), specs: map[int32]specFields{}}
+	sc := meta.CurrentSchema()
+	for _, spec := range meta.PartitionSpecs() {
+		var sf specFields
+		for _, f := range spec.Fields() {
+			kf := keyField{id: f.FieldID, name: f.Name, transform: f.Transform}
+			if len(f.SourceIDs) == 1 {
+				if src, ok := sc.FindFieldByID(f.SourceIDs[0]); ok {
+					kf.result = f.Transform.ResultType(src.Type)
+				}
+			}
+			sf.fields = append(sf.fields, kf)
+		}
+		k.specs[int32(spec.ID())] = sf
+	}
+	return k
+}
+
+// Key renders the partition values of a file written with spec specID.
+func (k *Keyer) Key(specID int32, values map[int]any) string {
+	spec, ok := k.specs[specID]
+	if !ok {
 		// A spec we cannot resolve still needs a stable key.
 		ids := make([]int, 0, len(values))
 		for id := range values {
@@ -29,18 +70,17 @@ func PartitionKey(meta table.Metadata, specID int32, values map[int]any) string 
 		}
 		return strings.Join(parts, "/")
 	}
-	sc := meta.CurrentSchema()
 	var b strings.Builder
-	if specID != int32(meta.DefaultPartitionSpec()) {
+	if specID != k.defaultSpec {
 		fmt.Fprintf(&b, "spec=%d", specID)
 	}
-	for _, f := range spec.Fields() {
+	for _, f := range spec.fields {
 		if b.Len() > 0 {
 			b.WriteByte('/')
 		}
-		b.WriteString(f.Name)
+		b.WriteString(f.name)
 		b.WriteByte('=')
-		b.WriteString(humanValue(sc, f, values[f.FieldID]))
+		b.WriteString(f.human(values[f.id]))
 	}
 	if b.Len() == 0 {
 		return "(unpartitioned)"
@@ -48,14 +88,12 @@ func PartitionKey(meta table.Metadata, specID int32, values map[int]any) string 
 	return b.String()
 }
 
-func humanValue(sc *iceberg.Schema, f iceberg.PartitionField, v any) string {
-	if v == nil {
+func (f keyField) human(v any) string {
+	switch {
+	case v == nil:
 		return "null"
-	}
-	if len(f.SourceIDs) == 1 {
-		if src, ok := sc.FindFieldByID(f.SourceIDs[0]); ok {
-			return f.Transform.ToHumanStrType(f.Transform.ResultType(src.Type), v)
-		}
+	case f.result != nil:
+		return f.transform.ToHumanStrType(f.result, v)
 	}
 	return fmt.Sprint(v)
 }

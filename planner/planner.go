@@ -138,6 +138,10 @@ func (p *Planner) Apply(ctx context.Context, ev events.CommitEvent) error {
 	if !p.cfg.Load().Watches(ev.Namespace) {
 		return fmt.Errorf("%w: %s (table %s)", ErrNotWatched, ev.Namespace, ev.QualifiedName())
 	}
+	if p.alreadyApplied(ev) {
+		p.log.Debug("event for a snapshot already applied", "table", ev.QualifiedName(), "snapshot_id", ev.SnapshotID)
+		return nil
+	}
 	ident := append(ev.NamespaceLevels(), ev.Table)
 	tbl, err := p.cat.LoadTable(ctx, ident)
 	if err != nil {
@@ -150,6 +154,18 @@ func (p *Planner) Apply(ctx context.Context, ev events.CommitEvent) error {
 		return fmt.Errorf("%w: load %s: %w", ErrCatalogUnavailable, ev.QualifiedName(), err)
 	}
 	return p.Observe(ctx, tbl)
+}
+
+func (p *Planner) alreadyApplied(ev events.CommitEvent) bool {
+	p.mu.Lock()
+	st, ok := p.tables[ev.QualifiedName()]
+	p.mu.Unlock()
+	if !ok {
+		return false
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.counters.applied.has(ev.SnapshotID)
 }
 
 // Observe brings the planner's state for tbl up to tbl's current snapshot

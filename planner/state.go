@@ -45,6 +45,11 @@ const maxBridge = 1000
 
 // tableCounters is the planner's picture of one table's current snapshot.
 type tableCounters struct {
+	// applied remembers the ids of recently applied snapshots, so an event
+	// for one of them (a redelivery, or a burst the previous event already
+	// covered) costs no catalog round trip.
+	applied recentIDs
+
 	snapshotID    int64
 	sequenceNum   int64
 	timestampMs   int64
@@ -120,8 +125,10 @@ func (tc *tableCounters) advance(ctx context.Context, tbl *table.Table, smallFil
 		return tc.rebuild(ctx, tbl, fs, smallFileSize)
 	}
 
+	keys := NewKeyer(meta)
 	for i := len(chain) - 1; i >= 0; i-- {
 		snap := chain[i]
+		tc.applied.add(snap.SnapshotID)
 		own := isOwnSnapshot(snap)
 		if !own {
 			st.ownSnapshotsOnly = false
@@ -138,6 +145,12 @@ func (tc *tableCounters) advance(ctx context.Context, tbl *table.Table, smallFil
 			if m.SnapshotID() != snap.SnapshotID || m.ManifestContent() != iceberg.ManifestContentData {
 				continue
 			}
+			// A manifest that only carries existing entries (a manifest
+			// rewrite, a merge) changes no counter; reading it would cost a
+			// whole-table scan. Unknown counts read as -1 and are read.
+			if m.AddedDataFiles() == 0 && m.DeletedDataFiles() == 0 {
+				continue
+			}
 			st.manifestsRead++
 			for entry, err := range m.Entries(fs, false) {
 				if err != nil {
@@ -149,14 +162,14 @@ func (tc *tableCounters) advance(ctx context.Context, tbl *table.Table, smallFil
 				df := entry.DataFile()
 				switch entry.Status() {
 				case iceberg.EntryStatusADDED:
-					ps := tc.partition(meta, df)
+					ps := tc.partition(keys, df)
 					ps.add(df, smallFileSize)
 					if !own && written.After(ps.LastWrite) {
 						ps.LastWrite = written
 					}
 					st.changed[ps.Key] = true
 				case iceberg.EntryStatusDELETED:
-					ps := tc.partition(meta, df)
+					ps := tc.partition(keys, df)
 					ps.remove(df, smallFileSize)
 					st.changed[ps.Key] = true
 				}
@@ -168,6 +181,7 @@ func (tc *tableCounters) advance(ctx context.Context, tbl *table.Table, smallFil
 }
 
 func (tc *tableCounters) setSnapshot(s *table.Snapshot) {
+	tc.applied.add(s.SnapshotID)
 	tc.snapshotID = s.SnapshotID
 	tc.sequenceNum = s.SequenceNumber
 	tc.timestampMs = s.TimestampMs
@@ -207,6 +221,21 @@ func (tc *tableCounters) rebuild(ctx context.Context, tbl *table.Table, fs iceio
 		return st, fmt.Errorf("read manifest list of snapshot %d: %w", cur.SnapshotID, err)
 	}
 	st.snapshots = 1
+	keys := NewKeyer(meta)
+	// Whether a snapshot was reactor's own, and when it was written, per
+	// snapshot id: looked up once, not once per file.
+	writtenAt := map[int64]time.Time{}
+	written := func(id int64) time.Time {
+		if w, ok := writtenAt[id]; ok {
+			return w
+		}
+		var w time.Time
+		if snap := meta.SnapshotByID(id); snap != nil && !isOwnSnapshot(snap) {
+			w = time.UnixMilli(snap.TimestampMs)
+		}
+		writtenAt[id] = w
+		return w
+	}
 	for _, m := range manifests {
 		if m.ManifestContent() != iceberg.ManifestContentData {
 			continue
@@ -217,12 +246,10 @@ func (tc *tableCounters) rebuild(ctx context.Context, tbl *table.Table, fs iceio
 				return st, fmt.Errorf("read manifest %s: %w", m.FilePath(), err)
 			}
 			df := entry.DataFile()
-			ps := tc.partition(meta, df)
+			ps := tc.partition(keys, df)
 			ps.add(df, smallFileSize)
-			if snap := meta.SnapshotByID(entry.SnapshotID()); snap != nil && !isOwnSnapshot(snap) {
-				if w := time.UnixMilli(snap.TimestampMs); w.After(ps.LastWrite) {
-					ps.LastWrite = w
-				}
+			if w := written(entry.SnapshotID()); w.After(ps.LastWrite) {
+				ps.LastWrite = w
 			}
 			st.changed[ps.Key] = true
 		}
@@ -233,9 +260,9 @@ func (tc *tableCounters) rebuild(ctx context.Context, tbl *table.Table, fs iceio
 	return st, nil
 }
 
-func (tc *tableCounters) partition(meta table.Metadata, df iceberg.DataFile) *partitionState {
+func (tc *tableCounters) partition(keys *Keyer, df iceberg.DataFile) *partitionState {
 	values := df.Partition()
-	key := PartitionKey(meta, df.SpecID(), values)
+	key := keys.Key(df.SpecID(), values)
 	ps, ok := tc.partitions[key]
 	if !ok {
 		ps = &partitionState{Partition: Partition{Key: key, SpecID: df.SpecID(), Values: copyValues(values)}}
@@ -276,4 +303,36 @@ func (tc *tableCounters) totals() Counters {
 		}
 	}
 	return t
+}
+
+// recentIDs is a bounded set of the last recentLimit ids added.
+type recentIDs struct {
+	ring []int64
+	next int
+	set  map[int64]struct{}
+}
+
+const recentLimit = 4096
+
+func (r *recentIDs) add(id int64) {
+	if r.set == nil {
+		r.set = make(map[int64]struct{}, recentLimit)
+		r.ring = make([]int64, 0, recentLimit)
+	}
+	if _, ok := r.set[id]; ok {
+		return
+	}
+	if len(r.ring) < recentLimit {
+		r.ring = append(r.ring, id)
+	} else {
+		delete(r.set, r.ring[r.next])
+		r.ring[r.next] = id
+		r.next = (r.next + 1) % recentLimit
+	}
+	r.set[id] = struct{}{}
+}
+
+func (r *recentIDs) has(id int64) bool {
+	_, ok := r.set[id]
+	return ok
 }

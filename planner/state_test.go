@@ -154,8 +154,29 @@ func TestPartitionKey(t *testing.T) {
 		{map[int]any{1000: "x"}, 7, "spec=7/1000=x"},
 	}
 	for _, tt := range tests {
-		if got := PartitionKey(meta, tt.spec, tt.values); got != tt.want {
-			t.Errorf("PartitionKey(%v, spec %d) = %q, want %q", tt.values, tt.spec, got, tt.want)
+		if got := NewKeyer(meta).Key(tt.spec, tt.values); got != tt.want {
+			t.Errorf("Key(%v, spec %d) = %q, want %q", tt.values, tt.spec, got, tt.want)
 		}
+	}
+}
+
+func TestRecentIDs(t *testing.T) {
+	var r recentIDs
+	for id := int64(1); id <= recentLimit+10; id++ {
+		r.add(id)
+	}
+	r.add(recentLimit + 5) // duplicate: no eviction
+	for id := int64(1); id <= 10; id++ {
+		if r.has(id) {
+			t.Errorf("id %d should have been evicted", id)
+		}
+	}
+	for _, id := range []int64{11, recentLimit, recentLimit + 10} {
+		if !r.has(id) {
+			t.Errorf("id %d should be remembered", id)
+		}
+	}
+	if len(r.set) != recentLimit {
+		t.Errorf("set holds %d ids, want %d", len(r.set), recentLimit)
 	}
 }
