@@ -40,10 +40,17 @@ type Reason struct {
 	Threshold string `json:"threshold"`
 	Measured  int64  `json:"measured"`
 	Limit     int64  `json:"limit"`
+	// Note explains an exception, such as compacting a partition that is
+	// still being written.
+	Note string `json:"note,omitempty"`
 }
 
 func (r Reason) String() string {
-	return fmt.Sprintf("%s %s=%d>=%d", r.Partition, r.Threshold, r.Measured, r.Limit)
+	s := fmt.Sprintf("%s %s=%d>=%d", r.Partition, r.Threshold, r.Measured, r.Limit)
+	if r.Note != "" {
+		s += " (" + r.Note + ")"
+	}
+	return s
 }
 
 // Job is one unit of work for the executor.

@@ -261,15 +261,30 @@ func (p *Planner) evaluateLocked(st *tableState) {
 			deferUntil(ps.cooldownUntil)
 			continue
 		}
+		reason := Reason{Partition: ps.Key, Threshold: "small_file_count",
+			Measured: int64(ps.SmallFiles), Limit: int64(set.SmallFileCount)}
 		if quietEnd := ps.LastWrite.Add(set.QuietPeriod); now.Before(quietEnd) {
-			p.log.Debug("partition over threshold, waiting for it to cool", "table", st.name, "partition", ps.Key,
-				"reason", "quiet_period", "last_write", ps.LastWrite, "quiet_period", set.QuietPeriod)
-			deferUntil(quietEnd)
-			continue
+			if ps.waitingSince.IsZero() {
+				ps.waitingSince = now
+				p.log.Info("partition over threshold but still being written; waiting for it to cool",
+					"table", st.name, "partition", ps.Key, "reason", "quiet_period",
+					"quiet_period", set.QuietPeriod, "max_quiet_wait", set.MaxQuietWait)
+			}
+			giveUpWaiting := ps.waitingSince.Add(set.MaxQuietWait)
+			if set.MaxQuietWait == 0 || now.Before(giveUpWaiting) {
+				deferUntil(quietEnd)
+				if set.MaxQuietWait > 0 {
+					deferUntil(giveUpWaiting)
+				}
+				continue
+			}
+			// Written continuously for max_quiet_wait: compact it beside
+			// the writer rather than let it grow without bound.
+			reason.Note = fmt.Sprintf("still being written after waiting %s (max_quiet_wait)", set.MaxQuietWait)
 		}
+		ps.waitingSince = time.Time{}
 		parts = append(parts, ps.Partition)
-		reasons = append(reasons, Reason{Partition: ps.Key, Threshold: "small_file_count",
-			Measured: int64(ps.SmallFiles), Limit: int64(set.SmallFileCount)})
+		reasons = append(reasons, reason)
 	}
 	if !wake.IsZero() && st.running == nil {
 		p.wakeAtLocked(st, wake)

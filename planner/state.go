@@ -66,6 +66,9 @@ type partitionState struct {
 	// this partition; until the partition is written again, it is left alone.
 	settledWrite time.Time
 	inJob        bool
+	// waitingSince is when the partition was first found over its
+	// threshold but still being written; max_quiet_wait counts from it.
+	waitingSince time.Time
 }
 
 // updateStats reports what an update did.
@@ -207,7 +210,7 @@ func (tc *tableCounters) reset(smallFileSize int64) {
 	// Scheduling state (cool-downs, running jobs) survives a rebuild.
 	for k, ps := range old {
 		tc.partitions[k] = &partitionState{Partition: ps.Partition, cooldownUntil: ps.cooldownUntil,
-			settledWrite: ps.settledWrite, inJob: ps.inJob}
+			settledWrite: ps.settledWrite, inJob: ps.inJob, waitingSince: ps.waitingSince}
 	}
 }
 

@@ -26,6 +26,7 @@ const (
 	DefaultMinInputFiles          = 5
 	DefaultSmallFileCount         = 10
 	DefaultQuietPeriod            = 2 * time.Second
+	DefaultMaxQuietWait           = 10 * time.Minute
 	DefaultCooldown               = 30 * time.Second
 	DefaultConflictCooldown       = 5 * time.Minute
 	DefaultCommitRetryTime        = 60 * time.Second
@@ -90,6 +91,11 @@ type Policy struct {
 	// QuietPeriod: partitions written more recently than this are skipped.
 	// Default 2s; must be >= 0.
 	QuietPeriod *Duration `yaml:"quiet_period"`
+	// MaxQuietWait bounds how long a partition over its threshold waits for
+	// a quiet period: a partition that is written continuously (the current
+	// hour of a streaming table) is compacted anyway once it has waited this
+	// long. Default 10m; 0 waits indefinitely; must be >= 0.
+	MaxQuietWait *Duration `yaml:"max_quiet_wait"`
 	// Cooldown is the minimum time between two jobs on one partition.
 	// Default 30s; must be >= 0.
 	Cooldown *Duration `yaml:"cooldown"`
@@ -118,6 +124,7 @@ type Effective struct {
 	MinInputFiles          int
 	SmallFileCount         int
 	QuietPeriod            time.Duration
+	MaxQuietWait           time.Duration
 	Cooldown               time.Duration
 	ConflictCooldown       time.Duration
 	CommitRetryTime        time.Duration
@@ -135,6 +142,7 @@ func Builtin() Policy {
 		MinInputFiles:          ptr(DefaultMinInputFiles),
 		SmallFileCount:         ptr(DefaultSmallFileCount),
 		QuietPeriod:            ptr(Duration(DefaultQuietPeriod)),
+		MaxQuietWait:           ptr(Duration(DefaultMaxQuietWait)),
 		Cooldown:               ptr(Duration(DefaultCooldown)),
 		ConflictCooldown:       ptr(Duration(DefaultConflictCooldown)),
 		CommitRetryTime:        ptr(Duration(DefaultCommitRetryTime)),
@@ -301,6 +309,7 @@ func (p *Policy) validate(prefix string, parents []layer, add func(path string, 
 		positive bool
 	}{
 		{"quiet_period", p.QuietPeriod, false},
+		{"max_quiet_wait", p.MaxQuietWait, false},
 		{"cooldown", p.Cooldown, false},
 		{"conflict_cooldown", p.ConflictCooldown, false},
 		{"commit_retry_time", p.CommitRetryTime, true},
@@ -411,6 +420,7 @@ func (c *Config) For(table string, props map[string]string) Effective {
 	e.MinInputFiles = *first(layers, func(p *Policy) *int { return p.MinInputFiles })
 	e.SmallFileCount = max(*first(layers, func(p *Policy) *int { return p.SmallFileCount }), e.MinInputFiles)
 	e.QuietPeriod = time.Duration(*first(layers, func(p *Policy) *Duration { return p.QuietPeriod }))
+	e.MaxQuietWait = time.Duration(*first(layers, func(p *Policy) *Duration { return p.MaxQuietWait }))
 	e.Cooldown = time.Duration(*first(layers, func(p *Policy) *Duration { return p.Cooldown }))
 	e.ConflictCooldown = time.Duration(*first(layers, func(p *Policy) *Duration { return p.ConflictCooldown }))
 	e.CommitRetryTime = time.Duration(*first(layers, func(p *Policy) *Duration { return p.CommitRetryTime }))

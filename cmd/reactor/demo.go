@@ -39,7 +39,10 @@ const (
 	demoSmallFileCount = 8
 	demoMinInputFiles  = 5
 	demoQuietPeriod    = 300 * time.Millisecond
-	demoCooldown       = time.Second
+	// The hot partition is never quiet for 300 ms while the writer runs;
+	// max_quiet_wait compacts it beside the writer anyway.
+	demoMaxQuietWait = 3 * time.Second
+	demoCooldown     = time.Second
 	// A partition whose job gave up on conflicts is retried soon: the demo is
 	// short, and the built-in 5 minutes would outlast it.
 	demoConflictCooldown = 2 * time.Second
@@ -114,6 +117,7 @@ func demoThresholds() (*thresholds.Config, error) {
 			SmallFileCount:   &small,
 			MinInputFiles:    &minInputs,
 			QuietPeriod:      dur(demoQuietPeriod),
+			MaxQuietWait:     dur(demoMaxQuietWait),
 			Cooldown:         dur(demoCooldown),
 			ConflictCooldown: dur(demoConflictCooldown),
 			CommitRetryTime:  dur(demoCommitRetryTime),

@@ -1,0 +1,213 @@
+package planner
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/icereactor/reactor/embedded"
+	"github.com/icereactor/reactor/events"
+	"github.com/icereactor/reactor/streamwriter"
+	"github.com/icereactor/reactor/thresholds"
+)
+
+// schedFixture drives the planner's scheduling decisions with a settable
+// clock. Durations are hours so the planner's real wake-up timers never
+// fire during a test; the clock jumps instead.
+type schedFixture struct {
+	t      *testing.T
+	ctx    context.Context
+	cat    catalog.Catalog
+	writer *streamwriter.Writer
+	p      *Planner
+	mu     sync.Mutex
+	now    time.Time
+	jobs   []Job
+}
+
+func newSchedFixture(t *testing.T, yaml string) *schedFixture {
+	t.Helper()
+	ctx := t.Context()
+	cat, err := embedded.OpenCatalog(ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ident := table.Identifier{"db", "t"}
+	if _, err := streamwriter.CreateTable(ctx, cat, ident, nil); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := thresholds.Parse([]byte(yaml))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &schedFixture{t: t, ctx: ctx, cat: cat, writer: streamwriter.New(cat, ident, nil), now: time.Now()}
+	f.p = New(Options{
+		Catalog: cat,
+		Config:  cfg,
+		Now: func() time.Time {
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			return f.now
+		},
+		Dispatch: func(j Job) {
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			f.jobs = append(f.jobs, j)
+		},
+	})
+	t.Cleanup(f.p.Close)
+	return f
+}
+
+func (f *schedFixture) commit(category string, n int) {
+	f.t.Helper()
+	for range n {
+		if _, err := f.writer.Commit(f.ctx, category, 3); err != nil {
+			f.t.Fatal(err)
+		}
+	}
+}
+
+// at sets the clock to the newest commit's time plus d and re-evaluates.
+func (f *schedFixture) at(d time.Duration) {
+	f.t.Helper()
+	tbl, err := f.cat.LoadTable(f.ctx, table.Identifier{"db", "t"})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	f.mu.Lock()
+	f.now = time.UnixMilli(tbl.CurrentSnapshot().TimestampMs).Add(d)
+	f.mu.Unlock()
+	if err := f.p.Apply(f.ctx, events.CommitEvent{Namespace: "db", Table: "t", SnapshotID: tbl.CurrentSnapshot().SnapshotID}); err != nil {
+		f.t.Fatal(err)
+	}
+	// Apply skips snapshots it has already applied; re-evaluate explicitly.
+	if err := f.p.Observe(f.ctx, tbl); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+func (f *schedFixture) takeJobs() []Job {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	j := f.jobs
+	f.jobs = nil
+	return j
+}
+
+const schedYAML = `
+defaults:
+  target_file_size: 1MiB
+  small_file_count: 5
+  quiet_period: 1h
+  max_quiet_wait: 0s
+  cooldown: 2h
+  conflict_cooldown: 10h
+`
+
+func TestSchedulingDecisions(t *testing.T) {
+	t.Run("below threshold: nothing", func(t *testing.T) {
+		f := newSchedFixture(t, schedYAML)
+		f.commit("a", 4)
+		f.at(5 * time.Hour)
+		if jobs := f.takeJobs(); len(jobs) != 0 {
+			t.Errorf("scheduled %d jobs below the threshold", len(jobs))
+		}
+	})
+
+	t.Run("quiet period defers, then exactly the hot partition", func(t *testing.T) {
+		f := newSchedFixture(t, schedYAML)
+		f.commit("b", 2)
+		f.commit("a", 6)
+		f.at(10 * time.Minute)
+		if jobs := f.takeJobs(); len(jobs) != 0 {
+			t.Fatalf("scheduled within the quiet period: %+v", jobs)
+		}
+		f.at(61 * time.Minute)
+		jobs := f.takeJobs()
+		if len(jobs) != 1 || len(jobs[0].Partitions) != 1 || jobs[0].Partitions[0].Key != "category=a" {
+			t.Fatalf("jobs = %+v, want one job for category=a", jobs)
+		}
+		r := jobs[0].Reasons[0]
+		if r.Threshold != "small_file_count" || r.Measured != 6 || r.Limit != 5 {
+			t.Errorf("reason = %+v", r)
+		}
+		// De-duplicated: while it runs, nothing more for the table.
+		f.commit("a", 3)
+		f.at(2 * time.Hour)
+		if jobs := f.takeJobs(); len(jobs) != 0 {
+			t.Errorf("a second job while the first runs: %+v", jobs)
+		}
+	})
+
+	t.Run("max_quiet_wait compacts a partition that never cools", func(t *testing.T) {
+		// A quiet period of a day stands for "written all the time".
+		yaml := strings.Replace(schedYAML, "max_quiet_wait: 0s", "max_quiet_wait: 3h", 1)
+		f := newSchedFixture(t, strings.Replace(yaml, "quiet_period: 1h", "quiet_period: 24h", 1))
+		f.commit("a", 6)
+		f.at(time.Minute) // starts waiting
+		f.at(2 * time.Hour)
+		if jobs := f.takeJobs(); len(jobs) != 0 {
+			t.Fatalf("scheduled before max_quiet_wait: %+v", jobs)
+		}
+		f.at(3*time.Hour + 2*time.Minute)
+		jobs := f.takeJobs()
+		if len(jobs) != 1 || !strings.Contains(jobs[0].Reasons[0].Note, "max_quiet_wait") {
+			t.Fatalf("jobs = %+v, want one job noting max_quiet_wait", jobs)
+		}
+	})
+
+	t.Run("cool-down after success, conflict cool-down after giving up", func(t *testing.T) {
+		f := newSchedFixture(t, schedYAML)
+		f.commit("a", 6)
+		f.at(2 * time.Hour)
+		jobs := f.takeJobs()
+		if len(jobs) != 1 {
+			t.Fatalf("jobs = %d, want 1", len(jobs))
+		}
+		f.p.Finished(f.ctx, jobs[0], Result{Outcome: GaveUp})
+		f.at(2*time.Hour + 9*time.Hour) // within the 10h conflict cool-down (from the clock at Finished)
+		if jobs := f.takeJobs(); len(jobs) != 0 {
+			t.Fatalf("scheduled within the conflict cool-down: %+v", jobs)
+		}
+		f.at(2*time.Hour + 11*time.Hour)
+		jobs = f.takeJobs()
+		if len(jobs) != 1 {
+			t.Fatalf("jobs after the conflict cool-down = %d, want 1", len(jobs))
+		}
+		f.p.Finished(f.ctx, jobs[0], Result{Outcome: Failed})
+		f.at(13*time.Hour + time.Hour) // within the 2h cool-down
+		if jobs := f.takeJobs(); len(jobs) != 0 {
+			t.Fatalf("scheduled within the cool-down: %+v", jobs)
+		}
+		f.at(13*time.Hour + 3*time.Hour)
+		if jobs := f.takeJobs(); len(jobs) != 1 {
+			t.Fatalf("jobs after the cool-down = %d, want 1", len(jobs))
+		}
+	})
+
+	t.Run("a job that found nothing waits for the next write", func(t *testing.T) {
+		f := newSchedFixture(t, schedYAML)
+		f.commit("a", 6)
+		f.at(2 * time.Hour)
+		jobs := f.takeJobs()
+		if len(jobs) != 1 {
+			t.Fatalf("jobs = %d, want 1", len(jobs))
+		}
+		f.p.Finished(f.ctx, jobs[0], Result{Outcome: Noop})
+		f.at(20 * time.Hour)
+		if jobs := f.takeJobs(); len(jobs) != 0 {
+			t.Fatalf("rescheduled a no-op partition without a new write: %+v", jobs)
+		}
+		f.commit("a", 1)
+		f.at(20 * time.Hour)
+		if jobs := f.takeJobs(); len(jobs) != 1 {
+			t.Fatalf("jobs after a new write = %d, want 1", len(jobs))
+		}
+	})
+}
