@@ -15,6 +15,7 @@ const (
 	OutcomeNotWatched    = "namespace_not_watched"
 	OutcomeRetry         = "retry"
 	OutcomeOtherCatalog  = "other_catalog"
+	OutcomeTestEvent     = "test_event"
 	OutcomeDeadLetterErr = "dead_letter_failed"
 )
 
@@ -30,17 +31,19 @@ const (
 type Metrics struct {
 	Registry *prometheus.Registry
 
-	Events          *prometheus.CounterVec
-	JobsScheduled   *prometheus.CounterVec
-	Jobs            *prometheus.CounterVec
-	JobDuration     *prometheus.HistogramVec
-	CommitConflicts *prometheus.CounterVec
-	CommitRetries   *prometheus.CounterVec
-	StateRebuilds   *prometheus.CounterVec
-	FilesRewritten  *prometheus.CounterVec
-	FilesAdded      *prometheus.CounterVec
-	DataFiles       *prometheus.GaugeVec
-	SmallFiles      *prometheus.GaugeVec
+	Events           *prometheus.CounterVec
+	JobsScheduled    *prometheus.CounterVec
+	Jobs             *prometheus.CounterVec
+	JobDuration      *prometheus.HistogramVec
+	CommitConflicts  *prometheus.CounterVec
+	CommitRetries    *prometheus.CounterVec
+	StateRebuilds    *prometheus.CounterVec
+	FilesRewritten   *prometheus.CounterVec
+	FilesAdded       *prometheus.CounterVec
+	Objects          *prometheus.CounterVec
+	UnconfirmedFiles *prometheus.GaugeVec
+	DataFiles        *prometheus.GaugeVec
+	SmallFiles       *prometheus.GaugeVec
 }
 
 // New creates the collectors on a fresh registry.
@@ -84,6 +87,14 @@ func New() *Metrics {
 			Name: "reactor_added_data_files_total",
 			Help: "Data files written by compaction, by table.",
 		}, []string{"table"}),
+		Objects: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "reactor_objects_total",
+			Help: "Objects from bucket notifications, by outcome (commit, tracked, confirmed, removed, ignored, outside, tracking_full).",
+		}, []string{"outcome"}),
+		UnconfirmedFiles: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "reactor_unconfirmed_files",
+			Help: "Data files seen in bucket notifications that no snapshot references yet, by table.",
+		}, []string{"table"}),
 		DataFiles: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "reactor_table_data_files",
 			Help: "Live data files in the table's current snapshot, as tracked by the planner.",
@@ -94,6 +105,7 @@ func New() *Metrics {
 		}, []string{"table"}),
 	}
 	m.Registry.MustRegister(m.Events, m.JobsScheduled, m.Jobs, m.JobDuration, m.CommitConflicts,
-		m.CommitRetries, m.StateRebuilds, m.FilesRewritten, m.FilesAdded, m.DataFiles, m.SmallFiles)
+		m.CommitRetries, m.StateRebuilds, m.FilesRewritten, m.FilesAdded, m.Objects, m.UnconfirmedFiles,
+		m.DataFiles, m.SmallFiles)
 	return m
 }

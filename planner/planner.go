@@ -47,6 +47,9 @@ type Options struct {
 	Metrics     *metrics.Metrics
 	// Now is the clock; tests leave it nil.
 	Now func() time.Time
+	// LocationRebuildInterval is the least time between two rebuilds of the
+	// table-location index triggered by objects no table claims (default 30s).
+	LocationRebuildInterval time.Duration
 }
 
 // Planner keeps per-table state and schedules jobs.
@@ -62,6 +65,8 @@ type Planner struct {
 	mu     sync.Mutex
 	tables map[string]*tableState
 	closed bool
+
+	locations locationIndex
 }
 
 type tableState struct {
@@ -73,6 +78,11 @@ type tableState struct {
 	running  *Job
 	timer    *time.Timer
 	wakeAt   time.Time
+
+	// unconfirmed holds data files seen in bucket notifications that no
+	// applied snapshot references yet, by normalised location.
+	unconfirmed        map[string]unconfirmedFile
+	trackingIncomplete bool
 }
 
 // New creates a planner.
@@ -85,6 +95,10 @@ func New(opts Options) *Planner {
 		met:      opts.Metrics,
 		now:      opts.Now,
 		tables:   map[string]*tableState{},
+	}
+	p.locations.minRebuild = opts.LocationRebuildInterval
+	if p.locations.minRebuild <= 0 {
+		p.locations.minRebuild = 30 * time.Second
 	}
 	if p.log == nil {
 		p.log = slog.Default()
@@ -191,6 +205,13 @@ func (p *Planner) observeLocked(ctx context.Context, st *tableState, tbl *table.
 		// event's fault. Forget the partial state so the next try rebuilds.
 		st.counters.reset(st.settings.SmallFileSize)
 		return fmt.Errorf("%w: update %s: %w", ErrCatalogUnavailable, st.name, err)
+	}
+	st.confirmLocked(stats.added)
+	if st.unconfirmed != nil {
+		p.met.UnconfirmedFiles.WithLabelValues(st.name).Set(float64(len(st.unconfirmed)))
+	}
+	if loc := tbl.MetadataLocation(); loc != "" {
+		st.counters.appliedMetadata.add(normalizeLocation(loc))
 	}
 	if stats.rebuilt {
 		p.met.StateRebuilds.WithLabelValues(st.name).Inc()

@@ -48,7 +48,13 @@ type tableCounters struct {
 	// applied remembers the ids of recently applied snapshots, so an event
 	// for one of them (a redelivery, or a burst the previous event already
 	// covered) costs no catalog round trip.
-	applied recentIDs
+	applied recentSet[int64]
+	// appliedMetadata and confirmed do the same for metadata files (a
+	// bucket notification of a commit already applied) and for data files
+	// added by applied snapshots (a notification that arrives after the
+	// commit that references the file), as normalised object locations.
+	appliedMetadata recentSet[string]
+	confirmed       recentSet[string]
 
 	snapshotID    int64
 	sequenceNum   int64
@@ -78,6 +84,9 @@ type updateStats struct {
 	manifestsRead    int
 	changed          map[string]bool
 	ownSnapshotsOnly bool
+	// added lists the locations of data files the update found added (a
+	// rebuild: every live file), to confirm tracked files.
+	added []string
 }
 
 // advance brings the counters to tbl's current snapshot. It reads only the
@@ -165,6 +174,8 @@ func (tc *tableCounters) advance(ctx context.Context, tbl *table.Table, smallFil
 				df := entry.DataFile()
 				switch entry.Status() {
 				case iceberg.EntryStatusADDED:
+					st.added = append(st.added, df.FilePath())
+					tc.confirmed.add(normalizeLocation(df.FilePath()))
 					ps := tc.partition(keys, df)
 					ps.add(df, smallFileSize)
 					if !own && written.After(ps.LastWrite) {
@@ -249,6 +260,7 @@ func (tc *tableCounters) rebuild(ctx context.Context, tbl *table.Table, fs iceio
 				return st, fmt.Errorf("read manifest %s: %w", m.FilePath(), err)
 			}
 			df := entry.DataFile()
+			st.added = append(st.added, df.FilePath())
 			ps := tc.partition(keys, df)
 			ps.add(df, smallFileSize)
 			if w := written(entry.SnapshotID()); w.After(ps.LastWrite) {
@@ -308,34 +320,44 @@ func (tc *tableCounters) totals() Counters {
 	return t
 }
 
-// recentIDs is a bounded set of the last recentLimit ids added.
-type recentIDs struct {
-	ring []int64
+// recentSet is a bounded set of the last recentLimit values added.
+type recentSet[T comparable] struct {
+	ring []T
 	next int
-	set  map[int64]struct{}
+	set  map[T]struct{}
 }
 
 const recentLimit = 4096
 
-func (r *recentIDs) add(id int64) {
+func (r *recentSet[T]) add(v T) {
 	if r.set == nil {
-		r.set = make(map[int64]struct{}, recentLimit)
-		r.ring = make([]int64, 0, recentLimit)
+		r.set = make(map[T]struct{}, recentLimit)
+		r.ring = make([]T, 0, recentLimit)
 	}
-	if _, ok := r.set[id]; ok {
+	if _, ok := r.set[v]; ok {
 		return
 	}
 	if len(r.ring) < recentLimit {
-		r.ring = append(r.ring, id)
+		r.ring = append(r.ring, v)
 	} else {
 		delete(r.set, r.ring[r.next])
-		r.ring[r.next] = id
+		r.ring[r.next] = v
 		r.next = (r.next + 1) % recentLimit
 	}
-	r.set[id] = struct{}{}
+	r.set[v] = struct{}{}
 }
 
-func (r *recentIDs) has(id int64) bool {
-	_, ok := r.set[id]
+func (r *recentSet[T]) has(v T) bool {
+	_, ok := r.set[v]
 	return ok
+}
+
+// normalizeLocation renders an object location as "s3://bucket/key" whatever
+// the scheme alias (s3a, s3n) it was written with; other locations (local
+// files) are returned unchanged.
+func normalizeLocation(loc string) string {
+	if bucket, key, ok := objectPath(loc); ok {
+		return "s3://" + bucket + "/" + key
+	}
+	return loc
 }

@@ -160,8 +160,8 @@ func TestPartitionKey(t *testing.T) {
 	}
 }
 
-func TestRecentIDs(t *testing.T) {
-	var r recentIDs
+func TestRecentSet(t *testing.T) {
+	var r recentSet[int64]
 	for id := int64(1); id <= recentLimit+10; id++ {
 		r.add(id)
 	}

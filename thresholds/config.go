@@ -27,6 +27,7 @@ const (
 	DefaultSmallFileCount         = 10
 	DefaultQuietPeriod            = 2 * time.Second
 	DefaultMaxQuietWait           = 10 * time.Minute
+	DefaultOrphanMargin           = 72 * time.Hour
 	DefaultCooldown               = 30 * time.Second
 	DefaultConflictCooldown       = 5 * time.Minute
 	DefaultCommitRetryTime        = 60 * time.Second
@@ -91,6 +92,10 @@ type Policy struct {
 	// QuietPeriod: partitions written more recently than this are skipped.
 	// Default 2s; must be >= 0.
 	QuietPeriod *Duration `yaml:"quiet_period"`
+	// OrphanMargin: a file under a table's data/ that no snapshot has
+	// referenced for this long is an orphan candidate (Spark's
+	// remove_orphan_files older_than). Default 72h; must be > 0.
+	OrphanMargin *Duration `yaml:"orphan_margin"`
 	// MaxQuietWait bounds how long a partition over its threshold waits for
 	// a quiet period: a partition that is written continuously (the current
 	// hour of a streaming table) is compacted anyway once it has waited this
@@ -125,6 +130,7 @@ type Effective struct {
 	SmallFileCount         int
 	QuietPeriod            time.Duration
 	MaxQuietWait           time.Duration
+	OrphanMargin           time.Duration
 	Cooldown               time.Duration
 	ConflictCooldown       time.Duration
 	CommitRetryTime        time.Duration
@@ -143,6 +149,7 @@ func Builtin() Policy {
 		SmallFileCount:         ptr(DefaultSmallFileCount),
 		QuietPeriod:            ptr(Duration(DefaultQuietPeriod)),
 		MaxQuietWait:           ptr(Duration(DefaultMaxQuietWait)),
+		OrphanMargin:           ptr(Duration(DefaultOrphanMargin)),
 		Cooldown:               ptr(Duration(DefaultCooldown)),
 		ConflictCooldown:       ptr(Duration(DefaultConflictCooldown)),
 		CommitRetryTime:        ptr(Duration(DefaultCommitRetryTime)),
@@ -310,6 +317,7 @@ func (p *Policy) validate(prefix string, parents []layer, add func(path string, 
 	}{
 		{"quiet_period", p.QuietPeriod, false},
 		{"max_quiet_wait", p.MaxQuietWait, false},
+		{"orphan_margin", p.OrphanMargin, true},
 		{"cooldown", p.Cooldown, false},
 		{"conflict_cooldown", p.ConflictCooldown, false},
 		{"commit_retry_time", p.CommitRetryTime, true},
@@ -421,6 +429,7 @@ func (c *Config) For(table string, props map[string]string) Effective {
 	e.SmallFileCount = max(*first(layers, func(p *Policy) *int { return p.SmallFileCount }), e.MinInputFiles)
 	e.QuietPeriod = time.Duration(*first(layers, func(p *Policy) *Duration { return p.QuietPeriod }))
 	e.MaxQuietWait = time.Duration(*first(layers, func(p *Policy) *Duration { return p.MaxQuietWait }))
+	e.OrphanMargin = time.Duration(*first(layers, func(p *Policy) *Duration { return p.OrphanMargin }))
 	e.Cooldown = time.Duration(*first(layers, func(p *Policy) *Duration { return p.Cooldown }))
 	e.ConflictCooldown = time.Duration(*first(layers, func(p *Policy) *Duration { return p.ConflictCooldown }))
 	e.CommitRetryTime = time.Duration(*first(layers, func(p *Policy) *Duration { return p.CommitRetryTime }))

@@ -58,6 +58,7 @@ func builtinEffective(table string) Effective {
 		SmallFileCount:         10,
 		QuietPeriod:            2 * time.Second,
 		MaxQuietWait:           10 * time.Minute,
+		OrphanMargin:           72 * time.Hour,
 		Cooldown:               30 * time.Second,
 		ConflictCooldown:       5 * time.Minute,
 		CommitRetryTime:        60 * time.Second,
@@ -189,6 +190,7 @@ func TestParseFullDocument(t *testing.T) {
 		SmallFileCount:         4,
 		QuietPeriod:            0,
 		MaxQuietWait:           10 * time.Minute,
+		OrphanMargin:           72 * time.Hour,
 		Cooldown:               24 * time.Hour, // from db.*: the exact override does not set it
 		ConflictCooldown:       36 * time.Hour,
 		CommitRetryTime:        90 * time.Second,
@@ -210,6 +212,7 @@ func TestParseFullDocument(t *testing.T) {
 		SmallFileCount:         7,
 		QuietPeriod:            500 * time.Millisecond,
 		MaxQuietWait:           10 * time.Minute,
+		OrphanMargin:           72 * time.Hour,
 		Cooldown:               24 * time.Hour,
 		ConflictCooldown:       10 * time.Minute,
 		CommitRetryTime:        2 * time.Minute,
@@ -416,13 +419,14 @@ func TestValidateProgrammaticConfig(t *testing.T) {
 	neg := Duration(-time.Second)
 	negSize := Size(-1)
 	c := &Config{
-		Defaults: Policy{QuietPeriod: &neg, MaxQuietWait: &neg, Cooldown: &neg, ConflictCooldown: &neg, CommitRetryTime: &neg, TargetFileSize: &negSize},
+		Defaults: Policy{QuietPeriod: &neg, MaxQuietWait: &neg, OrphanMargin: &neg, Cooldown: &neg, ConflictCooldown: &neg, CommitRetryTime: &neg, TargetFileSize: &negSize},
 	}
 	err := c.Validate()
 	want := []string{
 		"defaults.target_file_size: must be > 0, got -1B",
 		"defaults.quiet_period: must not be negative, got -1s",
 		"defaults.max_quiet_wait: must not be negative, got -1s",
+		"defaults.orphan_margin: must be > 0, got -1s",
 		"defaults.cooldown: must not be negative, got -1s",
 		"defaults.conflict_cooldown: must not be negative, got -1s",
 		"defaults.commit_retry_time: must be > 0, got -1s",

@@ -15,11 +15,15 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog"
 	// Registers the REST catalog type; the SQL one comes with embedded.
 	_ "github.com/apache/iceberg-go/catalog/rest"
+	// Registers s3://, s3a:// and s3n:// warehouses (aws-sdk-go-v2).
+	_ "github.com/apache/iceberg-go/io/gocloud/s3"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -46,6 +50,13 @@ type Config struct {
 	CatalogProps iceberg.Properties
 	Thresholds   *thresholds.Config
 	Commits      triggers.CommitOptions
+	// Notifications configures bucket-notification sources; the default
+	// is one source, subject minio.events with URL-encoded keys.
+	Notifications        triggers.NotificationOptions
+	DisableNotifications bool
+	// LocationRefresh is how often the table-location index is rebuilt
+	// from the catalog besides on demand (default 5m).
+	LocationRefresh time.Duration
 	// Concurrency bounds jobs running at once (across tables).
 	Concurrency int
 	Logger      *slog.Logger
@@ -54,16 +65,38 @@ type Config struct {
 
 // Worker is a running reactor.
 type Worker struct {
-	NATS     *embedded.NATS // nil when NATSURL was given
-	Conn     *nats.Conn
-	JS       jetstream.JetStream
-	Catalog  catalog.Catalog
-	Planner  *planner.Planner
-	Pool     *executor.Pool
-	Metrics  *metrics.Metrics
-	consumer *triggers.CommitConsumer
-	cancel   context.CancelFunc
-	log      *slog.Logger
+	NATS      *embedded.NATS // nil when NATSURL was given
+	Conn      *nats.Conn
+	JS        jetstream.JetStream
+	Catalog   catalog.Catalog
+	Planner   *planner.Planner
+	Pool      *executor.Pool
+	Metrics   *metrics.Metrics
+	consumer  *triggers.CommitConsumer
+	objects   *triggers.NotificationConsumer
+	bg        sync.WaitGroup
+	cancel    context.CancelFunc
+	log       *slog.Logger
+	closeOnce sync.Once
+}
+
+// refreshLocations rebuilds the table-location index on a schedule, so
+// tables created, dropped or relocated are noticed even when no object
+// misses.
+func (w *Worker) refreshLocations(ctx context.Context, every time.Duration) {
+	defer w.bg.Done()
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if _, err := w.Planner.RefreshLocations(ctx); err != nil && ctx.Err() == nil {
+				w.log.Warn("table location index refresh failed; keeping the previous one", "error", err)
+			}
+		}
+	}
 }
 
 // Start brings a worker up. On error everything it started is stopped.
@@ -153,14 +186,40 @@ func Start(ctx context.Context, cfg Config) (_ *Worker, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("worker: %w", err)
 	}
+	if !cfg.DisableNotifications {
+		if cfg.Notifications.DeadLetterSubject == "" {
+			cfg.Notifications.DeadLetterSubject = cfg.Commits.DeadLetterSubject
+		}
+		if _, err := w.Planner.RefreshLocations(ctx); err != nil {
+			// Not fatal: the index is rebuilt when an object misses.
+			cfg.Logger.Warn("table location index not built yet; will retry on demand", "error", err)
+		}
+		w.objects, err = triggers.StartNotifications(runCtx, w.JS, cfg.Notifications, w.Planner, cfg.Logger, cfg.Metrics)
+		if err != nil {
+			return nil, fmt.Errorf("worker: %w", err)
+		}
+		every := cfg.LocationRefresh
+		if every <= 0 {
+			every = 5 * time.Minute
+		}
+		w.bg.Add(1)
+		go w.refreshLocations(runCtx, every)
+	}
 	return w, nil
 }
 
 // Close stops taking events, abandons running jobs cleanly (their
 // uncommitted outputs are deleted), and stops everything it started.
 func (w *Worker) Close() {
+	w.closeOnce.Do(w.close)
+}
+
+func (w *Worker) close() {
 	if w.consumer != nil {
 		w.consumer.Stop()
+	}
+	if w.objects != nil {
+		w.objects.Stop()
 	}
 	if w.Planner != nil {
 		w.Planner.Close()
@@ -171,6 +230,7 @@ func (w *Worker) Close() {
 	if w.Pool != nil {
 		w.Pool.Wait()
 	}
+	w.bg.Wait()
 	if c, ok := w.Catalog.(interface{ Close() error }); ok {
 		_ = c.Close()
 	}

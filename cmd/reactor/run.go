@@ -13,6 +13,7 @@ import (
 
 	"github.com/apache/iceberg-go"
 
+	"github.com/icereactor/reactor/events"
 	"github.com/icereactor/reactor/thresholds"
 	"github.com/icereactor/reactor/triggers"
 	"github.com/icereactor/reactor/worker"
@@ -27,13 +28,15 @@ type runConfig struct {
 	thresholdsFile string
 	thresholds     *thresholds.Config
 	commits        triggers.CommitOptions
+	notifications  triggers.NotificationOptions
+	noNotification bool
 	concurrency    int
 	logLevel       slog.Level
 }
 
-const runDescription = `Runs the reactor worker until SIGINT or SIGTERM: it consumes commit events
-from NATS JetStream and compacts the partitions of the tables they name that
-have too many small files.
+const runDescription = `Runs the reactor worker until SIGINT or SIGTERM: it consumes commit events and
+bucket notifications from NATS JetStream and compacts the partitions of the
+tables they concern that have too many small files.
 
 With no --nats-url it starts an embedded NATS server, and with no catalog
 settings it opens an embedded SQLite catalog, both under --data-dir.
@@ -57,6 +60,12 @@ func parseRunConfig(args []string, getenv func(string) string, stdout io.Writer)
 	thresholdsFile := fs.String("thresholds", "", "thresholds YAML `file`; empty uses the built-in defaults")
 	commitSubject := fs.String("commit-subject", triggers.DefaultCommitSubject, "NATS `subject` of commit events")
 	deadLetter := fs.String("dead-letter-subject", triggers.DefaultDeadLetterSubject, "NATS `subject` for events that cannot be applied")
+	notifySubject := fs.String("notification-subject", triggers.DefaultNotificationSubject,
+		"NATS `subject` of bucket notifications (MinIO's NATS target); empty disables them")
+	notifyEncoding := fs.String("notification-key-encoding", string(events.KeyEncodingURL),
+		"how that source encodes object keys: url (MinIO, AWS) or raw (versitygw)")
+	var extraSources propsFlag
+	fs.Var(&extraSources, "notification-source", "another notification source `subject=encoding` (url or raw), repeatable")
 	concurrency := fs.Int("concurrency", 2, "run at most `n` compaction jobs at once, across tables")
 	logLevel := fs.String("log-level", "info", "log `level`: debug, info, warn or error")
 	annotateEnv(fs)
@@ -92,6 +101,22 @@ func parseRunConfig(args []string, getenv func(string) string, stdout io.Writer)
 	if cfg.commits.Subject == "" || cfg.commits.DeadLetterSubject == "" {
 		return runConfig{}, usageErrorf("--commit-subject and --dead-letter-subject must not be empty")
 	}
+	if subject := strings.TrimSpace(*notifySubject); subject != "" {
+		enc, err := events.ParseKeyEncoding(*notifyEncoding)
+		if err != nil {
+			return runConfig{}, usageErrorf("--notification-key-encoding: %w", err)
+		}
+		cfg.notifications.Sources = append(cfg.notifications.Sources, triggers.NotificationSource{Subject: subject, KeyEncoding: enc})
+	}
+	for _, subject := range extraSources.keys {
+		enc, err := events.ParseKeyEncoding(extraSources.values[subject])
+		if err != nil {
+			return runConfig{}, usageErrorf("--notification-source %s: %w", subject, err)
+		}
+		cfg.notifications.Sources = append(cfg.notifications.Sources, triggers.NotificationSource{Subject: subject, KeyEncoding: enc})
+	}
+	cfg.noNotification = len(cfg.notifications.Sources) == 0
+	cfg.notifications.DeadLetterSubject = *deadLetter
 	if cfg.natsURL != "" {
 		if _, err := url.Parse(cfg.natsURL); err != nil {
 			return runConfig{}, usageErrorf("--nats-url: %w", err)
@@ -190,6 +215,9 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		Commits:      cfg.commits,
 		Concurrency:  cfg.concurrency,
 		Logger:       log,
+
+		Notifications:        cfg.notifications,
+		DisableNotifications: cfg.noNotification,
 	})
 	if err != nil {
 		log.Error("reactor could not start", "error", err)
