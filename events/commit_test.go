@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestDecodeCommit(t *testing.T) {
@@ -88,5 +89,24 @@ func BenchmarkDecodeCommit(b *testing.B) {
 		if _, err := DecodeCommit(payload); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+func TestNewDeadLetterTruncatesHugePayloads(t *testing.T) {
+	small := NewDeadLetter("s", ReasonMalformed, ErrMalformed, []byte(`{"x":1}`), time.Unix(0, 0))
+	if small.Payload != `{"x":1}` || small.PayloadTruncated || small.PayloadBytes != 7 {
+		t.Errorf("small = %+v", small)
+	}
+	huge := make([]byte, MaxDeadLetterPayload*3)
+	for i := range huge {
+		huge[i] = '"' // worst case: every byte doubles when JSON-escaped
+	}
+	dl := NewDeadLetter("s", ReasonMalformed, ErrMalformed, huge, time.Unix(0, 0))
+	if !dl.PayloadTruncated || dl.PayloadBytes != len(huge) || len(dl.Payload) != MaxDeadLetterPayload {
+		t.Errorf("huge: truncated=%v bytes=%d kept=%d", dl.PayloadTruncated, dl.PayloadBytes, len(dl.Payload))
+	}
+	data, err := dl.Encode()
+	if err != nil || len(data) > 1<<20 {
+		t.Errorf("encoded dead letter is %d bytes (err %v); it must fit NATS' default 1 MiB payload", len(data), err)
 	}
 }

@@ -14,7 +14,9 @@ import (
 //	  "reason":      "malformed",   // malformed | unknown_table | namespace_not_watched
 //	  "error":       "malformed event: field table is required",
 //	  "payload":     "{\"namespace\":\"analytics\"}",
-//	  "received_at": "2026-11-29T12:00:00Z"
+//	  "received_at": "2026-11-29T12:00:00Z",
+//	  "payload_bytes": 29,
+//	  "payload_truncated": false  // true: payload holds the first 64 KiB only
 //	}
 type DeadLetter struct {
 	Subject    string    `json:"subject"`
@@ -22,6 +24,27 @@ type DeadLetter struct {
 	Error      string    `json:"error"`
 	Payload    string    `json:"payload"`
 	ReceivedAt time.Time `json:"received_at"`
+	// PayloadBytes is the original payload's size; PayloadTruncated says
+	// Payload holds only its first MaxDeadLetterPayload bytes.
+	PayloadBytes     int  `json:"payload_bytes"`
+	PayloadTruncated bool `json:"payload_truncated,omitempty"`
+}
+
+// MaxDeadLetterPayload bounds the payload copied into a dead letter. The
+// dead letter escapes the payload as a JSON string, so a message near the
+// NATS maximum payload would not fit once wrapped: it could be neither
+// applied nor dead-lettered and would come back forever.
+const MaxDeadLetterPayload = 64 << 10
+
+// NewDeadLetter builds the dead letter for payload received on subject.
+func NewDeadLetter(subject, reason string, cause error, payload []byte, at time.Time) DeadLetter {
+	dl := DeadLetter{Subject: subject, Reason: reason, Error: cause.Error(), ReceivedAt: at.UTC(), PayloadBytes: len(payload)}
+	if len(payload) > MaxDeadLetterPayload {
+		payload = payload[:MaxDeadLetterPayload]
+		dl.PayloadTruncated = true
+	}
+	dl.Payload = string(payload)
+	return dl
 }
 
 // Dead-letter reasons.

@@ -140,7 +140,8 @@ func (st *tableState) confirmLocked(paths []string) {
 }
 
 // OrphanCandidates lists the named table's tracked files that no snapshot
-// references and that are older than its orphan margin, oldest first, and
+// references and that are older than its orphan margin as of asOf (now, or
+// a later time to ask what will be a candidate by then), oldest first, and
 // whether tracking is complete (false: files may be missing from the list,
 // and only a full listing can find them).
 //
@@ -149,7 +150,7 @@ func (st *tableState) confirmLocked(paths []string) {
 // once): a notification can arrive after the commit that references its
 // file was applied by a rebuild, and a file referenced by any snapshot is
 // never a candidate.
-func (p *Planner) OrphanCandidates(ctx context.Context, name string) ([]OrphanCandidate, bool, error) {
+func (p *Planner) OrphanCandidates(ctx context.Context, name string, asOf time.Time) ([]OrphanCandidate, bool, error) {
 	p.mu.Lock()
 	st, ok := p.tables[name]
 	p.mu.Unlock()
@@ -171,7 +172,7 @@ func (p *Planner) OrphanCandidates(ctx context.Context, name string) ([]OrphanCa
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	margin := p.cfg.Load().For(name, tbl.Properties()).OrphanMargin
-	cutoff := p.now().Add(-margin)
+	cutoff := asOf.Add(-margin)
 	var out []OrphanCandidate
 	for loc, f := range st.unconfirmed {
 		if referenced[loc] {

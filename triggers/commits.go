@@ -177,17 +177,7 @@ func (c *CommitConsumer) handle(msg jetstream.Msg) {
 // dead letter cannot be stored the message is not acknowledged: it comes
 // back rather than being lost.
 func (c *CommitConsumer) reject(msg jetstream.Msg, reason, outcome string, cause error) {
-	dl := events.DeadLetter{
-		Subject:    msg.Subject(),
-		Reason:     reason,
-		Error:      cause.Error(),
-		Payload:    string(msg.Data()),
-		ReceivedAt: time.Now().UTC(),
-	}
-	data, err := dl.Encode()
-	if err == nil {
-		_, err = c.js.Publish(c.ctx, c.opts.DeadLetterSubject, data)
-	}
+	err := deadLetter(c.ctx, c.js, c.opts.DeadLetterSubject, msg, reason, cause)
 	if err != nil {
 		c.met.Events.WithLabelValues("commit", metrics.OutcomeDeadLetterErr).Inc()
 		c.log.Error("could not dead-letter an event; it will be redelivered", "subject", msg.Subject(),

@@ -179,17 +179,7 @@ func (c *NotificationConsumer) handle(msg jetstream.Msg) {
 }
 
 func (c *NotificationConsumer) reject(msg jetstream.Msg, cause error) {
-	dl := events.DeadLetter{
-		Subject:    msg.Subject(),
-		Reason:     events.ReasonMalformed,
-		Error:      cause.Error(),
-		Payload:    string(msg.Data()),
-		ReceivedAt: time.Now().UTC(),
-	}
-	data, err := dl.Encode()
-	if err == nil {
-		_, err = c.js.Publish(c.ctx, c.opts.DeadLetterSubject, data)
-	}
+	err := deadLetter(c.ctx, c.js, c.opts.DeadLetterSubject, msg, events.ReasonMalformed, cause)
 	if err != nil {
 		c.met.Events.WithLabelValues("notification", metrics.OutcomeDeadLetterErr).Inc()
 		c.log.Error("could not dead-letter a notification; it will be redelivered", "subject", msg.Subject(),

@@ -3,9 +3,6 @@ package worker
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -42,6 +39,9 @@ type harness struct {
 	logs    *syncBuffer
 	worker  *Worker
 	cfgYAML string
+	bucket  string
+	// workerCfg adjusts the worker's configuration before each start.
+	workerCfg func(*Config)
 }
 
 type syncBuffer struct {
@@ -133,18 +133,18 @@ func (h *harness) start() *Worker {
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	var out io.Writer = h.logs
-	if testing.Verbose() {
-		out = io.MultiWriter(h.logs, os.Stderr)
-	}
-	w, err := Start(h.ctx, Config{
+	wc := Config{
 		NATSURL:      h.nats.URL(),
 		DataDir:      h.dir,
 		CatalogName:  "reactor",
 		CatalogProps: h.props,
 		Thresholds:   cfg,
-		Logger:       slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: slog.LevelDebug})),
-	})
+		Logger:       h.logger(),
+	}
+	if h.workerCfg != nil {
+		h.workerCfg(&wc)
+	}
+	w, err := Start(h.ctx, wc)
 	if err != nil {
 		h.t.Fatal(err)
 	}

@@ -1,0 +1,255 @@
+package worker
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/table"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/icereactor/reactor/embedded"
+	"github.com/icereactor/reactor/events"
+	"github.com/icereactor/reactor/metrics"
+	"github.com/icereactor/reactor/streamwriter"
+	"github.com/icereactor/reactor/thresholds"
+	"github.com/icereactor/reactor/triggers"
+)
+
+// newS3Harness puts the table's warehouse on the shared embedded versitygw
+// (s3://BUCKET/warehouse) and the reactor on the shared NATS server that
+// receives the gateway's bucket notifications. The writer publishes NO
+// commit events: whatever reactor learns, it learns from the bucket.
+func newS3Harness(t *testing.T, cfgYAML string) *harness {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	bucket := strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name()))
+	if len(bucket) > 40 {
+		bucket = bucket[:40]
+	}
+	if err := sharedGateway.CreateBucket(ctx, bucket); err != nil {
+		t.Fatal(err)
+	}
+	h := &harness{t: t, ctx: ctx, dir: t.TempDir(), ident: table.Identifier{"db", "events"}, logs: &syncBuffer{},
+		cfgYAML: cfgYAML, nats: sharedNATS, bucket: bucket}
+	var err error
+	if h.conn, err = nats.Connect(sharedNATS.URL()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(h.conn.Close)
+	if h.js, err = jetstream.New(h.conn); err != nil {
+		t.Fatal(err)
+	}
+	// Streams outlive a test on the shared server; start each test clean.
+	for _, s := range []string{triggers.DefaultCommitStream, triggers.DefaultDeadLetterStream, triggers.DefaultNotificationStream} {
+		_ = h.js.DeleteStream(ctx, s)
+	}
+	h.props, err = embedded.CatalogProperties(h.dir + "/catalog")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.props["warehouse"] = "s3://" + bucket + "/warehouse"
+	for k, v := range sharedGateway.IcebergProperties() {
+		h.props[k] = v
+	}
+	if err := os.MkdirAll(h.dir+"/catalog", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if h.cat, err = catalog.Load(ctx, "reactor", h.props); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := streamwriter.CreateTable(ctx, h.cat, h.ident, nil); err != nil {
+		t.Fatal(err)
+	}
+	h.writer = streamwriter.New(h.cat, h.ident, nil) // no commit events
+	h.workerCfg = func(c *Config) {
+		c.Notifications = triggers.NotificationOptions{Sources: []triggers.NotificationSource{
+			{Subject: gatewaySubject, KeyEncoding: events.KeyEncodingRaw},
+			{Subject: "minio.events", KeyEncoding: events.KeyEncodingURL},
+		}}
+	}
+	return h
+}
+
+func (h *harness) logger() *slog.Logger {
+	var out io.Writer = h.logs
+	if testing.Verbose() {
+		out = io.MultiWriter(h.logs, os.Stderr)
+	}
+	return slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+// A writer appends to an s3:// table and publishes no commit events;
+// reactor learns of the commits from versitygw's bucket notifications
+// alone (keys raw: the partition value "a b" is "a+b" in the path) and
+// compacts the partition. Every data file it saw is confirmed by a snapshot.
+func TestNotificationsAloneDriveCompactionOnS3(t *testing.T) {
+	h := newS3Harness(t, testThresholds)
+	w := h.start()
+
+	for range 7 {
+		h.commit("a b", 10)
+	}
+	h.commit("c", 10)
+	h.eventually("compaction from notifications", func() bool { return w.Pool.Stats().Succeeded >= 1 })
+	h.eventually("partition a b compacted", func() bool { return len(h.files()["a b"]) <= 5 })
+
+	if got, want := h.contents().Total, h.writer.Written(); got != want {
+		t.Errorf("table holds %v, writer wrote %v", got, want)
+	}
+	if n := len(h.files()["c"]); n != 1 {
+		t.Errorf("partition c has %d files, want its 1", n)
+	}
+	commits := testutil.ToFloat64(w.Metrics.Objects.WithLabelValues("commit"))
+	tracked := testutil.ToFloat64(w.Metrics.Objects.WithLabelValues("tracked")) +
+		testutil.ToFloat64(w.Metrics.Objects.WithLabelValues("confirmed"))
+	if commits < 8 || tracked < 8 {
+		t.Errorf("objects: %v metadata commits (want >= 8), %v data files seen (want >= 8)", commits, tracked)
+	}
+	if n := testutil.ToFloat64(w.Metrics.Events.WithLabelValues("commit", metrics.OutcomeApplied)); n != 0 {
+		t.Errorf("%v commit events applied; the writer published none", n)
+	}
+	// Every data file written (the writer's and reactor's own outputs) is
+	// referenced by a snapshot: none is an orphan candidate, however late.
+	h.eventually("all tracked files confirmed", func() bool {
+		c, complete, err := w.Planner.OrphanCandidates(h.ctx, "db.events", time.Now().Add(1000*time.Hour))
+		return err == nil && complete && len(c) == 0
+	})
+	if !strings.Contains(h.logs.String(), `partitions="[category=a b]"`) {
+		t.Errorf("no job logged for category=a b")
+	}
+}
+
+// A file written under data/ and never committed becomes an orphan
+// candidate once it is older than the margin, and not before; committed
+// files never do. A removal drops it.
+func TestUncommittedFileBecomesOrphanCandidate(t *testing.T) {
+	h := newS3Harness(t, testThresholds+"  orphan_margin: 1h\n")
+	w := h.start()
+	h.commit("a", 10)
+	_, tableKey, _ := strings.Cut(strings.TrimPrefix(h.load().Location(), "s3://"), "/")
+	key := tableKey + "/data/category=a/failed-write-00001.parquet"
+	put(t, h, key, "not really parquet")
+	h.eventually("the stray file is tracked", func() bool {
+		return testutil.ToFloat64(w.Metrics.Objects.WithLabelValues("tracked")) >= 2 // the writer's file and the stray one
+	})
+	h.commit("a", 10) // later commits do not reference it
+
+	now := time.Now()
+	if c, _, err := w.Planner.OrphanCandidates(h.ctx, "db.events", now); err != nil || len(c) != 0 {
+		t.Fatalf("candidates now (margin 1h) = %+v, %v; want none", c, err)
+	}
+	c, complete, err := w.Planner.OrphanCandidates(h.ctx, "db.events", now.Add(2*time.Hour))
+	if err != nil || !complete || len(c) != 1 || c[0].Location != "s3://"+h.bucket+"/"+key || c[0].Size != 18 {
+		t.Fatalf("candidates in 2h = %+v (complete %v, err %v), want exactly the stray file of 18 bytes", c, complete, err)
+	}
+	if _, err := sharedGateway.Client().DeleteObject(h.ctx, &s3.DeleteObjectInput{Bucket: aws.String(h.bucket), Key: aws.String(key)}); err != nil {
+		t.Fatal(err)
+	}
+	h.eventually("the removal drops it", func() bool {
+		c, _, err := w.Planner.OrphanCandidates(h.ctx, "db.events", now.Add(2*time.Hour))
+		return err == nil && len(c) == 0
+	})
+}
+
+// Bad notifications: truncated JSON, too many records and invalid URL
+// encoding are dead-lettered; objects in buckets reactor does not know are
+// counted and ignored; stale metadata files are harmless; later events work.
+func TestBadNotificationsAreHandled(t *testing.T) {
+	h := newS3Harness(t, testThresholds)
+	w := h.start()
+	h.commit("a", 10)
+	tbl := h.load()
+	oldMeta := tbl.MetadataLocation()
+
+	record := func(bucket, key string) string {
+		return fmt.Sprintf(`{"eventName":"s3:ObjectCreated:Put","eventTime":"2026-11-29T12:00:00Z","s3":{"bucket":{"name":%q},"object":{"key":%q,"size":5}}}`, bucket, key)
+	}
+	var many bytes.Buffer
+	many.WriteString(`{"Records":[`)
+	for i := range 10_001 {
+		if i > 0 {
+			many.WriteByte(',')
+		}
+		many.WriteString(`{"eventName":"s3:ObjectCreated:Put","s3":{"bucket":{"name":"n"},"object":{"key":"k"}}}`)
+	}
+	many.WriteString(`]}`)
+	bad := []string{
+		`{"Records":[{"eventName":"s3:ObjectCreated:Put","s3":{"bucket":{"name":"b"},"obj`,
+		many.String(),
+		`{"EventName":"s3:ObjectCreated:Put","Key":"x","Records":[` + record(h.bucket, "warehouse/db.db/events/data/%zz.parquet") + `]}`,
+	}
+	for _, b := range bad {
+		h.publishRaw("minio.events", b)
+	}
+	// Unknown bucket, and an old metadata file of our table arriving late.
+	h.publishRaw("minio.events", `{"Records":[`+record("somebody-elses-bucket", "x/y.parquet")+`]}`)
+	_, oldKey, _ := strings.Cut(strings.TrimPrefix(oldMeta, "s3://"), "/")
+	h.publishRaw("minio.events", `{"Records":[`+record(h.bucket, strings.ReplaceAll(oldKey, "=", "%3D"))+`]}`)
+
+	for range 6 {
+		h.commit("a", 10)
+	}
+	h.eventually("compaction after the bad notifications", func() bool { return w.Pool.Stats().Succeeded >= 1 })
+	h.eventually("three dead letters", func() bool { return len(h.deadLetters()) >= 3 })
+	dls := h.deadLetters()
+	if len(dls) != 3 {
+		t.Fatalf("%d dead letters, want 3", len(dls))
+	}
+	for i, want := range []string{"invalid JSON", "more than the 10000", "%zz"} {
+		if dls[i].Reason != events.ReasonMalformed || !strings.Contains(dls[i].Error, want) {
+			t.Errorf("dead letter %d = %q / %q, want malformed mentioning %q", i, dls[i].Reason, dls[i].Error, want)
+		}
+	}
+	if n := testutil.ToFloat64(w.Metrics.Objects.WithLabelValues("outside")); n < 1 {
+		t.Errorf("objects outside tables = %v, want >= 1", n)
+	}
+	if got, want := h.contents().Total, h.writer.Written(); got != want {
+		t.Errorf("table holds %v, writer wrote %v", got, want)
+	}
+}
+
+func put(t *testing.T, h *harness, key, body string) {
+	t.Helper()
+	if _, err := sharedGateway.Client().PutObject(h.ctx, &s3.PutObjectInput{
+		Bucket: aws.String(h.bucket), Key: aws.String(key), Body: strings.NewReader(body),
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+var _ = thresholds.Default
+
+// deadLetterPayloadIsBounded: the 10,001-record message was ~0.9 MB; its
+// dead letter must have fit (it was stored) with a truncated payload.
+func TestDeadLetterOfHugeMessageIsTruncated(t *testing.T) {
+	h := newS3Harness(t, testThresholds)
+	h.start()
+	var many bytes.Buffer
+	many.WriteString(`{"Records":[`)
+	for i := range 10_001 {
+		if i > 0 {
+			many.WriteByte(',')
+		}
+		many.WriteString(`{"eventName":"s3:ObjectCreated:Put","s3":{"bucket":{"name":"n"},"object":{"key":"k\"\"\"\""}}}`)
+	}
+	many.WriteString(`]}`)
+	h.publishRaw("minio.events", many.String())
+	h.eventually("the dead letter is stored", func() bool { return len(h.deadLetters()) == 1 })
+	dl := h.deadLetters()[0]
+	if !dl.PayloadTruncated || dl.PayloadBytes != many.Len() || len(dl.Payload) != events.MaxDeadLetterPayload {
+		t.Errorf("dead letter: truncated=%v bytes=%d (want %d) kept=%d", dl.PayloadTruncated, dl.PayloadBytes, many.Len(), len(dl.Payload))
+	}
+}

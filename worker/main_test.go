@@ -1,0 +1,55 @@
+package worker
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/icereactor/reactor/embedded"
+	"github.com/icereactor/reactor/embedded/s3gateway"
+)
+
+// The S3 end-to-end tests share one embedded versitygw (one per process is
+// all versitygw supports) publishing its bucket notifications to one NATS
+// server. Every other test starts NATS servers of its own.
+var (
+	sharedNATS    *embedded.NATS
+	sharedGateway *s3gateway.Gateway
+)
+
+const gatewaySubject = "versitygw.events"
+
+func TestMain(m *testing.M) { os.Exit(runMain(m)) }
+
+func runMain(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "reactor-worker-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	// versitygw changes the working directory: absolute paths only.
+	if dir, err = filepath.Abs(dir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	sharedNATS, err = embedded.StartNATS(embedded.NATSOptions{StoreDir: filepath.Join(dir, "nats")})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer sharedNATS.Shutdown()
+	sharedGateway, err = s3gateway.Start(context.Background(), s3gateway.Options{
+		RootDir: filepath.Join(dir, "s3"),
+		NATSURL: sharedNATS.URL(),
+		Subject: gatewaySubject,
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer sharedGateway.Close()
+	return m.Run()
+}
