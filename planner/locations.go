@@ -58,6 +58,13 @@ func (ix *locationIndex) lookup(bucket, key string) (tableLocation, bool) {
 	return tableLocation{}, false
 }
 
+// invalidate makes the next miss rebuild the index at once.
+func (ix *locationIndex) invalidate() {
+	ix.mu.Lock()
+	ix.builtAt = time.Time{}
+	ix.mu.Unlock()
+}
+
 func (ix *locationIndex) set(locs map[string][]tableLocation) {
 	for _, l := range locs {
 		sort.Slice(l, func(i, j int) bool { return len(l[i].prefix) > len(l[j].prefix) })

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/apache/iceberg-go/catalog"
+
 	"github.com/icereactor/reactor/events"
 )
 
@@ -65,6 +67,11 @@ func (p *Planner) ApplyObject(ctx context.Context, ev events.ObjectEvent) (Objec
 			return ObjectCommit, nil
 		}
 		tbl, err := p.cat.LoadTable(ctx, tl.ident)
+		if errors.Is(err, catalog.ErrNoSuchTable) || errors.Is(err, catalog.ErrNoSuchNamespace) {
+			// Dropped (or renamed) since the index was built.
+			p.locations.invalidate()
+			return ObjectOutside, fmt.Errorf("%w: %s: table %s no longer exists", ErrOutsideTables, ev.Location(), tl.name)
+		}
 		if err != nil {
 			return "", fmt.Errorf("%w: load %s for %s: %w", ErrCatalogUnavailable, tl.name, ev.Location(), err)
 		}
@@ -101,9 +108,16 @@ func (p *Planner) trackData(tl tableLocation, ev events.ObjectEvent) ObjectOutco
 	switch ev.Action {
 	case events.ObjectRemoved:
 		delete(st.unconfirmed, loc)
+		st.removed.add(loc, ev.Time)
 		return ObjectRemoved
 	case events.ObjectCreated:
 	default:
+		return ObjectIgnored
+	}
+	// Notifications can arrive out of order (versitygw publishes each from
+	// its own goroutine): a creation no later than a removal already seen
+	// is stale. A later one is a new object at the same key.
+	if removedAt, ok := st.removed.get(loc); ok && !ev.Time.After(removedAt) {
 		return ObjectIgnored
 	}
 	if st.counters.confirmed.has(loc) {
@@ -186,4 +200,30 @@ func (p *Planner) OrphanCandidates(ctx context.Context, name string, asOf time.T
 	p.met.UnconfirmedFiles.WithLabelValues(name).Set(float64(len(st.unconfirmed)))
 	sort.Slice(out, func(i, j int) bool { return out[i].Created.Before(out[j].Created) })
 	return out, !st.trackingIncomplete, nil
+}
+
+// removals remembers when recently removed objects were removed, bounded
+// to recentLimit entries (oldest forgotten first).
+type removals struct {
+	at    map[string]time.Time
+	order []string
+}
+
+func (r *removals) add(loc string, at time.Time) {
+	if r.at == nil {
+		r.at = map[string]time.Time{}
+	}
+	if _, ok := r.at[loc]; !ok {
+		r.order = append(r.order, loc)
+		if len(r.order) > recentLimit {
+			delete(r.at, r.order[0])
+			r.order = r.order[1:]
+		}
+	}
+	r.at[loc] = at
+}
+
+func (r *removals) get(loc string) (time.Time, bool) {
+	t, ok := r.at[loc]
+	return t, ok
 }

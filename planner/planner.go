@@ -82,6 +82,7 @@ type tableState struct {
 	// unconfirmed holds data files seen in bucket notifications that no
 	// applied snapshot references yet, by normalised location.
 	unconfirmed        map[string]unconfirmedFile
+	removed            removals
 	trackingIncomplete bool
 }
 
