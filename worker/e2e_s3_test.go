@@ -253,3 +253,35 @@ func TestDeadLetterOfHugeMessageIsTruncated(t *testing.T) {
 		t.Errorf("dead letter: truncated=%v bytes=%d (want %d) kept=%d", dl.PayloadTruncated, dl.PayloadBytes, many.Len(), len(dl.Payload))
 	}
 }
+
+// A commit announced twice, by its commit event and by the notification of
+// its metadata file, is applied once: the planner's counters match the
+// table exactly.
+func TestCommitEventAndNotificationApplyOnce(t *testing.T) {
+	h := newS3Harness(t, strings.Replace(testThresholds, "small_file_count: 5", "small_file_count: 1000", 1))
+	h.writer = streamwriter.New(h.cat, h.ident, h.publish) // commit events as well
+	w := h.start()
+	for range 6 {
+		h.commit("a", 10)
+	}
+	h.commit("b", 10)
+	h.eventually("both channels applied", func() bool {
+		return testutil.ToFloat64(w.Metrics.Events.WithLabelValues("commit", metrics.OutcomeApplied)) >= 7 &&
+			testutil.ToFloat64(w.Metrics.Objects.WithLabelValues("commit")) >= 7
+	})
+	snap, parts := w.Planner.TableCounters("db.events")
+	if snap != h.load().CurrentSnapshot().SnapshotID {
+		t.Fatalf("planner at snapshot %d, table at %d", snap, h.load().CurrentSnapshot().SnapshotID)
+	}
+	files := h.files()
+	got := map[string]int{}
+	var rows int64
+	for _, p := range parts {
+		got[p.Key] = p.DataFiles
+		rows += p.Rows
+	}
+	if got["category=a"] != len(files["a"]) || got["category=b"] != len(files["b"]) || rows != h.writer.Written().Rows {
+		t.Errorf("planner counts %v (rows %d); table has a=%d b=%d files, %d rows",
+			got, rows, len(files["a"]), len(files["b"]), h.writer.Written().Rows)
+	}
+}
