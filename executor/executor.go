@@ -42,8 +42,9 @@ func New(cat catalog.Catalog, log *slog.Logger, met *metrics.Metrics) *Executor 
 	return &Executor{cat: cat, log: log, met: met}
 }
 
-// Report is what a compaction job did, in the terms Spark's
-// rewrite_data_files reports, plus reactor's commit bookkeeping.
+// Report is what a job did, in the terms the Spark procedures report
+// (rewrite_data_files, rewrite_manifests), plus reactor's commit
+// bookkeeping.
 type Report struct {
 	Groups                  int
 	RewrittenDataFiles      int
@@ -58,6 +59,8 @@ type Report struct {
 	SkippedFiles            int
 	PlannedFromSnapshotID   int64
 	CommittedSnapshotID     int64
+	ManifestsRewritten      int
+	ManifestsAdded          int
 	OutputFilesCleanedUp    int
 	StagedMetadataCleanedUp int
 	Duration                time.Duration
@@ -76,6 +79,8 @@ func (e *Executor) Run(ctx context.Context, job planner.Job) (planner.Result, Re
 	switch job.Kind {
 	case planner.KindCompact:
 		res, rep = e.compact(ctx, log, job)
+	case planner.KindRewriteManifests:
+		res, rep = e.rewriteManifests(ctx, log, job)
 	default:
 		res = planner.Result{Outcome: planner.Failed, Err: fmt.Errorf("unknown job kind %q", job.Kind)}
 	}
@@ -85,6 +90,9 @@ func (e *Executor) Run(ctx context.Context, job planner.Job) (planner.Result, Re
 	attrs := []any{"outcome", res.Outcome.String(), "files_in", rep.RewrittenDataFiles, "files_out", rep.AddedDataFiles,
 		"bytes_in", rep.RewrittenBytes, "bytes_out", rep.AddedBytes, "removed_delete_files", rep.RemovedDeleteFiles,
 		"commits", rep.Commits, "attempts", rep.Attempts, "conflicts", rep.Conflicts, "duration", rep.Duration}
+	if job.Kind == planner.KindRewriteManifests {
+		attrs = append(attrs, "manifests_rewritten", rep.ManifestsRewritten, "manifests_added", rep.ManifestsAdded)
+	}
 	switch res.Outcome {
 	case planner.Succeeded, planner.Noop:
 		log.Info("job finished", attrs...)

@@ -13,8 +13,19 @@ import (
 // JobKind names what a job does.
 type JobKind string
 
-// KindCompact is bin-pack compaction of whole partitions.
-const KindCompact JobKind = "compact"
+// Job kinds, in the order a table's due jobs run (DESIGN.md: compaction,
+// then position-delete rewrite, then expiry, then manifest rewrite).
+const (
+	// KindCompact is bin-pack compaction of whole partitions.
+	KindCompact JobKind = "compact"
+	// KindRewriteManifests merges the table's data manifests, clustered
+	// by partition.
+	KindRewriteManifests JobKind = "rewrite_manifests"
+)
+
+// tableWide is the Reason.Partition of thresholds that concern the whole
+// table.
+const tableWide = "(table)"
 
 // SnapshotJobProperty is set in the summary of every snapshot reactor
 // commits, with the job id as its value. The planner recognises reactor's

@@ -84,6 +84,10 @@ type tableState struct {
 	unconfirmed        map[string]unconfirmedFile
 	removed            removals
 	trackingIncomplete bool
+
+	// Scheduling state of table-wide jobs.
+	manifestCooldownUntil time.Time
+	manifestSettledAt     int // manifest count a no-op rewrite left; 0: none
 }
 
 // New creates a planner.
@@ -308,25 +312,39 @@ func (p *Planner) evaluateLocked(st *tableState) {
 		parts = append(parts, ps.Partition)
 		reasons = append(reasons, reason)
 	}
+	if len(parts) > 0 {
+		for _, part := range parts {
+			st.counters.partitions[part.Key].inJob = true
+		}
+		p.scheduleLocked(st, KindCompact, parts, reasons, now)
+		return
+	}
+	// Table-wide jobs come after compaction: it changes what they see.
+	if st.running == nil && st.counters.dataManifests >= set.ManifestCount && st.counters.dataManifests != st.manifestSettledAt {
+		if now.Before(st.manifestCooldownUntil) {
+			deferUntil(st.manifestCooldownUntil)
+		} else {
+			p.scheduleLocked(st, KindRewriteManifests, nil, []Reason{{Partition: tableWide, Threshold: "manifest_count",
+				Measured: int64(st.counters.dataManifests), Limit: int64(set.ManifestCount)}}, now)
+			return
+		}
+	}
 	if !wake.IsZero() && st.running == nil {
 		p.wakeAtLocked(st, wake)
 	}
-	if len(parts) == 0 {
-		return
-	}
+}
+
+func (p *Planner) scheduleLocked(st *tableState, kind JobKind, parts []Partition, reasons []Reason, now time.Time) {
 	job := Job{
 		ID:             uuid.NewString(),
-		Kind:           KindCompact,
+		Kind:           kind,
 		Table:          st.ident,
 		TableName:      st.name,
 		Partitions:     parts,
 		Reasons:        reasons,
-		Settings:       set,
+		Settings:       st.settings,
 		ScheduledAt:    now,
 		BaseSnapshotID: st.counters.snapshotID,
-	}
-	for _, part := range parts {
-		st.counters.partitions[part.Key].inJob = true
 	}
 	st.running = &job
 	p.met.JobsScheduled.WithLabelValues(string(job.Kind)).Inc()
@@ -362,6 +380,15 @@ func (p *Planner) Finished(ctx context.Context, job Job, res Result) {
 		st.running = nil
 	}
 	now := p.now()
+	if job.Kind == KindRewriteManifests {
+		st.manifestCooldownUntil = now.Add(job.Settings.Cooldown)
+		if res.Outcome == GaveUp {
+			st.manifestCooldownUntil = now.Add(job.Settings.ConflictCooldown)
+		}
+		if res.Outcome == Noop {
+			st.manifestSettledAt = st.counters.dataManifests
+		}
+	}
 	for _, part := range job.Partitions {
 		ps, ok := st.counters.partitions[part.Key]
 		if !ok {

@@ -211,3 +211,27 @@ func TestSchedulingDecisions(t *testing.T) {
 		}
 	})
 }
+
+// When compaction and the manifest rewrite are due at once, compaction runs
+// first; the manifest rewrite follows when it finishes, and a no-op rewrite
+// is not repeated until the manifest count changes.
+func TestCompactionBeforeManifestRewrite(t *testing.T) {
+	f := newSchedFixture(t, schedYAML+"  manifest_count: 4\n")
+	f.commit("a", 6)
+	f.at(2 * time.Hour)
+	jobs := f.takeJobs()
+	if len(jobs) != 1 || jobs[0].Kind != KindCompact {
+		t.Fatalf("first job = %+v, want compaction", jobs)
+	}
+	f.p.Finished(f.ctx, jobs[0], Result{Outcome: Noop})
+	jobs = f.takeJobs()
+	if len(jobs) != 1 || jobs[0].Kind != KindRewriteManifests || jobs[0].Reasons[0].Threshold != "manifest_count" ||
+		jobs[0].Reasons[0].Measured != 6 || jobs[0].Reasons[0].Limit != 4 {
+		t.Fatalf("after compaction = %+v, want a manifest rewrite for 6 >= 4 manifests", jobs)
+	}
+	f.p.Finished(f.ctx, jobs[0], Result{Outcome: Noop})
+	f.at(10 * time.Hour)
+	if jobs := f.takeJobs(); len(jobs) != 0 {
+		t.Fatalf("a no-op manifest rewrite was repeated: %+v", jobs)
+	}
+}

@@ -57,6 +57,7 @@ type tableCounters struct {
 	confirmed       recentSet[string]
 
 	snapshotID    int64
+	dataManifests int // in the current snapshot's manifest list
 	sequenceNum   int64
 	timestampMs   int64
 	smallFileSize int64
@@ -150,6 +151,9 @@ func (tc *tableCounters) advance(ctx context.Context, tbl *table.Table, smallFil
 		if err != nil {
 			return st, fmt.Errorf("read manifest list of snapshot %d: %w", snap.SnapshotID, err)
 		}
+		if i == 0 {
+			tc.dataManifests = countDataManifests(manifests)
+		}
 		st.snapshots++
 		for _, m := range manifests {
 			// Only manifests this snapshot wrote can hold its changes; the
@@ -234,6 +238,7 @@ func (tc *tableCounters) rebuild(ctx context.Context, tbl *table.Table, fs iceio
 	if err != nil {
 		return st, fmt.Errorf("read manifest list of snapshot %d: %w", cur.SnapshotID, err)
 	}
+	tc.dataManifests = countDataManifests(manifests)
 	st.snapshots = 1
 	keys := NewKeyer(meta)
 	// Whether a snapshot was reactor's own, and when it was written, per
@@ -360,4 +365,14 @@ func normalizeLocation(loc string) string {
 		return "s3://" + bucket + "/" + key
 	}
 	return loc
+}
+
+func countDataManifests(ms []iceberg.ManifestFile) int {
+	n := 0
+	for _, m := range ms {
+		if m.ManifestContent() == iceberg.ManifestContentData {
+			n++
+		}
+	}
+	return n
 }

@@ -28,6 +28,7 @@ const (
 	DefaultQuietPeriod            = 2 * time.Second
 	DefaultMaxQuietWait           = 10 * time.Minute
 	DefaultOrphanMargin           = 72 * time.Hour
+	DefaultManifestCount          = 100
 	DefaultCooldown               = 30 * time.Second
 	DefaultConflictCooldown       = 5 * time.Minute
 	DefaultCommitRetryTime        = 60 * time.Second
@@ -96,6 +97,11 @@ type Policy struct {
 	// referenced for this long is an orphan candidate (Spark's
 	// remove_orphan_files older_than). Default 72h; must be > 0.
 	OrphanMargin *Duration `yaml:"orphan_margin"`
+	// ManifestCount: a table whose current snapshot has this many data
+	// manifests gets its manifests rewritten, clustered by partition (every
+	// streaming append adds one, and every later job pays for reading them).
+	// Default 100; must be >= 2.
+	ManifestCount *int `yaml:"manifest_count"`
 	// MaxQuietWait bounds how long a partition over its threshold waits for
 	// a quiet period: a partition that is written continuously (the current
 	// hour of a streaming table) is compacted anyway once it has waited this
@@ -131,6 +137,7 @@ type Effective struct {
 	QuietPeriod            time.Duration
 	MaxQuietWait           time.Duration
 	OrphanMargin           time.Duration
+	ManifestCount          int
 	Cooldown               time.Duration
 	ConflictCooldown       time.Duration
 	CommitRetryTime        time.Duration
@@ -150,6 +157,7 @@ func Builtin() Policy {
 		QuietPeriod:            ptr(Duration(DefaultQuietPeriod)),
 		MaxQuietWait:           ptr(Duration(DefaultMaxQuietWait)),
 		OrphanMargin:           ptr(Duration(DefaultOrphanMargin)),
+		ManifestCount:          ptr(DefaultManifestCount),
 		Cooldown:               ptr(Duration(DefaultCooldown)),
 		ConflictCooldown:       ptr(Duration(DefaultConflictCooldown)),
 		CommitRetryTime:        ptr(Duration(DefaultCommitRetryTime)),
@@ -310,6 +318,9 @@ func (p *Policy) validate(prefix string, parents []layer, add func(path string, 
 	if v := p.SmallFileCount; v != nil && *v < 1 {
 		add(f("small_file_count"), *v, "must be >= 1")
 	}
+	if v := p.ManifestCount; v != nil && *v < 2 {
+		add(f("manifest_count"), *v, "must be >= 2 (one manifest cannot be merged)")
+	}
 	for _, d := range []struct {
 		name     string
 		v        *Duration
@@ -430,6 +441,7 @@ func (c *Config) For(table string, props map[string]string) Effective {
 	e.QuietPeriod = time.Duration(*first(layers, func(p *Policy) *Duration { return p.QuietPeriod }))
 	e.MaxQuietWait = time.Duration(*first(layers, func(p *Policy) *Duration { return p.MaxQuietWait }))
 	e.OrphanMargin = time.Duration(*first(layers, func(p *Policy) *Duration { return p.OrphanMargin }))
+	e.ManifestCount = *first(layers, func(p *Policy) *int { return p.ManifestCount })
 	e.Cooldown = time.Duration(*first(layers, func(p *Policy) *Duration { return p.Cooldown }))
 	e.ConflictCooldown = time.Duration(*first(layers, func(p *Policy) *Duration { return p.ConflictCooldown }))
 	e.CommitRetryTime = time.Duration(*first(layers, func(p *Policy) *Duration { return p.CommitRetryTime }))

@@ -2,7 +2,10 @@ package worker
 
 import (
 	"slices"
+	"strings"
 	"testing"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
 // A writer makes many small commits to partition A and two to partition B:
@@ -50,4 +53,42 @@ func TestCompactsOnlyThePartitionOverThreshold(t *testing.T) {
 		t.Errorf("pool stats = %+v, want >= 7 files rewritten and no failures", st)
 	}
 	t.Logf("partition a: %d files after compaction; pool %+v", len(files["a"]), st)
+}
+
+// Streaming appends add one manifest each; once the table has
+// manifest_count of them reactor rewrites them, clustered by partition, and
+// its own rewrite does not trigger another.
+func TestManifestRewriteAfterStreamingAppends(t *testing.T) {
+	cfg := strings.Replace(testThresholds, "small_file_count: 5", "small_file_count: 1000", 1) + "  manifest_count: 8\n"
+	h := newHarness(t, cfg, nil)
+	w := h.start()
+	for i := range 10 {
+		h.commit([]string{"a", "b"}[i%2], 10)
+	}
+	h.eventually("manifest rewrite", func() bool { return w.Pool.Stats().Succeeded >= 1 })
+	tbl := h.load()
+	fs, err := tbl.FS(h.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms, err := tbl.CurrentSnapshot().Manifests(fs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ms) > 4 {
+		t.Errorf("%d manifests after the rewrite, want at most 4 (2 partitions, plus appends racing it)", len(ms))
+	}
+	for range 3 {
+		h.commit("a", 10)
+	}
+	h.eventually("later events applied", func() bool {
+		snap, _ := w.Planner.TableCounters("db.events")
+		return snap == h.load().CurrentSnapshot().SnapshotID
+	})
+	if n := testutil.ToFloat64(w.Metrics.JobsScheduled.WithLabelValues("rewrite_manifests")); n != 1 {
+		t.Errorf("%v manifest rewrites scheduled, want 1", n)
+	}
+	if got := h.contents().Total; got != h.writer.Written() {
+		t.Errorf("table %v, written %v", got, h.writer.Written())
+	}
 }

@@ -1,0 +1,86 @@
+package executor
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+	"github.com/cenkalti/backoff/v4"
+
+	"github.com/icereactor/reactor/conflict"
+	"github.com/icereactor/reactor/planner"
+)
+
+// rewriteManifests merges the table's data manifests into target-sized ones
+// clustered by partition, so every later scan, rewrite and commit reads a
+// handful of manifests instead of one per streaming append (DESIGN.md
+// pitfall 5). It writes no data: a conflict simply redoes it against the
+// refreshed table, within the job's commit budget.
+func (e *Executor) rewriteManifests(ctx context.Context, log *slog.Logger, job planner.Job) (planner.Result, Report) {
+	var (
+		rep       Report
+		committed *table.Table
+		noop      bool
+	)
+	op := func() error {
+		rep.Attempts++
+		tbl, err := e.cat.LoadTable(ctx, job.Table)
+		if err != nil {
+			if conflict.IsTransient(err) {
+				return err
+			}
+			return backoff.Permanent(fmt.Errorf("load table: %w", err))
+		}
+		keys := planner.NewKeyer(tbl.Metadata())
+		txn := tbl.NewTransaction()
+		res, err := txn.RewriteManifests(ctx, table.WithRewriteManifestClusterBy(func(df iceberg.DataFile) any {
+			return keys.Key(df.SpecID(), df.Partition())
+		}))
+		if err != nil {
+			return backoff.Permanent(fmt.Errorf("rewrite manifests: %w", err))
+		}
+		if res.IsNoOp() {
+			noop = true
+			log.Info("manifests need no rewrite", "why", res.NoOpReason.String())
+			return nil
+		}
+		next, err := txn.Commit(ctx)
+		if err == nil {
+			committed = next
+			rep.ManifestsRewritten, rep.ManifestsAdded = len(res.RewrittenManifests), len(res.AddedManifests)
+			return nil
+		}
+		if conflict.Is(err) {
+			rep.Conflicts++
+			e.met.CommitConflicts.WithLabelValues(job.TableName).Inc()
+			return err
+		}
+		if conflict.IsTransient(err) {
+			return err
+		}
+		return backoff.Permanent(fmt.Errorf("commit: %w", err))
+	}
+	bo := backoff.NewExponentialBackOff()
+	bo.InitialInterval = 20 * time.Millisecond
+	bo.MaxInterval = 500 * time.Millisecond
+	bo.MaxElapsedTime = job.Settings.CommitRetryTime
+	notify := func(err error, wait time.Duration) {
+		e.met.CommitRetries.WithLabelValues(job.TableName).Inc()
+		log.Info("commit conflict; retrying", "attempt", rep.Attempts, "wait", wait, "error", err)
+	}
+	if err := backoff.RetryNotify(op, backoff.WithContext(bo, ctx), notify); err != nil {
+		if conflict.IsRetryable(err) {
+			return planner.Result{Outcome: planner.GaveUp, Err: fmt.Errorf("gave up after %d attempts: %w", rep.Attempts, err)}, rep
+		}
+		return planner.Result{Outcome: planner.Failed, Err: err}, rep
+	}
+	if noop {
+		return planner.Result{Outcome: planner.Noop}, rep
+	}
+	rep.Commits = 1
+	rep.CommittedSnapshotID = committed.CurrentSnapshot().SnapshotID
+	return planner.Result{Outcome: planner.Succeeded, Table: committed}, rep
+}
