@@ -61,6 +61,7 @@ type Report struct {
 	CommittedSnapshotID     int64
 	ManifestsRewritten      int
 	ManifestsAdded          int
+	Expiry                  ExpiryCounts
 	OutputFilesCleanedUp    int
 	StagedMetadataCleanedUp int
 	Duration                time.Duration
@@ -81,6 +82,8 @@ func (e *Executor) Run(ctx context.Context, job planner.Job) (planner.Result, Re
 		res, rep = e.compact(ctx, log, job)
 	case planner.KindRewriteManifests:
 		res, rep = e.rewriteManifests(ctx, log, job)
+	case planner.KindExpireSnapshots:
+		res, rep = e.expireSnapshots(ctx, log, job)
 	default:
 		res = planner.Result{Outcome: planner.Failed, Err: fmt.Errorf("unknown job kind %q", job.Kind)}
 	}
@@ -90,8 +93,15 @@ func (e *Executor) Run(ctx context.Context, job planner.Job) (planner.Result, Re
 	attrs := []any{"outcome", res.Outcome.String(), "files_in", rep.RewrittenDataFiles, "files_out", rep.AddedDataFiles,
 		"bytes_in", rep.RewrittenBytes, "bytes_out", rep.AddedBytes, "removed_delete_files", rep.RemovedDeleteFiles,
 		"commits", rep.Commits, "attempts", rep.Attempts, "conflicts", rep.Conflicts, "duration", rep.Duration}
-	if job.Kind == planner.KindRewriteManifests {
+	switch job.Kind {
+	case planner.KindRewriteManifests:
 		attrs = append(attrs, "manifests_rewritten", rep.ManifestsRewritten, "manifests_added", rep.ManifestsAdded)
+	case planner.KindExpireSnapshots:
+		x := rep.Expiry
+		attrs = append(attrs, "expired_snapshots", x.ExpiredSnapshots, "deleted_data_files", x.DeletedDataFiles,
+			"deleted_position_delete_files", x.DeletedPositionDeleteFiles,
+			"deleted_equality_delete_files", x.DeletedEqualityDeleteFiles, "deleted_manifests", x.DeletedManifests,
+			"deleted_manifest_lists", x.DeletedManifestLists, "deleted_statistics_files", x.DeletedStatisticsFiles)
 	}
 	switch res.Outcome {
 	case planner.Succeeded, planner.Noop:

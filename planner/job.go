@@ -18,6 +18,10 @@ type JobKind string
 const (
 	// KindCompact is bin-pack compaction of whole partitions.
 	KindCompact JobKind = "compact"
+	// KindExpireSnapshots expires snapshots past retention (never one
+	// younger than min_reader_margin, never a branch or tag head) and
+	// deletes the files no remaining snapshot references.
+	KindExpireSnapshots JobKind = "expire_snapshots"
 	// KindRewriteManifests merges the table's data manifests, clustered
 	// by partition.
 	KindRewriteManifests JobKind = "rewrite_manifests"
@@ -77,6 +81,10 @@ type Job struct {
 	// BaseSnapshotID is the snapshot the planner's counters described when it
 	// scheduled the job; the executor plans against the table's current one.
 	BaseSnapshotID int64
+	// ExpireOlderThan is the expiry horizon of an expire_snapshots job:
+	// snapshot_max_age, or min_reader_margin when the table has
+	// snapshot_count snapshots; never below min_reader_margin.
+	ExpireOlderThan time.Duration
 }
 
 // PartitionKeys lists the job's partition keys (for logs).

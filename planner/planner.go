@@ -85,7 +85,11 @@ type tableState struct {
 	removed            removals
 	trackingIncomplete bool
 
+	// snapshots summarises the table's snapshot history for expiry.
+	snapshots snapshotSummary
+
 	// Scheduling state of table-wide jobs.
+	expireCooldownUntil   time.Time
 	manifestCooldownUntil time.Time
 	manifestSettledAt     int // manifest count a no-op rewrite left; 0: none
 }
@@ -211,6 +215,7 @@ func (p *Planner) observeLocked(ctx context.Context, st *tableState, tbl *table.
 		st.counters.reset(st.settings.SmallFileSize)
 		return fmt.Errorf("%w: update %s: %w", ErrCatalogUnavailable, st.name, err)
 	}
+	st.snapshots = summarizeSnapshots(tbl.Metadata())
 	st.confirmLocked(stats.added)
 	if st.unconfirmed != nil {
 		p.met.UnconfirmedFiles.WithLabelValues(st.name).Set(float64(len(st.unconfirmed)))
@@ -320,6 +325,16 @@ func (p *Planner) evaluateLocked(st *tableState) {
 		return
 	}
 	// Table-wide jobs come after compaction: it changes what they see.
+	if st.running == nil {
+		if due, reason, olderThan, next := st.snapshots.expiry(now, set); due && !now.Before(st.expireCooldownUntil) {
+			p.scheduleExpireLocked(st, reason, olderThan, now)
+			return
+		} else if due {
+			deferUntil(st.expireCooldownUntil)
+		} else if !next.IsZero() {
+			deferUntil(next)
+		}
+	}
 	if st.running == nil && st.counters.dataManifests >= set.ManifestCount && st.counters.dataManifests != st.manifestSettledAt {
 		if now.Before(st.manifestCooldownUntil) {
 			deferUntil(st.manifestCooldownUntil)
@@ -334,7 +349,13 @@ func (p *Planner) evaluateLocked(st *tableState) {
 	}
 }
 
-func (p *Planner) scheduleLocked(st *tableState, kind JobKind, parts []Partition, reasons []Reason, now time.Time) {
+func (p *Planner) scheduleExpireLocked(st *tableState, reason Reason, olderThan time.Duration, now time.Time) {
+	p.scheduleLocked(st, KindExpireSnapshots, nil, []Reason{reason}, now, func(j *Job) { j.ExpireOlderThan = olderThan })
+}
+
+// scheduleLocked creates the job, records it as the table's running one and
+// dispatches it. with sets kind-specific fields before anyone sees the job.
+func (p *Planner) scheduleLocked(st *tableState, kind JobKind, parts []Partition, reasons []Reason, now time.Time, with ...func(*Job)) {
 	job := Job{
 		ID:             uuid.NewString(),
 		Kind:           kind,
@@ -345,6 +366,9 @@ func (p *Planner) scheduleLocked(st *tableState, kind JobKind, parts []Partition
 		Settings:       st.settings,
 		ScheduledAt:    now,
 		BaseSnapshotID: st.counters.snapshotID,
+	}
+	for _, f := range with {
+		f(&job)
 	}
 	st.running = &job
 	p.met.JobsScheduled.WithLabelValues(string(job.Kind)).Inc()
@@ -380,6 +404,14 @@ func (p *Planner) Finished(ctx context.Context, job Job, res Result) {
 		st.running = nil
 	}
 	now := p.now()
+	if job.Kind == KindExpireSnapshots {
+		// Success or not, expiry waits a cool-down; its deadline timer
+		// brings it back when the next snapshot ages out.
+		st.expireCooldownUntil = now.Add(job.Settings.Cooldown)
+		if res.Outcome == GaveUp {
+			st.expireCooldownUntil = now.Add(job.Settings.ConflictCooldown)
+		}
+	}
 	if job.Kind == KindRewriteManifests {
 		st.manifestCooldownUntil = now.Add(job.Settings.Cooldown)
 		if res.Outcome == GaveUp {

@@ -235,3 +235,47 @@ func TestCompactionBeforeManifestRewrite(t *testing.T) {
 		t.Fatalf("a no-op manifest rewrite was repeated: %+v", jobs)
 	}
 }
+
+func TestExpiryScheduling(t *testing.T) {
+	yaml := schedYAML + "  snapshot_max_age: 3h\n  min_reader_margin: 30m\n  retain_last: 1\n"
+	t.Run("by age, never inside the reader margin", func(t *testing.T) {
+		f := newSchedFixture(t, yaml)
+		f.commit("a", 3)
+		f.at(2 * time.Hour)
+		if jobs := f.takeJobs(); len(jobs) != 0 {
+			t.Fatalf("expiry before snapshot_max_age: %+v", jobs)
+		}
+		f.at(4 * time.Hour)
+		jobs := f.takeJobs()
+		if len(jobs) != 1 || jobs[0].Kind != KindExpireSnapshots || jobs[0].ExpireOlderThan != 3*time.Hour ||
+			jobs[0].Reasons[0].Threshold != "snapshot_max_age" {
+			t.Fatalf("jobs = %+v, want one expiry with a 3h horizon", jobs)
+		}
+	})
+	t.Run("by count, down to the reader margin", func(t *testing.T) {
+		f := newSchedFixture(t, yaml+"  snapshot_count: 3\n")
+		f.commit("a", 3)
+		f.at(10 * time.Minute) // inside the 30m margin: nothing, whatever the count
+		if jobs := f.takeJobs(); len(jobs) != 0 {
+			t.Fatalf("expiry inside the reader margin: %+v", jobs)
+		}
+		f.at(40 * time.Minute)
+		jobs := f.takeJobs()
+		if len(jobs) != 1 || jobs[0].ExpireOlderThan != 30*time.Minute || jobs[0].Reasons[0].Threshold != "snapshot_count" ||
+			jobs[0].Reasons[0].Measured != 3 {
+			t.Fatalf("jobs = %+v, want one expiry by snapshot_count (3 snapshots) with a 30m horizon", jobs)
+		}
+	})
+	t.Run("snapshot_max_age below the margin is raised to it", func(t *testing.T) {
+		f := newSchedFixture(t, strings.Replace(yaml, "snapshot_max_age: 3h", "snapshot_max_age: 6m", 1))
+		f.commit("a", 3)
+		f.at(20 * time.Minute)
+		if jobs := f.takeJobs(); len(jobs) != 0 {
+			t.Fatalf("a 6m retention expired inside the 30m reader margin: %+v", jobs)
+		}
+		f.at(31 * time.Minute)
+		if jobs := f.takeJobs(); len(jobs) != 1 || jobs[0].ExpireOlderThan != 30*time.Minute {
+			t.Fatalf("jobs = %+v, want one with the 30m floor", jobs)
+		}
+	})
+}

@@ -29,6 +29,10 @@ const (
 	DefaultMaxQuietWait           = 10 * time.Minute
 	DefaultOrphanMargin           = 72 * time.Hour
 	DefaultManifestCount          = 100
+	DefaultSnapshotMaxAge         = 5 * Day
+	DefaultRetainLast             = 1
+	DefaultMinReaderMargin        = 48 * time.Hour
+	DefaultSnapshotCount          = 500
 	DefaultCooldown               = 30 * time.Second
 	DefaultConflictCooldown       = 5 * time.Minute
 	DefaultCommitRetryTime        = 60 * time.Second
@@ -39,6 +43,13 @@ const (
 // TargetFileSizeProperty is the Iceberg table property consulted for the
 // target file size when the document does not set one.
 const TargetFileSizeProperty = "write.target-file-size-bytes"
+
+// Snapshot retention properties a table may declare; they win over the
+// configuration, as in Spark's expire_snapshots.
+const (
+	MaxSnapshotAgeProperty     = "history.expire.max-snapshot-age-ms"
+	MinSnapshotsToKeepProperty = "history.expire.min-snapshots-to-keep"
+)
 
 // Values of Effective.TargetFileSizeSource. When the table property is
 // present but malformed, the source is SourceDefault followed by a note,
@@ -97,6 +108,22 @@ type Policy struct {
 	// referenced for this long is an orphan candidate (Spark's
 	// remove_orphan_files older_than). Default 72h; must be > 0.
 	OrphanMargin *Duration `yaml:"orphan_margin"`
+	// SnapshotMaxAge is expire_snapshots' older_than: snapshots older than
+	// this are expired. The table property history.expire.max-snapshot-age-ms
+	// wins over it. Default 5d; must be > 0.
+	SnapshotMaxAge *Duration `yaml:"snapshot_max_age"`
+	// RetainLast is expire_snapshots' retain_last: this many of the newest
+	// snapshots are kept whatever their age. The table property
+	// history.expire.min-snapshots-to-keep wins over it. Default 1; >= 1.
+	RetainLast *int `yaml:"retain_last"`
+	// MinReaderMargin is the longest legitimate reader: no snapshot younger
+	// than this is ever expired, whatever the retention says (seed 000: a
+	// 6-hour horizon deleted files under a 15-minute reader). Default 48h.
+	MinReaderMargin *Duration `yaml:"min_reader_margin"`
+	// SnapshotCount: a table with this many snapshots has every snapshot
+	// older than min_reader_margin expired (beyond retain_last), without
+	// waiting for snapshot_max_age. Default 500; >= 2.
+	SnapshotCount *int `yaml:"snapshot_count"`
 	// ManifestCount: a table whose current snapshot has this many data
 	// manifests gets its manifests rewritten, clustered by partition (every
 	// streaming append adds one, and every later job pays for reading them).
@@ -138,6 +165,12 @@ type Effective struct {
 	MaxQuietWait           time.Duration
 	OrphanMargin           time.Duration
 	ManifestCount          int
+	SnapshotMaxAge         time.Duration
+	SnapshotMaxAgeSource   string
+	RetainLast             int
+	RetainLastSource       string
+	MinReaderMargin        time.Duration
+	SnapshotCount          int
 	Cooldown               time.Duration
 	ConflictCooldown       time.Duration
 	CommitRetryTime        time.Duration
@@ -158,6 +191,10 @@ func Builtin() Policy {
 		MaxQuietWait:           ptr(Duration(DefaultMaxQuietWait)),
 		OrphanMargin:           ptr(Duration(DefaultOrphanMargin)),
 		ManifestCount:          ptr(DefaultManifestCount),
+		SnapshotMaxAge:         ptr(Duration(DefaultSnapshotMaxAge)),
+		RetainLast:             ptr(DefaultRetainLast),
+		MinReaderMargin:        ptr(Duration(DefaultMinReaderMargin)),
+		SnapshotCount:          ptr(DefaultSnapshotCount),
 		Cooldown:               ptr(Duration(DefaultCooldown)),
 		ConflictCooldown:       ptr(Duration(DefaultConflictCooldown)),
 		CommitRetryTime:        ptr(Duration(DefaultCommitRetryTime)),
@@ -318,6 +355,12 @@ func (p *Policy) validate(prefix string, parents []layer, add func(path string, 
 	if v := p.SmallFileCount; v != nil && *v < 1 {
 		add(f("small_file_count"), *v, "must be >= 1")
 	}
+	if v := p.RetainLast; v != nil && *v < 1 {
+		add(f("retain_last"), *v, "must be >= 1 (the current snapshot is always kept)")
+	}
+	if v := p.SnapshotCount; v != nil && *v < 2 {
+		add(f("snapshot_count"), *v, "must be >= 2")
+	}
 	if v := p.ManifestCount; v != nil && *v < 2 {
 		add(f("manifest_count"), *v, "must be >= 2 (one manifest cannot be merged)")
 	}
@@ -329,6 +372,8 @@ func (p *Policy) validate(prefix string, parents []layer, add func(path string, 
 		{"quiet_period", p.QuietPeriod, false},
 		{"max_quiet_wait", p.MaxQuietWait, false},
 		{"orphan_margin", p.OrphanMargin, true},
+		{"snapshot_max_age", p.SnapshotMaxAge, true},
+		{"min_reader_margin", p.MinReaderMargin, false},
 		{"cooldown", p.Cooldown, false},
 		{"conflict_cooldown", p.ConflictCooldown, false},
 		{"commit_retry_time", p.CommitRetryTime, true},
@@ -442,6 +487,19 @@ func (c *Config) For(table string, props map[string]string) Effective {
 	e.MaxQuietWait = time.Duration(*first(layers, func(p *Policy) *Duration { return p.MaxQuietWait }))
 	e.OrphanMargin = time.Duration(*first(layers, func(p *Policy) *Duration { return p.OrphanMargin }))
 	e.ManifestCount = *first(layers, func(p *Policy) *int { return p.ManifestCount })
+	e.MinReaderMargin = time.Duration(*first(layers, func(p *Policy) *Duration { return p.MinReaderMargin }))
+	e.SnapshotCount = *first(layers, func(p *Policy) *int { return p.SnapshotCount })
+	// Retention: the table's own properties first, as Spark does.
+	e.SnapshotMaxAge = time.Duration(*first(layers, func(p *Policy) *Duration { return p.SnapshotMaxAge }))
+	e.SnapshotMaxAgeSource = SourceConfig
+	if ms, ok := positiveIntProperty(props, MaxSnapshotAgeProperty); ok {
+		e.SnapshotMaxAge, e.SnapshotMaxAgeSource = time.Duration(ms)*time.Millisecond, "table property "+MaxSnapshotAgeProperty
+	}
+	e.RetainLast = *first(layers, func(p *Policy) *int { return p.RetainLast })
+	e.RetainLastSource = SourceConfig
+	if n, ok := positiveIntProperty(props, MinSnapshotsToKeepProperty); ok {
+		e.RetainLast, e.RetainLastSource = int(n), "table property "+MinSnapshotsToKeepProperty
+	}
 	e.Cooldown = time.Duration(*first(layers, func(p *Policy) *Duration { return p.Cooldown }))
 	e.ConflictCooldown = time.Duration(*first(layers, func(p *Policy) *Duration { return p.ConflictCooldown }))
 	e.CommitRetryTime = time.Duration(*first(layers, func(p *Policy) *Duration { return p.CommitRetryTime }))
@@ -542,4 +600,13 @@ func specificity(pattern string) (literals int, glob bool) {
 func validPattern(pattern string) bool {
 	_, err := path.Match(pattern, "")
 	return !errors.Is(err, path.ErrBadPattern)
+}
+
+func positiveIntProperty(props map[string]string, key string) (int64, bool) {
+	raw, ok := props[key]
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(raw), 10, 64)
+	return n, err == nil && n > 0
 }

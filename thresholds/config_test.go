@@ -60,6 +60,12 @@ func builtinEffective(table string) Effective {
 		MaxQuietWait:           10 * time.Minute,
 		OrphanMargin:           72 * time.Hour,
 		ManifestCount:          100,
+		SnapshotMaxAge:         5 * 24 * time.Hour,
+		SnapshotMaxAgeSource:   "config",
+		RetainLast:             1,
+		RetainLastSource:       "config",
+		MinReaderMargin:        48 * time.Hour,
+		SnapshotCount:          500,
 		Cooldown:               30 * time.Second,
 		ConflictCooldown:       5 * time.Minute,
 		CommitRetryTime:        60 * time.Second,
@@ -193,6 +199,12 @@ func TestParseFullDocument(t *testing.T) {
 		MaxQuietWait:           10 * time.Minute,
 		OrphanMargin:           72 * time.Hour,
 		ManifestCount:          100,
+		SnapshotMaxAge:         5 * 24 * time.Hour,
+		SnapshotMaxAgeSource:   "config",
+		RetainLast:             1,
+		RetainLastSource:       "config",
+		MinReaderMargin:        48 * time.Hour,
+		SnapshotCount:          500,
 		Cooldown:               24 * time.Hour, // from db.*: the exact override does not set it
 		ConflictCooldown:       36 * time.Hour,
 		CommitRetryTime:        90 * time.Second,
@@ -216,6 +228,12 @@ func TestParseFullDocument(t *testing.T) {
 		MaxQuietWait:           10 * time.Minute,
 		OrphanMargin:           72 * time.Hour,
 		ManifestCount:          100,
+		SnapshotMaxAge:         5 * 24 * time.Hour,
+		SnapshotMaxAgeSource:   "config",
+		RetainLast:             1,
+		RetainLastSource:       "config",
+		MinReaderMargin:        48 * time.Hour,
+		SnapshotCount:          500,
 		Cooldown:               24 * time.Hour,
 		ConflictCooldown:       10 * time.Minute,
 		CommitRetryTime:        2 * time.Minute,
@@ -741,4 +759,43 @@ func TestLoad(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), missing) || !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("Load(missing) error = %v, want it to name the file and wrap ErrNotExist", err)
 	}
+}
+
+func TestRetentionResolution(t *testing.T) {
+	cfg := mustParse(t, "defaults:\n  snapshot_max_age: 2d\n  retain_last: 3\n  min_reader_margin: 6h\n")
+	e := cfg.For("db.a", nil)
+	if e.SnapshotMaxAge != 48*time.Hour || e.RetainLast != 3 || e.MinReaderMargin != 6*time.Hour || e.SnapshotMaxAgeSource != "config" {
+		t.Errorf("config only: %+v", e)
+	}
+	e = cfg.For("db.a", map[string]string{
+		MaxSnapshotAgeProperty:     "3600000",
+		MinSnapshotsToKeepProperty: "7",
+	})
+	if e.SnapshotMaxAge != time.Hour || e.RetainLast != 7 ||
+		e.SnapshotMaxAgeSource != "table property history.expire.max-snapshot-age-ms" ||
+		e.RetainLastSource != "table property history.expire.min-snapshots-to-keep" {
+		t.Errorf("table properties win: %+v", e)
+	}
+	e = cfg.For("db.a", map[string]string{MaxSnapshotAgeProperty: "soon", MinSnapshotsToKeepProperty: "0"})
+	if e.SnapshotMaxAge != 48*time.Hour || e.RetainLast != 3 {
+		t.Errorf("malformed properties are ignored: %+v", e)
+	}
+	if err := mustFail(t, "defaults:\n  retain_last: 0\n"); !strings.Contains(err, "defaults.retain_last: must be >= 1") {
+		t.Errorf("retain_last 0: %s", err)
+	}
+	if err := mustFail(t, "defaults:\n  snapshot_max_age: 0s\n"); !strings.Contains(err, "defaults.snapshot_max_age: must be > 0") {
+		t.Errorf("snapshot_max_age 0: %s", err)
+	}
+	if err := mustFail(t, "defaults:\n  min_reader_margin: soon\n"); !strings.Contains(err, "defaults.min_reader_margin") {
+		t.Errorf("bad duration: %s", err)
+	}
+}
+
+func mustFail(t *testing.T, doc string) string {
+	t.Helper()
+	_, err := Parse([]byte(doc))
+	if err == nil {
+		t.Fatalf("Parse(%q) succeeded, want an error", doc)
+	}
+	return err.Error()
 }

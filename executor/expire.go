@@ -1,0 +1,218 @@
+package executor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/apache/iceberg-go"
+	iceio "github.com/apache/iceberg-go/io"
+	"github.com/apache/iceberg-go/table"
+	"github.com/cenkalti/backoff/v4"
+
+	"github.com/icereactor/reactor/conflict"
+	"github.com/icereactor/reactor/planner"
+)
+
+// ErrReaderMarginViolated: the staged expiry would remove a snapshot
+// younger than min_reader_margin or a branch/tag head. Refused outright:
+// it would delete files a reader may be using.
+var ErrReaderMarginViolated = errors.New("expiry would remove a protected snapshot")
+
+// ExpiryCounts are what Spark's expire_snapshots returns.
+type ExpiryCounts struct {
+	ExpiredSnapshots           int
+	DeletedDataFiles           int
+	DeletedPositionDeleteFiles int
+	DeletedEqualityDeleteFiles int
+	DeletedManifests           int
+	DeletedManifestLists       int
+	DeletedStatisticsFiles     int
+}
+
+// expireSnapshots runs iceberg-go's ExpireSnapshots with the job's horizon
+// and retain_last, after checking what it staged: nothing younger than
+// min_reader_margin and no ref head may go, whatever iceberg-go's
+// retention resolution says. Files no remaining snapshot references are
+// deleted once the commit lands; the report counts them by kind.
+func (e *Executor) expireSnapshots(ctx context.Context, log *slog.Logger, job planner.Job) (planner.Result, Report) {
+	var (
+		rep       Report
+		committed *table.Table
+		noop      bool
+	)
+	olderThan := max(job.ExpireOlderThan, job.Settings.MinReaderMargin)
+	op := func() error {
+		rep.Attempts++
+		tbl, err := e.cat.LoadTable(ctx, job.Table)
+		if err != nil {
+			if conflict.IsTransient(err) {
+				return err
+			}
+			return backoff.Permanent(fmt.Errorf("load table: %w", err))
+		}
+		fs, err := tbl.FS(ctx)
+		if err != nil {
+			return backoff.Permanent(fmt.Errorf("open table io: %w", err))
+		}
+		now := time.Now()
+		txn := tbl.NewTransaction()
+		if err := txn.ExpireSnapshots(table.WithOlderThan(olderThan), table.WithRetainLast(job.Settings.RetainLast)); err != nil {
+			return backoff.Permanent(fmt.Errorf("stage expiry: %w", err))
+		}
+		staged, err := txn.StagedTable()
+		if err != nil {
+			return backoff.Permanent(fmt.Errorf("stage expiry: %w", err))
+		}
+		removed, err := removedSnapshots(tbl.Metadata(), staged.Metadata(), now.Add(-job.Settings.MinReaderMargin))
+		if err != nil {
+			return backoff.Permanent(err)
+		}
+		if len(removed) == 0 {
+			noop = true
+			return nil
+		}
+		before, err := reachable(ctx, fs, tbl.Metadata())
+		if err != nil {
+			return backoff.Permanent(fmt.Errorf("read history before expiry: %w", err))
+		}
+		next, err := txn.Commit(ctx)
+		if err != nil {
+			if conflict.Is(err) {
+				rep.Conflicts++
+				e.met.CommitConflicts.WithLabelValues(job.TableName).Inc()
+				return err
+			}
+			if conflict.IsTransient(err) {
+				return err
+			}
+			return backoff.Permanent(fmt.Errorf("commit expiry: %w", err))
+		}
+		committed = next
+		after, err := reachable(ctx, fs, next.Metadata())
+		if err != nil {
+			log.Warn("expiry committed; could not count the deleted files", "error", err)
+			return nil
+		}
+		rep.Expiry = before.minus(after)
+		rep.Expiry.ExpiredSnapshots = len(removed)
+		return nil
+	}
+	bo := backoff.NewExponentialBackOff()
+	bo.InitialInterval = 20 * time.Millisecond
+	bo.MaxInterval = 500 * time.Millisecond
+	bo.MaxElapsedTime = job.Settings.CommitRetryTime
+	notify := func(err error, wait time.Duration) {
+		e.met.CommitRetries.WithLabelValues(job.TableName).Inc()
+		log.Info("commit conflict; retrying", "attempt", rep.Attempts, "wait", wait, "error", err)
+	}
+	if err := backoff.RetryNotify(op, backoff.WithContext(bo, ctx), notify); err != nil {
+		if conflict.IsRetryable(err) {
+			return planner.Result{Outcome: planner.GaveUp, Err: fmt.Errorf("gave up after %d attempts: %w", rep.Attempts, err)}, rep
+		}
+		return planner.Result{Outcome: planner.Failed, Err: err}, rep
+	}
+	if noop {
+		log.Info("no snapshot to expire", "older_than", olderThan, "retain_last", job.Settings.RetainLast)
+		return planner.Result{Outcome: planner.Noop}, rep
+	}
+	rep.Commits = 1
+	rep.CommittedSnapshotID = committed.CurrentSnapshot().SnapshotID
+	return planner.Result{Outcome: planner.Succeeded, Table: committed}, rep
+}
+
+// removedSnapshots lists the snapshots the staged metadata drops, and
+// refuses if one is younger than cutoff or is still a branch or tag head.
+func removedSnapshots(before, after table.Metadata, cutoff time.Time) ([]*table.Snapshot, error) {
+	kept := map[int64]bool{}
+	for _, s := range after.Snapshots() {
+		kept[s.SnapshotID] = true
+	}
+	heads := map[int64]string{}
+	for name, ref := range before.Refs() {
+		heads[ref.SnapshotID] = name
+	}
+	var removed []*table.Snapshot
+	for _, s := range before.Snapshots() {
+		if kept[s.SnapshotID] {
+			continue
+		}
+		if name, ok := heads[s.SnapshotID]; ok {
+			return nil, fmt.Errorf("%w: snapshot %d is the head of %q", ErrReaderMarginViolated, s.SnapshotID, name)
+		}
+		if ts := time.UnixMilli(s.TimestampMs); !ts.Before(cutoff) {
+			return nil, fmt.Errorf("%w: snapshot %d from %s is younger than min_reader_margin", ErrReaderMarginViolated, s.SnapshotID, ts.UTC().Format(time.RFC3339))
+		}
+		removed = append(removed, &s)
+	}
+	return removed, nil
+}
+
+// reachableFiles are the files a table's snapshots reference, by kind.
+type reachableFiles struct {
+	manifestLists, manifests, data, posDeletes, eqDeletes, stats map[string]bool
+}
+
+func reachable(ctx context.Context, fs iceio.IO, meta table.Metadata) (reachableFiles, error) {
+	r := reachableFiles{manifestLists: map[string]bool{}, manifests: map[string]bool{}, data: map[string]bool{},
+		posDeletes: map[string]bool{}, eqDeletes: map[string]bool{}, stats: map[string]bool{}}
+	for sf := range meta.Statistics() {
+		r.stats[sf.StatisticsPath] = true
+	}
+	for _, snap := range meta.Snapshots() {
+		if err := ctx.Err(); err != nil {
+			return r, err
+		}
+		r.manifestLists[snap.ManifestList] = true
+		manifests, err := snap.Manifests(fs)
+		if err != nil {
+			return r, fmt.Errorf("manifest list of snapshot %d: %w", snap.SnapshotID, err)
+		}
+		for _, m := range manifests {
+			if r.manifests[m.FilePath()] {
+				continue
+			}
+			r.manifests[m.FilePath()] = true
+			for entry, err := range m.Entries(fs, false) {
+				if err != nil {
+					return r, fmt.Errorf("manifest %s: %w", m.FilePath(), err)
+				}
+				if entry.Status() == iceberg.EntryStatusDELETED {
+					continue
+				}
+				df := entry.DataFile()
+				switch df.ContentType() {
+				case iceberg.EntryContentPosDeletes:
+					r.posDeletes[df.FilePath()] = true
+				case iceberg.EntryContentEqDeletes:
+					r.eqDeletes[df.FilePath()] = true
+				default:
+					r.data[df.FilePath()] = true
+				}
+			}
+		}
+	}
+	return r, nil
+}
+
+func (r reachableFiles) minus(o reachableFiles) ExpiryCounts {
+	diff := func(a, b map[string]bool) int {
+		n := 0
+		for k := range a {
+			if !b[k] {
+				n++
+			}
+		}
+		return n
+	}
+	return ExpiryCounts{
+		DeletedDataFiles:           diff(r.data, o.data),
+		DeletedPositionDeleteFiles: diff(r.posDeletes, o.posDeletes),
+		DeletedEqualityDeleteFiles: diff(r.eqDeletes, o.eqDeletes),
+		DeletedManifests:           diff(r.manifests, o.manifests),
+		DeletedManifestLists:       diff(r.manifestLists, o.manifestLists),
+		DeletedStatisticsFiles:     diff(r.stats, o.stats),
+	}
+}

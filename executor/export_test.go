@@ -1,0 +1,4 @@
+package executor
+
+// RemovedSnapshots exposes the expiry guard to the external tests.
+var RemovedSnapshots = removedSnapshots
