@@ -62,6 +62,7 @@ type Report struct {
 	ManifestsRewritten      int
 	ManifestsAdded          int
 	Expiry                  ExpiryCounts
+	Orphans                 OrphanReport
 	OutputFilesCleanedUp    int
 	StagedMetadataCleanedUp int
 	Duration                time.Duration
@@ -84,6 +85,8 @@ func (e *Executor) Run(ctx context.Context, job planner.Job) (planner.Result, Re
 		res, rep = e.rewriteManifests(ctx, log, job)
 	case planner.KindExpireSnapshots:
 		res, rep = e.expireSnapshots(ctx, log, job)
+	case planner.KindRemoveOrphans:
+		res, rep = e.removeOrphans(ctx, log, job)
 	default:
 		res = planner.Result{Outcome: planner.Failed, Err: fmt.Errorf("unknown job kind %q", job.Kind)}
 	}

@@ -25,6 +25,19 @@ const (
 	// KindRewriteManifests merges the table's data manifests, clustered
 	// by partition.
 	KindRewriteManifests JobKind = "rewrite_manifests"
+	// KindRemoveOrphans deletes (or, in a dry run, reports) files under the
+	// table's location that no snapshot references and that are older than
+	// the orphan margin.
+	KindRemoveOrphans JobKind = "remove_orphans"
+)
+
+// Where an orphan-cleanup job gets its candidates.
+const (
+	// OrphansFromTracking: the data files bucket notifications reported
+	// that no snapshot came to reference (no listing).
+	OrphansFromTracking = "tracked"
+	// OrphansFromListing: a full listing of the table's location.
+	OrphansFromListing = "listing"
 )
 
 // tableWide is the Reason.Partition of thresholds that concern the whole
@@ -85,6 +98,10 @@ type Job struct {
 	// snapshot_max_age, or min_reader_margin when the table has
 	// snapshot_count snapshots; never below min_reader_margin.
 	ExpireOlderThan time.Duration
+	// OrphanSource and OrphanCandidates describe a remove_orphans job; the
+	// candidates (tracked source only) are re-verified by the executor.
+	OrphanSource     string
+	OrphanCandidates []OrphanCandidate
 }
 
 // PartitionKeys lists the job's partition keys (for logs).
@@ -140,4 +157,7 @@ type Result struct {
 	// Table is the table after the job's last commit (nil if none).
 	Table *table.Table
 	Err   error
+	// Settled lists tracked locations the job dealt with (deleted, or
+	// found referenced): the planner stops tracking them.
+	Settled []string
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"sort"
 	"strings"
 	"sync"
@@ -91,7 +92,11 @@ type tableState struct {
 	// Scheduling state of table-wide jobs.
 	expireCooldownUntil   time.Time
 	manifestCooldownUntil time.Time
-	manifestSettledAt     int // manifest count a no-op rewrite left; 0: none
+	orphanCooldownUntil   time.Time
+	nextListing           time.Time // first set when the table is first seen
+	dryRunReported        int       // candidates the last dry run reported
+
+	manifestSettledAt int // manifest count a no-op rewrite left; 0: none
 }
 
 // New creates a planner.
@@ -344,9 +349,56 @@ func (p *Planner) evaluateLocked(st *tableState) {
 			return
 		}
 	}
+	// Orphan cleanup comes last: after expiry, which makes files orphans.
+	if st.running == nil && !now.Before(st.orphanCooldownUntil) {
+		if job := p.orphanJobLocked(st, now, deferUntil); job != nil {
+			p.scheduleLocked(st, KindRemoveOrphans, nil, job.Reasons, now, func(j *Job) {
+				j.OrphanSource, j.OrphanCandidates = job.OrphanSource, job.OrphanCandidates
+			})
+			return
+		}
+	} else if st.running == nil {
+		deferUntil(st.orphanCooldownUntil)
+	}
 	if !wake.IsZero() && st.running == nil {
 		p.wakeAtLocked(st, wake)
 	}
+}
+
+// orphanJobLocked decides whether orphan cleanup is due: tracked files past
+// the margin (no listing needed), or a full listing when its interval has
+// passed or tracking is incomplete. It returns nil when nothing is due and
+// arms the next deadline through deferUntil.
+func (p *Planner) orphanJobLocked(st *tableState, now time.Time, deferUntil func(time.Time)) *Job {
+	set := st.settings
+	if st.nextListing.IsZero() {
+		// Spread the first listings of many tables over the interval
+		// rather than listing every bucket at start-up.
+		st.nextListing = now.Add(time.Duration(rand.Int64N(int64(set.OrphanListingInterval))))
+	}
+	if !now.Before(st.nextListing) || st.trackingIncomplete {
+		return &Job{OrphanSource: OrphansFromListing, Reasons: []Reason{{Partition: tableWide, Threshold: "orphan_listing_interval",
+			Measured: int64(now.Sub(st.nextListing.Add(-set.OrphanListingInterval)) / time.Second),
+			Limit:    int64(set.OrphanListingInterval / time.Second),
+			Note:     fmt.Sprintf("full listing (tracking complete: %v)", !st.trackingIncomplete)}}}
+	}
+	deferUntil(st.nextListing)
+	cutoff := now.Add(-set.OrphanMargin)
+	var cands []OrphanCandidate
+	for loc, f := range st.unconfirmed {
+		if f.created.Before(cutoff) {
+			cands = append(cands, OrphanCandidate{Location: loc, Size: f.size, Created: f.created})
+		} else {
+			deferUntil(f.created.Add(set.OrphanMargin))
+		}
+	}
+	if len(cands) == 0 || (!set.OrphanDelete && len(cands) == st.dryRunReported) {
+		return nil
+	}
+	sort.Slice(cands, func(i, j int) bool { return cands[i].Created.Before(cands[j].Created) })
+	return &Job{OrphanSource: OrphansFromTracking, OrphanCandidates: cands, Reasons: []Reason{{Partition: tableWide,
+		Threshold: "orphan_margin", Measured: int64(len(cands)), Limit: int64(set.OrphanMargin / time.Second),
+		Note: fmt.Sprintf("%d tracked files unreferenced for longer than %s", len(cands), set.OrphanMargin)}}}
 }
 
 func (p *Planner) scheduleExpireLocked(st *tableState, reason Reason, olderThan time.Duration, now time.Time) {
@@ -410,6 +462,18 @@ func (p *Planner) Finished(ctx context.Context, job Job, res Result) {
 		st.expireCooldownUntil = now.Add(job.Settings.Cooldown)
 		if res.Outcome == GaveUp {
 			st.expireCooldownUntil = now.Add(job.Settings.ConflictCooldown)
+		}
+	}
+	if job.Kind == KindRemoveOrphans {
+		st.orphanCooldownUntil = now.Add(job.Settings.Cooldown)
+		if job.OrphanSource == OrphansFromListing && res.Outcome != Failed {
+			st.nextListing = now.Add(job.Settings.OrphanListingInterval)
+		}
+		if !job.Settings.OrphanDelete {
+			st.dryRunReported = len(job.OrphanCandidates)
+		}
+		for _, loc := range res.Settled {
+			delete(st.unconfirmed, normalizeLocation(loc))
 		}
 	}
 	if job.Kind == KindRewriteManifests {

@@ -108,6 +108,7 @@ defaults:
   max_quiet_wait: 0s
   cooldown: 2h
   conflict_cooldown: 10h
+  orphan_listing_interval: 100000h
 `
 
 func TestSchedulingDecisions(t *testing.T) {

@@ -28,6 +28,8 @@ const (
 	DefaultQuietPeriod            = 2 * time.Second
 	DefaultMaxQuietWait           = 10 * time.Minute
 	DefaultOrphanMargin           = 72 * time.Hour
+	DefaultOrphanMarginFloor      = 24 * time.Hour
+	DefaultOrphanListingInterval  = 7 * Day
 	DefaultManifestCount          = 100
 	DefaultSnapshotMaxAge         = 5 * Day
 	DefaultRetainLast             = 1
@@ -108,6 +110,17 @@ type Policy struct {
 	// referenced for this long is an orphan candidate (Spark's
 	// remove_orphan_files older_than). Default 72h; must be > 0.
 	OrphanMargin *Duration `yaml:"orphan_margin"`
+	// OrphanMarginFloor: no orphan_margin (here or in any override) may be
+	// below it; a margin shorter than the longest write would delete an
+	// in-flight writer's files. Default 24h; must be > 0.
+	OrphanMarginFloor *Duration `yaml:"orphan_margin_floor"`
+	// OrphanDelete: false (the default) runs orphan cleanup as a dry run,
+	// reporting candidates without deleting; set true per table to delete.
+	OrphanDelete *bool `yaml:"orphan_delete"`
+	// OrphanListingInterval: how often a table's location is listed in
+	// full to find orphans the bucket notifications did not report (or all
+	// of them, for tables without notifications). Default 7d; > 0.
+	OrphanListingInterval *Duration `yaml:"orphan_listing_interval"`
 	// SnapshotMaxAge is expire_snapshots' older_than: snapshots older than
 	// this are expired. The table property history.expire.max-snapshot-age-ms
 	// wins over it. Default 5d; must be > 0.
@@ -164,6 +177,8 @@ type Effective struct {
 	QuietPeriod            time.Duration
 	MaxQuietWait           time.Duration
 	OrphanMargin           time.Duration
+	OrphanDelete           bool
+	OrphanListingInterval  time.Duration
 	ManifestCount          int
 	SnapshotMaxAge         time.Duration
 	SnapshotMaxAgeSource   string
@@ -190,6 +205,9 @@ func Builtin() Policy {
 		QuietPeriod:            ptr(Duration(DefaultQuietPeriod)),
 		MaxQuietWait:           ptr(Duration(DefaultMaxQuietWait)),
 		OrphanMargin:           ptr(Duration(DefaultOrphanMargin)),
+		OrphanMarginFloor:      ptr(Duration(DefaultOrphanMarginFloor)),
+		OrphanDelete:           ptr(false),
+		OrphanListingInterval:  ptr(Duration(DefaultOrphanListingInterval)),
 		ManifestCount:          ptr(DefaultManifestCount),
 		SnapshotMaxAge:         ptr(Duration(DefaultSnapshotMaxAge)),
 		RetainLast:             ptr(DefaultRetainLast),
@@ -355,6 +373,12 @@ func (p *Policy) validate(prefix string, parents []layer, add func(path string, 
 	if v := p.SmallFileCount; v != nil && *v < 1 {
 		add(f("small_file_count"), *v, "must be >= 1")
 	}
+	if v := p.OrphanMargin; v != nil && *v > 0 {
+		floor, fromLayer := inherit(p, parents, func(q *Policy) *Duration { return q.OrphanMarginFloor })
+		if *v < floor {
+			add(f("orphan_margin"), *v, "must be >= orphan_margin_floor (%s%s): a shorter margin can delete an in-flight writer's files", floor, from(fromLayer))
+		}
+	}
 	if v := p.RetainLast; v != nil && *v < 1 {
 		add(f("retain_last"), *v, "must be >= 1 (the current snapshot is always kept)")
 	}
@@ -372,6 +396,8 @@ func (p *Policy) validate(prefix string, parents []layer, add func(path string, 
 		{"quiet_period", p.QuietPeriod, false},
 		{"max_quiet_wait", p.MaxQuietWait, false},
 		{"orphan_margin", p.OrphanMargin, true},
+		{"orphan_margin_floor", p.OrphanMarginFloor, true},
+		{"orphan_listing_interval", p.OrphanListingInterval, true},
 		{"snapshot_max_age", p.SnapshotMaxAge, true},
 		{"min_reader_margin", p.MinReaderMargin, false},
 		{"cooldown", p.Cooldown, false},
@@ -486,6 +512,8 @@ func (c *Config) For(table string, props map[string]string) Effective {
 	e.QuietPeriod = time.Duration(*first(layers, func(p *Policy) *Duration { return p.QuietPeriod }))
 	e.MaxQuietWait = time.Duration(*first(layers, func(p *Policy) *Duration { return p.MaxQuietWait }))
 	e.OrphanMargin = time.Duration(*first(layers, func(p *Policy) *Duration { return p.OrphanMargin }))
+	e.OrphanDelete = *first(layers, func(p *Policy) *bool { return p.OrphanDelete })
+	e.OrphanListingInterval = time.Duration(*first(layers, func(p *Policy) *Duration { return p.OrphanListingInterval }))
 	e.ManifestCount = *first(layers, func(p *Policy) *int { return p.ManifestCount })
 	e.MinReaderMargin = time.Duration(*first(layers, func(p *Policy) *Duration { return p.MinReaderMargin }))
 	e.SnapshotCount = *first(layers, func(p *Policy) *int { return p.SnapshotCount })

@@ -59,6 +59,7 @@ func builtinEffective(table string) Effective {
 		QuietPeriod:            2 * time.Second,
 		MaxQuietWait:           10 * time.Minute,
 		OrphanMargin:           72 * time.Hour,
+		OrphanListingInterval:  7 * 24 * time.Hour,
 		ManifestCount:          100,
 		SnapshotMaxAge:         5 * 24 * time.Hour,
 		SnapshotMaxAgeSource:   "config",
@@ -198,6 +199,7 @@ func TestParseFullDocument(t *testing.T) {
 		QuietPeriod:            0,
 		MaxQuietWait:           10 * time.Minute,
 		OrphanMargin:           72 * time.Hour,
+		OrphanListingInterval:  7 * 24 * time.Hour,
 		ManifestCount:          100,
 		SnapshotMaxAge:         5 * 24 * time.Hour,
 		SnapshotMaxAgeSource:   "config",
@@ -227,6 +229,7 @@ func TestParseFullDocument(t *testing.T) {
 		QuietPeriod:            500 * time.Millisecond,
 		MaxQuietWait:           10 * time.Minute,
 		OrphanMargin:           72 * time.Hour,
+		OrphanListingInterval:  7 * 24 * time.Hour,
 		ManifestCount:          100,
 		SnapshotMaxAge:         5 * 24 * time.Hour,
 		SnapshotMaxAgeSource:   "config",
@@ -798,4 +801,20 @@ func mustFail(t *testing.T, doc string) string {
 		t.Fatalf("Parse(%q) succeeded, want an error", doc)
 	}
 	return err.Error()
+}
+
+func TestOrphanMarginFloor(t *testing.T) {
+	if err := mustFail(t, "defaults:\n  orphan_margin: 1h\n"); !strings.Contains(err, "defaults.orphan_margin: must be >= orphan_margin_floor (24h") {
+		t.Errorf("margin below the built-in floor: %s", err)
+	}
+	if err := mustFail(t, "defaults:\n  orphan_margin_floor: 48h\ntables:\n  - match: db.a\n    orphan_margin: 36h\n"); !strings.Contains(err, "tables[0].orphan_margin: must be >= orphan_margin_floor (48h") {
+		t.Errorf("override below the configured floor: %s", err)
+	}
+	cfg := mustParse(t, "defaults:\n  orphan_margin_floor: 1h\n  orphan_margin: 2h\ntables:\n  - match: db.a\n    orphan_delete: true\n")
+	if e := cfg.For("db.a", nil); e.OrphanMargin != 2*time.Hour || !e.OrphanDelete {
+		t.Errorf("db.a: %+v", e)
+	}
+	if e := cfg.For("db.b", nil); e.OrphanDelete {
+		t.Errorf("orphan cleanup must default to a dry run: %+v", e)
+	}
 }

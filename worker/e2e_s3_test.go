@@ -136,7 +136,7 @@ func TestNotificationsAloneDriveCompactionOnS3(t *testing.T) {
 // candidate once it is older than the margin, and not before; committed
 // files never do. A removal drops it.
 func TestUncommittedFileBecomesOrphanCandidate(t *testing.T) {
-	h := newS3Harness(t, testThresholds+"  orphan_margin: 1h\n")
+	h := newS3Harness(t, testThresholds+"  orphan_margin: 1h\n  orphan_margin_floor: 1h\n")
 	w := h.start()
 	h.commit("a", 10)
 	_, tableKey, _ := strings.Cut(strings.TrimPrefix(h.load().Location(), "s3://"), "/")

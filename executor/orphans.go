@@ -1,0 +1,170 @@
+package executor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	iofs "io/fs"
+	"log/slog"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/icereactor/reactor/planner"
+)
+
+// OrphanFile is one orphan: its location and size.
+type OrphanFile struct {
+	Location string `json:"location"`
+	Size     int64  `json:"size"`
+}
+
+// OrphanReport is what an orphan-cleanup job found and did.
+type OrphanReport struct {
+	Source string
+	DryRun bool
+	// Orphans are the files found orphaned (deleted unless DryRun).
+	Orphans      []OrphanFile
+	OrphanBytes  int64
+	DeletedFiles int
+	// StillReferenced counts tracked candidates some snapshot turned out
+	// to reference (no longer tracked, never deleted).
+	StillReferenced int
+}
+
+// schemeAliases lets s3:// references match s3a:// or s3n:// listings and
+// tracked paths (Spark writes s3a, other engines s3).
+var schemeAliases = map[string]string{"s3": "s3,s3a,s3n"}
+
+// removeOrphans deletes — or in a dry run, reports — files under the table
+// location that no snapshot, metadata file or statistics file references
+// and that are older than the orphan margin. Tracked candidates (from
+// bucket notifications) are checked against the whole history first;
+// listing jobs use iceberg-go's orphan planning over a full listing.
+func (e *Executor) removeOrphans(ctx context.Context, log *slog.Logger, job planner.Job) (planner.Result, Report) {
+	var rep Report
+	tbl, err := e.cat.LoadTable(ctx, job.Table)
+	if err != nil {
+		return planner.Result{Outcome: planner.Failed, Err: fmt.Errorf("load table: %w", err)}, rep
+	}
+	or := OrphanReport{Source: job.OrphanSource, DryRun: !job.Settings.OrphanDelete}
+	var settled []string
+	switch job.OrphanSource {
+	case planner.OrphansFromTracking:
+		settled, err = e.removeTrackedOrphans(ctx, tbl, job, &or)
+	case planner.OrphansFromListing:
+		err = e.removeListedOrphans(ctx, tbl, job, &or)
+	default:
+		err = fmt.Errorf("unknown orphan source %q", job.OrphanSource)
+	}
+	rep.Orphans = or
+	if err != nil {
+		return planner.Result{Outcome: planner.Failed, Err: err, Settled: settled}, rep
+	}
+	const shown = 100 // the full list goes to the job report; logs stay readable
+	paths := make([]string, 0, min(len(or.Orphans), shown))
+	for _, o := range or.Orphans[:min(len(or.Orphans), shown)] {
+		paths = append(paths, fmt.Sprintf("%s (%d B)", o.Location, o.Size))
+	}
+	msg := "orphan files deleted"
+	if or.DryRun {
+		msg = "orphan cleanup dry run: these files would be deleted (set orphan_delete: true for the table to delete them)"
+	}
+	log.Info(msg, "source", or.Source, "orphans", len(or.Orphans), "bytes", or.OrphanBytes, "deleted", or.DeletedFiles,
+		"still_referenced", or.StillReferenced, "margin", job.Settings.OrphanMargin, "paths", paths)
+	if len(or.Orphans) == 0 {
+		return planner.Result{Outcome: planner.Noop, Settled: settled}, rep
+	}
+	return planner.Result{Outcome: planner.Succeeded, Settled: settled}, rep
+}
+
+func (e *Executor) removeTrackedOrphans(ctx context.Context, tbl *table.Table, job planner.Job, or *OrphanReport) ([]string, error) {
+	fs, err := tbl.FS(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("open table io: %w", err)
+	}
+	refs, err := reachable(ctx, fs, tbl.Metadata())
+	if err != nil {
+		return nil, fmt.Errorf("read table history: %w", err)
+	}
+	referenced := refs.locations(tbl)
+	cutoff := time.Now().Add(-job.Settings.OrphanMargin)
+	var settled []string
+	for _, c := range job.OrphanCandidates {
+		if referenced[canonicalLocation(c.Location)] {
+			or.StillReferenced++
+			settled = append(settled, c.Location)
+			continue
+		}
+		if !c.Created.Before(cutoff) {
+			continue // not old enough after all; a later job will see it
+		}
+		or.Orphans = append(or.Orphans, OrphanFile{Location: c.Location, Size: c.Size})
+		or.OrphanBytes += c.Size
+		if or.DryRun {
+			continue
+		}
+		if err := fs.Remove(c.Location); err != nil && !errors.Is(err, iofs.ErrNotExist) {
+			return settled, fmt.Errorf("delete orphan %s: %w", c.Location, err)
+		}
+		or.DeletedFiles++
+		settled = append(settled, c.Location)
+	}
+	return settled, nil
+}
+
+func (e *Executor) removeListedOrphans(ctx context.Context, tbl *table.Table, job planner.Job, or *OrphanReport) error {
+	opts := []table.OrphanCleanupOption{
+		table.WithFilesOlderThan(job.Settings.OrphanMargin),
+		table.WithEqualSchemes(schemeAliases),
+	}
+	plan, err := tbl.PlanOrphanFiles(ctx, opts...)
+	if err != nil {
+		return fmt.Errorf("plan orphan cleanup (full listing): %w", err)
+	}
+	for _, f := range plan.OrphanFiles() {
+		or.Orphans = append(or.Orphans, OrphanFile{Location: f.Path, Size: f.SizeBytes})
+		or.OrphanBytes += f.SizeBytes
+	}
+	if or.DryRun || len(or.Orphans) == 0 {
+		return nil
+	}
+	res, err := tbl.ExecuteOrphanCleanup(ctx, plan)
+	or.DeletedFiles = len(res.DeletedFiles)
+	if err != nil {
+		return fmt.Errorf("delete orphans: %w", err)
+	}
+	return nil
+}
+
+// locations is every referenced location, canonical, plus the table's
+// metadata files (current and in the log).
+func (r reachableFiles) locations(tbl *table.Table) map[string]bool {
+	out := map[string]bool{}
+	for _, set := range []map[string]bool{r.manifestLists, r.manifests, r.data, r.posDeletes, r.eqDeletes, r.stats} {
+		for loc := range set {
+			out[canonicalLocation(loc)] = true
+		}
+	}
+	out[canonicalLocation(tbl.MetadataLocation())] = true
+	for entry := range tbl.Metadata().PreviousFiles() {
+		out[canonicalLocation(entry.MetadataFile)] = true
+	}
+	return out
+}
+
+// canonicalLocation folds the S3 scheme aliases together, so a file
+// referenced as s3a://b/k matches one tracked as s3://b/k.
+func canonicalLocation(loc string) string {
+	u, err := url.Parse(loc)
+	if err != nil || u.Host == "" {
+		return loc
+	}
+	switch strings.ToLower(u.Scheme) {
+	case "s3", "s3a", "s3n":
+		return "s3://" + u.Host + "/" + strings.TrimPrefix(u.Path, "/")
+	}
+	return loc
+}

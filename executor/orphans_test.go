@@ -1,0 +1,140 @@
+package executor_test
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/icereactor/reactor/planner"
+)
+
+const orphanYAML = "defaults: {orphan_margin: 1h, orphan_margin_floor: 1h, orphan_delete: %s}"
+
+func (f *fixture) orphanJob(del bool, source string, cands ...planner.OrphanCandidate) planner.Job {
+	yaml := strings.Replace(orphanYAML, "%s", map[bool]string{true: "true", false: "false"}[del], 1)
+	j := f.job(yaml)
+	j.Kind = planner.KindRemoveOrphans
+	j.OrphanSource = source
+	j.OrphanCandidates = cands
+	return j
+}
+
+// ageTree makes every file under dir look written two hours ago, so only
+// being referenced protects a file from the 1h margin.
+func ageTree(t *testing.T, dir string) {
+	t.Helper()
+	old := time.Now().Add(-2 * time.Hour)
+	err := filepath.Walk(dir, func(p string, info os.FileInfo, err error) error {
+		if err != nil || info.IsDir() {
+			return err
+		}
+		return os.Chtimes(p, old, old)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func writeFile(t *testing.T, path string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte("leftover of a failed write"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Full listing: a failed write's data file and a metadata file that fell out
+// of the metadata log are orphans; an in-flight writer's fresh file and every
+// referenced file are not. The dry run reports exactly what the real run
+// then deletes.
+func TestOrphanListingDryRunThenDelete(t *testing.T) {
+	f := newFixture(t, nil)
+	for range 3 {
+		f.commit("a", 10)
+	}
+	dir := strings.TrimPrefix(f.load().Location(), "file://")
+	strayData := filepath.Join(dir, "data", "category=a", "00000-9-failed-write.parquet")
+	strayMeta := filepath.Join(dir, "metadata", "00000-fell-out-of-the-log.metadata.json")
+	writeFile(t, strayData)
+	writeFile(t, strayMeta)
+	ageTree(t, dir)
+	inFlight := filepath.Join(dir, "data", "category=a", "00000-9-being-written.parquet")
+	writeFile(t, inFlight) // fresh: younger than the margin
+	rows := f.contents().Total
+
+	res, rep := f.exec.Run(f.ctx, f.orphanJob(false, planner.OrphansFromListing))
+	if res.Outcome != planner.Succeeded || !rep.Orphans.DryRun || rep.Orphans.DeletedFiles != 0 {
+		t.Fatalf("dry run: %v %v %+v", res.Outcome, res.Err, rep.Orphans)
+	}
+	var reported []string
+	for _, o := range rep.Orphans.Orphans {
+		reported = append(reported, strings.TrimPrefix(o.Location, "file://"))
+	}
+	slices.Sort(reported)
+	want := []string{strayData, strayMeta}
+	slices.Sort(want)
+	if !slices.Equal(reported, want) {
+		t.Fatalf("dry run reported %v, want %v", reported, want)
+	}
+	for _, p := range append(want, inFlight) {
+		if !fileExists(t, p) {
+			t.Fatalf("dry run deleted %s", p)
+		}
+	}
+
+	res, rep = f.exec.Run(f.ctx, f.orphanJob(true, planner.OrphansFromListing))
+	if res.Outcome != planner.Succeeded || rep.Orphans.DeletedFiles != 2 {
+		t.Fatalf("real run: %v %v %+v", res.Outcome, res.Err, rep.Orphans)
+	}
+	var deleted []string
+	for _, o := range rep.Orphans.Orphans {
+		deleted = append(deleted, strings.TrimPrefix(o.Location, "file://"))
+	}
+	slices.Sort(deleted)
+	if !slices.Equal(deleted, reported) {
+		t.Errorf("deleted %v, dry run reported %v", deleted, reported)
+	}
+	if fileExists(t, strayData) || fileExists(t, strayMeta) || !fileExists(t, inFlight) {
+		t.Errorf("after cleanup: stray data %v, stray metadata %v, in-flight %v (want false false true)",
+			fileExists(t, strayData), fileExists(t, strayMeta), fileExists(t, inFlight))
+	}
+	if got := f.contents().Total; got != rows {
+		t.Errorf("rows %v after cleanup, %v before", got, rows)
+	}
+}
+
+// Tracked candidates (from bucket notifications) are checked against the
+// history first: a referenced file is never deleted, only untracked.
+func TestTrackedOrphansAreVerifiedBeforeDeletion(t *testing.T) {
+	f := newFixture(t, nil)
+	for range 2 {
+		f.commit("a", 10)
+	}
+	dir := strings.TrimPrefix(f.load().Location(), "file://")
+	stray := filepath.Join(dir, "data", "category=a", "stray.parquet")
+	writeFile(t, stray)
+	var live string
+	for loc := range f.dataFiles("a") {
+		live = loc
+	}
+	old := time.Now().Add(-2 * time.Hour)
+	cands := []planner.OrphanCandidate{
+		{Location: "file://" + stray, Size: 26, Created: old},
+		{Location: live, Size: 1, Created: old},
+	}
+	res, rep := f.exec.Run(f.ctx, f.orphanJob(true, planner.OrphansFromTracking, cands...))
+	if res.Outcome != planner.Succeeded || rep.Orphans.DeletedFiles != 1 || rep.Orphans.StillReferenced != 1 {
+		t.Fatalf("%v %v %+v", res.Outcome, res.Err, rep.Orphans)
+	}
+	if fileExists(t, stray) || !fileExists(t, live) {
+		t.Errorf("stray exists %v (want false), live exists %v (want true)", fileExists(t, stray), fileExists(t, live))
+	}
+	if len(res.Settled) != 2 {
+		t.Errorf("settled %v, want both locations", res.Settled)
+	}
+}
