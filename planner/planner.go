@@ -91,6 +91,7 @@ type tableState struct {
 
 	// Scheduling state of table-wide jobs.
 	expireCooldownUntil   time.Time
+	expireSettledAt       int64 // current snapshot when expiry last found nothing
 	manifestCooldownUntil time.Time
 	orphanCooldownUntil   time.Time
 	nextListing           time.Time // first set when the table is first seen
@@ -331,7 +332,13 @@ func (p *Planner) evaluateLocked(st *tableState) {
 	}
 	// Table-wide jobs come after compaction: it changes what they see.
 	if st.running == nil {
-		if due, reason, olderThan, next := st.snapshots.expiry(now, set); due && !now.Before(st.expireCooldownUntil) {
+		due, reason, olderThan, next := st.snapshots.expiry(now, set)
+		if due && st.expireSettledAt == st.counters.snapshotID {
+			// The last expiry found nothing although the estimate said
+			// otherwise (a branch's own retention): wait for a commit.
+			due, next = false, time.Time{}
+		}
+		if due && !now.Before(st.expireCooldownUntil) {
 			p.scheduleExpireLocked(st, reason, olderThan, now)
 			return
 		} else if due {
@@ -462,6 +469,9 @@ func (p *Planner) Finished(ctx context.Context, job Job, res Result) {
 		st.expireCooldownUntil = now.Add(job.Settings.Cooldown)
 		if res.Outcome == GaveUp {
 			st.expireCooldownUntil = now.Add(job.Settings.ConflictCooldown)
+		}
+		if res.Outcome == Noop {
+			st.expireSettledAt = st.counters.snapshotID
 		}
 	}
 	if job.Kind == KindRemoveOrphans {

@@ -2,6 +2,7 @@ package planner
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -279,4 +280,32 @@ func TestExpiryScheduling(t *testing.T) {
 			t.Fatalf("jobs = %+v, want one with the 30m floor", jobs)
 		}
 	})
+}
+
+// With every threshold crossed at once, a table's jobs run one at a time in
+// the seeds' order: compaction, expiry, manifest rewrite, orphan cleanup.
+func TestJobOrderWhenEverythingIsDue(t *testing.T) {
+	yaml := strings.Replace(schedYAML, "orphan_listing_interval: 100000h", "orphan_listing_interval: 1h", 1) +
+		"  manifest_count: 4\n  snapshot_max_age: 3h\n  min_reader_margin: 1h\n"
+	f := newSchedFixture(t, yaml)
+	f.commit("a", 6)
+	f.at(10 * time.Hour)
+	var kinds []JobKind
+	for range 5 {
+		jobs := f.takeJobs()
+		if len(jobs) == 0 {
+			// The first full listing is spread over its 1h interval.
+			f.at(12 * time.Hour)
+			jobs = f.takeJobs()
+		}
+		if len(jobs) != 1 {
+			break
+		}
+		kinds = append(kinds, jobs[0].Kind)
+		f.p.Finished(f.ctx, jobs[0], Result{Outcome: Noop})
+	}
+	want := []JobKind{KindCompact, KindExpireSnapshots, KindRewriteManifests, KindRemoveOrphans}
+	if fmt.Sprint(kinds) != fmt.Sprint(want) {
+		t.Errorf("jobs ran in the order %v, want %v", kinds, want)
+	}
 }
