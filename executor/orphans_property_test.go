@@ -52,7 +52,7 @@ func TestOrphanCleanupPropertyOverRandomHistories(t *testing.T) {
 					ops = append(ops, "failed-write")
 				}
 			}
-			ageTree(t, dir) // everything so far is older than the 1h margin...
+			ageTree(t, dir)    // everything so far is older than the 1h margin...
 			for i := range 2 { // ...except what writers are writing right now
 				p := filepath.Join(dir, "data", "category=b", fmt.Sprintf("in-flight-%d.parquet", i))
 				writeFile(t, p)

@@ -211,14 +211,14 @@ func (p *Planner) Observe(ctx context.Context, tbl *table.Table) error {
 func (p *Planner) observeLocked(ctx context.Context, st *tableState, tbl *table.Table) error {
 	st.settings = p.cfg.Load().For(st.name, tbl.Properties())
 	start := p.now()
-	stats, err := st.counters.advance(ctx, tbl, st.settings.SmallFileSize)
+	stats, err := st.counters.advance(ctx, tbl, sizesOf(st.settings))
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
 		// Reading manifests failed: storage or catalog trouble, not the
 		// event's fault. Forget the partial state so the next try rebuilds.
-		st.counters.reset(st.settings.SmallFileSize)
+		st.counters.reset(sizesOf(st.settings))
 		return fmt.Errorf("%w: update %s: %w", ErrCatalogUnavailable, st.name, err)
 	}
 	st.snapshots = summarizeSnapshots(tbl.Metadata())

@@ -16,26 +16,39 @@ type Counters struct {
 	Bytes      int64
 	Rows       int64
 	SmallFiles int
+	TinyFiles  int
 	// LastWrite is the commit time of the newest snapshot, not written by
 	// reactor, that added a data file to the partition.
 	LastWrite time.Time
 }
 
-func (c *Counters) add(df iceberg.DataFile, smallFileSize int64) {
+// fileSizes are the limits files are counted against.
+type fileSizes struct {
+	small int64 // below: a compaction candidate
+	tiny  int64 // below: a health problem (seed 000's "tiny files")
+}
+
+func (c *Counters) add(df iceberg.DataFile, sz fileSizes) {
 	c.DataFiles++
 	c.Bytes += df.FileSizeBytes()
 	c.Rows += df.Count()
-	if df.FileSizeBytes() < smallFileSize {
+	if df.FileSizeBytes() < sz.small {
 		c.SmallFiles++
+	}
+	if df.FileSizeBytes() < sz.tiny {
+		c.TinyFiles++
 	}
 }
 
-func (c *Counters) remove(df iceberg.DataFile, smallFileSize int64) {
+func (c *Counters) remove(df iceberg.DataFile, sz fileSizes) {
 	c.DataFiles--
 	c.Bytes -= df.FileSizeBytes()
 	c.Rows -= df.Count()
-	if df.FileSizeBytes() < smallFileSize {
+	if df.FileSizeBytes() < sz.small {
 		c.SmallFiles--
+	}
+	if df.FileSizeBytes() < sz.tiny {
+		c.TinyFiles--
 	}
 }
 
@@ -60,7 +73,7 @@ type tableCounters struct {
 	dataManifests int // in the current snapshot's manifest list
 	sequenceNum   int64
 	timestampMs   int64
-	smallFileSize int64
+	sizes         fileSizes
 	partitions    map[string]*partitionState
 }
 
@@ -95,18 +108,18 @@ type updateStats struct {
 // a changed small-file size, or a gap it cannot bridge (the last applied
 // snapshot expired, or is no longer an ancestor after a rollback) rebuilds
 // from the current snapshot once.
-func (tc *tableCounters) advance(ctx context.Context, tbl *table.Table, smallFileSize int64) (updateStats, error) {
+func (tc *tableCounters) advance(ctx context.Context, tbl *table.Table, sz fileSizes) (updateStats, error) {
 	st := updateStats{changed: map[string]bool{}, ownSnapshotsOnly: true}
 	meta := tbl.Metadata()
 	cur := tbl.CurrentSnapshot()
 	if cur == nil {
 		if tc.snapshotID != 0 {
 			// Table emptied back to no snapshot: start over.
-			tc.reset(smallFileSize)
+			tc.reset(sz)
 		}
 		return st, nil
 	}
-	if tc.snapshotID == cur.SnapshotID && tc.smallFileSize == smallFileSize && tc.partitions != nil {
+	if tc.snapshotID == cur.SnapshotID && tc.sizes == sz && tc.partitions != nil {
 		return st, nil
 	}
 	if tc.partitions != nil && tc.isNewerThan(cur) {
@@ -121,7 +134,7 @@ func (tc *tableCounters) advance(ctx context.Context, tbl *table.Table, smallFil
 
 	var chain []*table.Snapshot
 	bridged := false
-	if tc.partitions != nil && tc.snapshotID != 0 && tc.smallFileSize == smallFileSize {
+	if tc.partitions != nil && tc.snapshotID != 0 && tc.sizes == sz {
 		for s := cur; s != nil && len(chain) <= maxBridge; {
 			if s.SnapshotID == tc.snapshotID {
 				bridged = true
@@ -135,7 +148,7 @@ func (tc *tableCounters) advance(ctx context.Context, tbl *table.Table, smallFil
 		}
 	}
 	if !bridged {
-		return tc.rebuild(ctx, tbl, fs, smallFileSize)
+		return tc.rebuild(ctx, tbl, fs, sz)
 	}
 
 	keys := NewKeyer(meta)
@@ -181,14 +194,14 @@ func (tc *tableCounters) advance(ctx context.Context, tbl *table.Table, smallFil
 					st.added = append(st.added, df.FilePath())
 					tc.confirmed.add(normalizeLocation(df.FilePath()))
 					ps := tc.partition(keys, df)
-					ps.add(df, smallFileSize)
+					ps.add(df, sz)
 					if !own && written.After(ps.LastWrite) {
 						ps.LastWrite = written
 					}
 					st.changed[ps.Key] = true
 				case iceberg.EntryStatusDELETED:
 					ps := tc.partition(keys, df)
-					ps.remove(df, smallFileSize)
+					ps.remove(df, sz)
 					st.changed[ps.Key] = true
 				}
 			}
@@ -217,11 +230,11 @@ func (tc *tableCounters) isNewerThan(s *table.Snapshot) bool {
 	return tc.timestampMs > s.TimestampMs
 }
 
-func (tc *tableCounters) reset(smallFileSize int64) {
+func (tc *tableCounters) reset(sz fileSizes) {
 	old := tc.partitions
 	tc.partitions = map[string]*partitionState{}
 	tc.snapshotID, tc.sequenceNum, tc.timestampMs = 0, 0, 0
-	tc.smallFileSize = smallFileSize
+	tc.sizes = sz
 	// Scheduling state (cool-downs, running jobs) survives a rebuild.
 	for k, ps := range old {
 		tc.partitions[k] = &partitionState{Partition: ps.Partition, cooldownUntil: ps.cooldownUntil,
@@ -229,9 +242,9 @@ func (tc *tableCounters) reset(smallFileSize int64) {
 	}
 }
 
-func (tc *tableCounters) rebuild(ctx context.Context, tbl *table.Table, fs iceio.IO, smallFileSize int64) (updateStats, error) {
+func (tc *tableCounters) rebuild(ctx context.Context, tbl *table.Table, fs iceio.IO, sz fileSizes) (updateStats, error) {
 	st := updateStats{rebuilt: true, changed: map[string]bool{}}
-	tc.reset(smallFileSize)
+	tc.reset(sz)
 	meta := tbl.Metadata()
 	cur := tbl.CurrentSnapshot()
 	manifests, err := cur.Manifests(fs)
@@ -267,7 +280,7 @@ func (tc *tableCounters) rebuild(ctx context.Context, tbl *table.Table, fs iceio
 			df := entry.DataFile()
 			st.added = append(st.added, df.FilePath())
 			ps := tc.partition(keys, df)
-			ps.add(df, smallFileSize)
+			ps.add(df, sz)
 			if w := written(entry.SnapshotID()); w.After(ps.LastWrite) {
 				ps.LastWrite = w
 			}
@@ -318,6 +331,7 @@ func (tc *tableCounters) totals() Counters {
 		t.Bytes += ps.Bytes
 		t.Rows += ps.Rows
 		t.SmallFiles += ps.SmallFiles
+		t.TinyFiles += ps.TinyFiles
 		if ps.LastWrite.After(t.LastWrite) {
 			t.LastWrite = ps.LastWrite
 		}

@@ -2,13 +2,16 @@ package planner
 
 import (
 	"context"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icereactor/reactor/embedded"
 	"github.com/icereactor/reactor/streamwriter"
+	"github.com/icereactor/reactor/thresholds"
 )
 
 // The counters an incremental update produces must equal those a rebuild
@@ -33,7 +36,7 @@ func TestIncrementalCountersMatchRebuild(t *testing.T) {
 		}
 		return tbl
 	}
-	const small = 1 << 20
+	small := fileSizes{small: 1 << 20, tiny: 1 << 10}
 
 	var inc tableCounters
 	check := func(step string, wantManifests int) {
@@ -53,7 +56,7 @@ func TestIncrementalCountersMatchRebuild(t *testing.T) {
 		for k, ps := range full.partitions {
 			got := inc.partitions[k]
 			if got == nil || got.DataFiles != ps.DataFiles || got.Bytes != ps.Bytes || got.Rows != ps.Rows ||
-				got.SmallFiles != ps.SmallFiles || !got.LastWrite.Equal(ps.LastWrite) {
+				got.SmallFiles != ps.SmallFiles || got.TinyFiles != ps.TinyFiles || !got.LastWrite.Equal(ps.LastWrite) {
 				t.Errorf("%s: partition %s incremental %+v, rebuild %+v", step, k, got, ps.Counters)
 			}
 		}
@@ -126,7 +129,7 @@ func TestIncrementalCountersMatchRebuild(t *testing.T) {
 	}
 
 	// A different small-file size rebuilds.
-	st, err := inc.advance(ctx, load(), 1)
+	st, err := inc.advance(ctx, load(), fileSizes{small: 1})
 	if err != nil || !st.rebuilt || inc.partitions["category=b"].SmallFiles != 0 {
 		t.Errorf("changing the small-file size: rebuilt=%v err=%v b=%+v", st.rebuilt, err, inc.partitions["category=b"].Counters)
 	}
@@ -178,5 +181,45 @@ func TestRecentSet(t *testing.T) {
 	}
 	if len(r.set) != recentLimit {
 		t.Errorf("set holds %d ids, want %d", len(r.set), recentLimit)
+	}
+}
+
+func TestHealthReport(t *testing.T) {
+	ctx := t.Context()
+	cat, err := embedded.OpenCatalog(ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ident := table.Identifier{"db", "h"}
+	if _, err := streamwriter.CreateTable(ctx, cat, ident, nil); err != nil {
+		t.Fatal(err)
+	}
+	w := streamwriter.New(cat, ident, nil)
+	for range 4 {
+		if _, err := w.Commit(ctx, "a", 5); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tbl, err := cat.LoadTable(ctx, ident)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := thresholds.Parse([]byte("defaults: {health_max_tiny_files: 3, health_max_snapshots: 10, health_max_snapshot_age: 1h}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := CheckHealth(ctx, tbl, cfg, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.Table != "db.h" || h.DataFiles != 4 || h.TinyFiles != 4 || h.Snapshots != 4 || h.DataManifests != 4 || h.AvgFileSize <= 0 {
+		t.Errorf("health = %+v", h)
+	}
+	if h.Healthy || len(h.Problems) != 1 || !strings.Contains(h.Problems[0], "4 files below 16MiB (limit 3)") {
+		t.Errorf("want exactly the tiny-files problem: %+v", h.Problems)
+	}
+	h, _ = CheckHealth(ctx, tbl, cfg, time.Now().Add(2*time.Hour))
+	if len(h.Problems) != 2 || !strings.Contains(h.Problems[1], "oldest snapshot is") {
+		t.Errorf("two hours later the snapshot age is a problem too: %+v", h.Problems)
 	}
 }

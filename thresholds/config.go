@@ -31,6 +31,10 @@ const (
 	DefaultOrphanMarginFloor      = 24 * time.Hour
 	DefaultOrphanListingInterval  = 7 * Day
 	DefaultManifestCount          = 100
+	DefaultTinyFileSize           = 16 * MiB
+	DefaultHealthMaxTinyFiles     = 200
+	DefaultHealthMaxSnapshots     = 50
+	DefaultHealthMaxSnapshotAge   = 7 * Day
 	DefaultSnapshotMaxAge         = 5 * Day
 	DefaultRetainLast             = 1
 	DefaultMinReaderMargin        = 48 * time.Hour
@@ -137,6 +141,14 @@ type Policy struct {
 	// older than min_reader_margin expired (beyond retain_last), without
 	// waiting for snapshot_max_age. Default 500; >= 2.
 	SnapshotCount *int `yaml:"snapshot_count"`
+	// Health check (seed 000's DAG step): a table is unhealthy with more
+	// than HealthMaxTinyFiles files below TinyFileSize (default 200 below
+	// 16MiB), more than HealthMaxSnapshots snapshots (50), or a snapshot
+	// older than HealthMaxSnapshotAge (7d).
+	TinyFileSize         *Size     `yaml:"tiny_file_size"`
+	HealthMaxTinyFiles   *int      `yaml:"health_max_tiny_files"`
+	HealthMaxSnapshots   *int      `yaml:"health_max_snapshots"`
+	HealthMaxSnapshotAge *Duration `yaml:"health_max_snapshot_age"`
 	// ManifestCount: a table whose current snapshot has this many data
 	// manifests gets its manifests rewritten, clustered by partition (every
 	// streaming append adds one, and every later job pays for reading them).
@@ -180,6 +192,10 @@ type Effective struct {
 	OrphanDelete           bool
 	OrphanListingInterval  time.Duration
 	ManifestCount          int
+	TinyFileSize           int64
+	HealthMaxTinyFiles     int
+	HealthMaxSnapshots     int
+	HealthMaxSnapshotAge   time.Duration
 	SnapshotMaxAge         time.Duration
 	SnapshotMaxAgeSource   string
 	RetainLast             int
@@ -209,6 +225,10 @@ func Builtin() Policy {
 		OrphanDelete:           ptr(false),
 		OrphanListingInterval:  ptr(Duration(DefaultOrphanListingInterval)),
 		ManifestCount:          ptr(DefaultManifestCount),
+		TinyFileSize:           ptr(Size(DefaultTinyFileSize)),
+		HealthMaxTinyFiles:     ptr(DefaultHealthMaxTinyFiles),
+		HealthMaxSnapshots:     ptr(DefaultHealthMaxSnapshots),
+		HealthMaxSnapshotAge:   ptr(Duration(DefaultHealthMaxSnapshotAge)),
 		SnapshotMaxAge:         ptr(Duration(DefaultSnapshotMaxAge)),
 		RetainLast:             ptr(DefaultRetainLast),
 		MinReaderMargin:        ptr(Duration(DefaultMinReaderMargin)),
@@ -379,6 +399,14 @@ func (p *Policy) validate(prefix string, parents []layer, add func(path string, 
 			add(f("orphan_margin"), *v, "must be >= orphan_margin_floor (%s%s): a shorter margin can delete an in-flight writer's files", floor, from(fromLayer))
 		}
 	}
+	if v := p.TinyFileSize; v != nil && *v <= 0 {
+		add(f("tiny_file_size"), *v, "must be > 0")
+	}
+	for name, v := range map[string]*int{"health_max_tiny_files": p.HealthMaxTinyFiles, "health_max_snapshots": p.HealthMaxSnapshots} {
+		if v != nil && *v < 0 {
+			add(f(name), *v, "must be >= 0")
+		}
+	}
 	if v := p.RetainLast; v != nil && *v < 1 {
 		add(f("retain_last"), *v, "must be >= 1 (the current snapshot is always kept)")
 	}
@@ -399,6 +427,7 @@ func (p *Policy) validate(prefix string, parents []layer, add func(path string, 
 		{"orphan_margin_floor", p.OrphanMarginFloor, true},
 		{"orphan_listing_interval", p.OrphanListingInterval, true},
 		{"snapshot_max_age", p.SnapshotMaxAge, true},
+		{"health_max_snapshot_age", p.HealthMaxSnapshotAge, true},
 		{"min_reader_margin", p.MinReaderMargin, false},
 		{"cooldown", p.Cooldown, false},
 		{"conflict_cooldown", p.ConflictCooldown, false},
@@ -515,6 +544,10 @@ func (c *Config) For(table string, props map[string]string) Effective {
 	e.OrphanDelete = *first(layers, func(p *Policy) *bool { return p.OrphanDelete })
 	e.OrphanListingInterval = time.Duration(*first(layers, func(p *Policy) *Duration { return p.OrphanListingInterval }))
 	e.ManifestCount = *first(layers, func(p *Policy) *int { return p.ManifestCount })
+	e.TinyFileSize = int64(*first(layers, func(p *Policy) *Size { return p.TinyFileSize }))
+	e.HealthMaxTinyFiles = *first(layers, func(p *Policy) *int { return p.HealthMaxTinyFiles })
+	e.HealthMaxSnapshots = *first(layers, func(p *Policy) *int { return p.HealthMaxSnapshots })
+	e.HealthMaxSnapshotAge = time.Duration(*first(layers, func(p *Policy) *Duration { return p.HealthMaxSnapshotAge }))
 	e.MinReaderMargin = time.Duration(*first(layers, func(p *Policy) *Duration { return p.MinReaderMargin }))
 	e.SnapshotCount = *first(layers, func(p *Policy) *int { return p.SnapshotCount })
 	// Retention: the table's own properties first, as Spark does.

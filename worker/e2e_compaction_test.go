@@ -1,11 +1,15 @@
 package worker
 
 import (
+	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/icereactor/reactor/planner"
 )
 
 // A writer makes many small commits to partition A and two to partition B:
@@ -13,6 +17,10 @@ import (
 // threshold, and the table holds exactly what was written.
 func TestCompactsOnlyThePartitionOverThreshold(t *testing.T) {
 	h := newHarness(t, testThresholds, nil)
+	health, err := h.conn.SubscribeSync("reactor.health.db.events")
+	if err != nil {
+		t.Fatal(err)
+	}
 	w := h.start()
 
 	h.commit("b", 10)
@@ -53,6 +61,19 @@ func TestCompactsOnlyThePartitionOverThreshold(t *testing.T) {
 		t.Errorf("pool stats = %+v, want >= 7 files rewritten and no failures", st)
 	}
 	t.Logf("partition a: %d files after compaction; pool %+v", len(files["a"]), st)
+
+	// The job's end published the table's health report.
+	msg, err := health.NextMsg(time.Minute)
+	if err != nil {
+		t.Fatalf("no health report: %v", err)
+	}
+	var rep planner.Health
+	if err := json.Unmarshal(msg.Data, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Table != "db.events" || rep.DataFiles != len(files["a"])+len(files["b"]) || rep.Snapshots < 15 || rep.TinyFiles != rep.DataFiles {
+		t.Errorf("health report %+v; table has %d files", rep, len(files["a"])+len(files["b"]))
+	}
 }
 
 // Streaming appends add one manifest each; once the table has

@@ -9,6 +9,7 @@ package worker
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -54,6 +55,9 @@ type Config struct {
 	// is one source, subject minio.events with URL-encoded keys.
 	Notifications        triggers.NotificationOptions
 	DisableNotifications bool
+	// HealthSubjectPrefix: after every job, the table's health report is
+	// published on PREFIX.<namespace>.<table> (default reactor.health).
+	HealthSubjectPrefix string
 	// LocationRefresh is how often the table-location index is rebuilt
 	// from the catalog besides on demand (default 5m).
 	LocationRefresh time.Duration
@@ -78,6 +82,57 @@ type Worker struct {
 	cancel    context.CancelFunc
 	log       *slog.Logger
 	closeOnce sync.Once
+}
+
+// OpenCatalog opens the catalog cfg names: the one CatalogProps select
+// through iceberg-go's registry, or with none the embedded SQLite catalog
+// under DataDir. The one-shot commands open catalogs with it too.
+func OpenCatalog(ctx context.Context, cfg Config) (catalog.Catalog, error) {
+	log := cfg.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	if cfg.CatalogProps == nil {
+		dir := filepath.Join(cfg.DataDir, "catalog")
+		cat, err := embedded.OpenCatalog(ctx, dir)
+		if err == nil {
+			log.Info("opened embedded SQLite catalog", "dir", dir)
+		}
+		return cat, err
+	}
+	cat, err := catalog.Load(ctx, cfg.CatalogName, cfg.CatalogProps)
+	if err != nil {
+		return nil, err
+	}
+	log.Info("opened catalog", "name", cfg.CatalogName, "type", cfg.CatalogProps["type"], "uri", redactURI(cfg.CatalogProps["uri"]))
+	return cat, nil
+}
+
+// DefaultHealthSubjectPrefix is where health reports go by default.
+const DefaultHealthSubjectPrefix = "reactor.health"
+
+// reportHealth logs the table's health and publishes it (best effort: a
+// report is a snapshot in time; the next job sends another).
+func (w *Worker) reportHealth(prefix, table string) {
+	h, ok := w.Planner.Health(table)
+	if !ok {
+		return
+	}
+	attrs := []any{"table", table, "healthy", h.Healthy, "data_files", h.DataFiles, "avg_file_size", h.AvgFileSize,
+		"target_file_size", h.TargetFileSize, "tiny_files", h.TinyFiles, "snapshots", h.Snapshots,
+		"oldest_snapshot_age", h.OldestSnapshotAge.Round(time.Second), "data_manifests", h.DataManifests}
+	if h.Healthy {
+		w.log.Info("table health", attrs...)
+	} else {
+		w.log.Warn("table health", append(attrs, "problems", h.Problems)...)
+	}
+	data, err := json.Marshal(h)
+	if err == nil {
+		err = w.Conn.Publish(prefix+"."+table, data)
+	}
+	if err != nil {
+		w.log.Warn("could not publish the health report", "table", table, "error", err)
+	}
 }
 
 // refreshLocations rebuilds the table-location index on a schedule, so
@@ -148,19 +203,7 @@ func Start(ctx context.Context, cfg Config) (_ *Worker, err error) {
 		return nil, fmt.Errorf("worker: jetstream: %w", err)
 	}
 
-	if cfg.CatalogProps == nil {
-		dir := filepath.Join(cfg.DataDir, "catalog")
-		w.Catalog, err = embedded.OpenCatalog(ctx, dir)
-		if err == nil {
-			cfg.Logger.Info("opened embedded SQLite catalog", "dir", dir)
-		}
-	} else {
-		w.Catalog, err = catalog.Load(ctx, cfg.CatalogName, cfg.CatalogProps)
-		if err == nil {
-			cfg.Logger.Info("opened catalog", "name", cfg.CatalogName, "type", cfg.CatalogProps["type"],
-				"uri", redactURI(cfg.CatalogProps["uri"]))
-		}
-	}
+	w.Catalog, err = OpenCatalog(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("worker: open catalog: %w", err)
 	}
@@ -181,7 +224,14 @@ func Start(ctx context.Context, cfg Config) (_ *Worker, err error) {
 		Logger:      cfg.Logger,
 		Metrics:     cfg.Metrics,
 	})
-	w.Pool.OnFinish(w.Planner.Finished)
+	healthPrefix := cfg.HealthSubjectPrefix
+	if healthPrefix == "" {
+		healthPrefix = DefaultHealthSubjectPrefix
+	}
+	w.Pool.OnFinish(func(ctx context.Context, job planner.Job, res planner.Result) {
+		w.Planner.Finished(ctx, job, res)
+		w.reportHealth(healthPrefix, job.TableName)
+	})
 	w.consumer, err = triggers.StartCommits(runCtx, w.JS, cfg.Commits, w.Planner, cfg.Logger, cfg.Metrics)
 	if err != nil {
 		return nil, fmt.Errorf("worker: %w", err)

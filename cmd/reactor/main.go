@@ -7,6 +7,7 @@
 //
 //	reactor run [flags]      run the worker until SIGINT or SIGTERM
 //	reactor demo [flags]     run an embedded, self-checking demonstration
+//	reactor health TABLE     check one table's health now
 //	reactor version          print version information
 //	reactor help [command]   show help
 //
@@ -40,6 +41,7 @@ func commands() []command {
 	return []command{
 		{"run", "run the worker until SIGINT or SIGTERM", runCmd},
 		{"demo", "run a streaming writer against an embedded reactor and check the result", demoCmd},
+		{"health", "check one table's health now (exit 1 if unhealthy)", healthCmd},
 		{"version", "print version information", versionCmd},
 		{"help", "show help for reactor or one of its commands", helpCmd},
 	}
@@ -152,9 +154,22 @@ func newFlagSet(name, synopsis, description string) *flag.FlagSet {
 	return fs
 }
 
-// parseFlags parses args into fs. Help goes to stdout (it was asked for);
-// errors come back as *usageError and are reported by exitCode.
+// parseFlags parses args into fs and refuses positional arguments. Help
+// goes to stdout (it was asked for); errors come back as *usageError and are
+// reported by exitCode.
 func parseFlags(fs *flag.FlagSet, args []string, stdout io.Writer) error {
+	if err := parseFlagsAndArgs(fs, args, stdout); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usageErrorf("unexpected arguments: %q", fs.Args())
+	}
+	return nil
+}
+
+// parseFlagsAndArgs is parseFlags for commands that take positional
+// arguments (fs.Args()).
+func parseFlagsAndArgs(fs *flag.FlagSet, args []string, stdout io.Writer) error {
 	err := fs.Parse(args)
 	if errors.Is(err, flag.ErrHelp) {
 		fs.SetOutput(stdout)
@@ -164,9 +179,6 @@ func parseFlags(fs *flag.FlagSet, args []string, stdout io.Writer) error {
 	}
 	if err != nil {
 		return &usageError{err: err}
-	}
-	if fs.NArg() > 0 {
-		return usageErrorf("unexpected arguments: %q", fs.Args())
 	}
 	return nil
 }
