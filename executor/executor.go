@@ -87,6 +87,8 @@ func (e *Executor) Run(ctx context.Context, job planner.Job) (planner.Result, Re
 		res, rep = e.expireSnapshots(ctx, log, job)
 	case planner.KindRemoveOrphans:
 		res, rep = e.removeOrphans(ctx, log, job)
+	case planner.KindDeleteExpiredFiles:
+		res, rep = e.deleteExpiredFiles(ctx, log, job)
 	default:
 		res = planner.Result{Outcome: planner.Failed, Err: fmt.Errorf("unknown job kind %q", job.Kind)}
 	}

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	iofs "io/fs"
 	"log/slog"
+	"sort"
 	"time"
 
 	"github.com/apache/iceberg-go"
@@ -42,6 +44,7 @@ func (e *Executor) expireSnapshots(ctx context.Context, log *slog.Logger, job pl
 		rep       Report
 		committed *table.Table
 		noop      bool
+		deferred  []string
 	)
 	olderThan := max(job.ExpireOlderThan, job.Settings.MinReaderMargin)
 	op := func() error {
@@ -59,7 +62,9 @@ func (e *Executor) expireSnapshots(ctx context.Context, log *slog.Logger, job pl
 		}
 		now := time.Now()
 		txn := tbl.NewTransaction()
-		if err := txn.ExpireSnapshots(table.WithOlderThan(olderThan), table.WithRetainLast(job.Settings.RetainLast)); err != nil {
+		deferDeletion := job.Settings.ExpireDeletionDelay > 0
+		if err := txn.ExpireSnapshots(table.WithOlderThan(olderThan), table.WithRetainLast(job.Settings.RetainLast),
+			table.WithPostCommit(!deferDeletion)); err != nil {
 			return backoff.Permanent(fmt.Errorf("stage expiry: %w", err))
 		}
 		staged, err := txn.StagedTable()
@@ -98,6 +103,11 @@ func (e *Executor) expireSnapshots(ctx context.Context, log *slog.Logger, job pl
 		}
 		rep.Expiry = before.minus(after)
 		rep.Expiry.ExpiredSnapshots = len(removed)
+		if deferDeletion {
+			// iceberg-go leaves them; nothing else would remove them
+			// (DESIGN.md pitfall 7): the planner schedules the later pass.
+			deferred = before.unreachableIn(after)
+		}
 		return nil
 	}
 	bo := backoff.NewExponentialBackOff()
@@ -120,7 +130,43 @@ func (e *Executor) expireSnapshots(ctx context.Context, log *slog.Logger, job pl
 	}
 	rep.Commits = 1
 	rep.CommittedSnapshotID = committed.CurrentSnapshot().SnapshotID
-	return planner.Result{Outcome: planner.Succeeded, Table: committed}, rep
+	if len(deferred) > 0 {
+		log.Info("deletion of the files expiry made unreachable deferred", "files", len(deferred),
+			"delay", job.Settings.ExpireDeletionDelay)
+	}
+	return planner.Result{Outcome: planner.Succeeded, Table: committed, DeferredDeletes: deferred}, rep
+}
+
+// deleteExpiredFiles is the later pass of a deferred expiry: every file is
+// checked against the table's whole history again (a rollback or a branch
+// may reference it now) and deleted only if nothing does.
+func (e *Executor) deleteExpiredFiles(ctx context.Context, log *slog.Logger, job planner.Job) (planner.Result, Report) {
+	var rep Report
+	tbl, err := e.cat.LoadTable(ctx, job.Table)
+	if err != nil {
+		return planner.Result{Outcome: planner.Failed, Err: fmt.Errorf("load table: %w", err)}, rep
+	}
+	fs, err := tbl.FS(ctx)
+	if err != nil {
+		return planner.Result{Outcome: planner.Failed, Err: fmt.Errorf("open table io: %w", err)}, rep
+	}
+	refs, err := reachable(ctx, fs, tbl.Metadata())
+	if err != nil {
+		return planner.Result{Outcome: planner.Failed, Err: fmt.Errorf("read table history: %w", err)}, rep
+	}
+	referenced := refs.locations(tbl)
+	for _, f := range job.Files {
+		if referenced[canonicalLocation(f)] {
+			rep.Orphans.StillReferenced++
+			continue
+		}
+		if err := fs.Remove(f); err != nil && !errors.Is(err, iofs.ErrNotExist) {
+			return planner.Result{Outcome: planner.Failed, Err: fmt.Errorf("delete %s: %w", f, err)}, rep
+		}
+		rep.Orphans.DeletedFiles++
+	}
+	log.Info("deferred expiry deletion done", "deleted", rep.Orphans.DeletedFiles, "still_referenced", rep.Orphans.StillReferenced)
+	return planner.Result{Outcome: planner.Succeeded}, rep
 }
 
 // removedSnapshots lists the snapshots the staged metadata drops, and
@@ -195,6 +241,21 @@ func reachable(ctx context.Context, fs iceio.IO, meta table.Metadata) (reachable
 		}
 	}
 	return r, nil
+}
+
+// unreachableIn lists the files r references that o does not.
+func (r reachableFiles) unreachableIn(o reachableFiles) []string {
+	var out []string
+	for _, pair := range [][2]map[string]bool{{r.manifestLists, o.manifestLists}, {r.manifests, o.manifests},
+		{r.data, o.data}, {r.posDeletes, o.posDeletes}, {r.eqDeletes, o.eqDeletes}, {r.stats, o.stats}} {
+		for loc := range pair[0] {
+			if !pair[1][loc] {
+				out = append(out, loc)
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 func (r reachableFiles) minus(o reachableFiles) ExpiryCounts {

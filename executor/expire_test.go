@@ -3,6 +3,7 @@ package executor_test
 import (
 	"errors"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -177,4 +178,55 @@ func contains(xs []int64, x int64) bool {
 		}
 	}
 	return false
+}
+
+// With expire_deletion_delay, expiry commits but deletes nothing; it hands
+// the now-unreachable files to a later pass, which checks each again (a
+// file referenced again is kept) before deleting.
+func TestDeferredExpiryDeletion(t *testing.T) {
+	f := newFixture(t, nil)
+	for range 6 {
+		f.commit("a", 10)
+	}
+	old := f.dataFiles("a")
+	if res, _ := f.exec.Run(f.ctx, f.job("defaults: {target_file_size: 1MiB, small_file_count: 5}", "a")); res.Outcome != planner.Succeeded {
+		t.Fatalf("compaction: %v %v", res.Outcome, res.Err)
+	}
+	time.Sleep(5 * time.Millisecond)
+	yaml := "defaults: {snapshot_max_age: 1ms, min_reader_margin: 0s, retain_last: 1, expire_deletion_delay: 1h}"
+	res, rep := f.exec.Run(f.ctx, f.expireJob(yaml, time.Millisecond))
+	if res.Outcome != planner.Succeeded || rep.Expiry.DeletedDataFiles != 6 {
+		t.Fatalf("expiry: %v %v %+v", res.Outcome, res.Err, rep.Expiry)
+	}
+	for loc := range old {
+		if !fileExists(t, loc) {
+			t.Fatalf("deferred expiry deleted %s at once", loc)
+		}
+		if !slices.Contains(res.DeferredDeletes, loc) {
+			t.Errorf("%s missing from the deferred list", loc)
+		}
+	}
+	// The later pass, with one live file slipped into its list.
+	var live string
+	for loc := range f.dataFiles("a") {
+		live = loc
+	}
+	j := f.job(yaml)
+	j.Kind = planner.KindDeleteExpiredFiles
+	j.Files = append(slices.Clone(res.DeferredDeletes), live)
+	res2, rep2 := f.exec.Run(f.ctx, j)
+	if res2.Outcome != planner.Succeeded || rep2.Orphans.StillReferenced != 1 || rep2.Orphans.DeletedFiles != len(res.DeferredDeletes) {
+		t.Fatalf("later pass: %v %v %+v", res2.Outcome, res2.Err, rep2.Orphans)
+	}
+	for loc := range old {
+		if fileExists(t, loc) {
+			t.Errorf("%s survived the later pass", loc)
+		}
+	}
+	if !fileExists(t, live) {
+		t.Errorf("the later pass deleted a live file")
+	}
+	if got := f.contents().Total; got != f.writer.Written() {
+		t.Errorf("rows %v, written %v", got, f.writer.Written())
+	}
 }

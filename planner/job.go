@@ -25,6 +25,9 @@ const (
 	// KindRewriteManifests merges the table's data manifests, clustered
 	// by partition.
 	KindRewriteManifests JobKind = "rewrite_manifests"
+	// KindDeleteExpiredFiles is the later pass of a deferred expiry: it
+	// deletes the files the expiry made unreachable, checking each again.
+	KindDeleteExpiredFiles JobKind = "delete_expired_files"
 	// KindRemoveOrphans deletes (or, in a dry run, reports) files under the
 	// table's location that no snapshot references and that are older than
 	// the orphan margin.
@@ -102,6 +105,8 @@ type Job struct {
 	// candidates (tracked source only) are re-verified by the executor.
 	OrphanSource     string
 	OrphanCandidates []OrphanCandidate
+	// Files are the locations a delete_expired_files job deletes.
+	Files []string
 }
 
 // PartitionKeys lists the job's partition keys (for logs).
@@ -160,4 +165,6 @@ type Result struct {
 	// Settled lists tracked locations the job dealt with (deleted, or
 	// found referenced): the planner stops tracking them.
 	Settled []string
+	// DeferredDeletes are the files an expiry left for a later pass.
+	DeferredDeletes []string
 }

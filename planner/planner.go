@@ -92,6 +92,8 @@ type tableState struct {
 	// Scheduling state of table-wide jobs.
 	expireCooldownUntil   time.Time
 	expireSettledAt       int64 // current snapshot when expiry last found nothing
+	deferredDeletes       []string
+	deferredDueAt         time.Time
 	manifestCooldownUntil time.Time
 	orphanCooldownUntil   time.Time
 	nextListing           time.Time // first set when the table is first seen
@@ -347,6 +349,18 @@ func (p *Planner) evaluateLocked(st *tableState) {
 			deferUntil(next)
 		}
 	}
+	// The later pass of a deferred expiry follows expiry.
+	if st.running == nil && len(st.deferredDeletes) > 0 {
+		if now.Before(st.deferredDueAt) {
+			deferUntil(st.deferredDueAt)
+		} else {
+			files := append([]string(nil), st.deferredDeletes...)
+			p.scheduleLocked(st, KindDeleteExpiredFiles, nil, []Reason{{Partition: tableWide, Threshold: "expire_deletion_delay",
+				Measured: int64(len(files)), Limit: int64(set.ExpireDeletionDelay / time.Second),
+				Note: fmt.Sprintf("%d files an expiry left unreachable", len(files))}}, now, func(j *Job) { j.Files = files })
+			return
+		}
+	}
 	if st.running == nil && st.counters.dataManifests >= set.ManifestCount && st.counters.dataManifests != st.manifestSettledAt {
 		if now.Before(st.manifestCooldownUntil) {
 			deferUntil(st.manifestCooldownUntil)
@@ -473,6 +487,26 @@ func (p *Planner) Finished(ctx context.Context, job Job, res Result) {
 		if res.Outcome == Noop {
 			st.expireSettledAt = st.counters.snapshotID
 		}
+		if len(res.DeferredDeletes) > 0 {
+			st.deferredDeletes = append(st.deferredDeletes, res.DeferredDeletes...)
+			st.deferredDueAt = now.Add(job.Settings.ExpireDeletionDelay)
+		}
+	}
+	if job.Kind == KindDeleteExpiredFiles && res.Outcome == Failed {
+		st.deferredDueAt = now.Add(job.Settings.Cooldown)
+	}
+	if job.Kind == KindDeleteExpiredFiles && res.Outcome != Failed {
+		done := map[string]bool{}
+		for _, f := range job.Files {
+			done[f] = true
+		}
+		kept := st.deferredDeletes[:0]
+		for _, f := range st.deferredDeletes {
+			if !done[f] {
+				kept = append(kept, f)
+			}
+		}
+		st.deferredDeletes = kept
 	}
 	if job.Kind == KindRemoveOrphans {
 		st.orphanCooldownUntil = now.Add(job.Settings.Cooldown)

@@ -309,3 +309,30 @@ func TestJobOrderWhenEverythingIsDue(t *testing.T) {
 		t.Errorf("jobs ran in the order %v, want %v", kinds, want)
 	}
 }
+
+func TestDeferredExpiryPassIsScheduledAfterTheDelay(t *testing.T) {
+	f := newSchedFixture(t, schedYAML+"  snapshot_max_age: 3h\n  min_reader_margin: 1h\n  expire_deletion_delay: 1h\n")
+	f.commit("a", 2)
+	f.at(4 * time.Hour)
+	jobs := f.takeJobs()
+	if len(jobs) != 1 || jobs[0].Kind != KindExpireSnapshots {
+		t.Fatalf("jobs = %+v, want an expiry", jobs)
+	}
+	f.p.Finished(f.ctx, jobs[0], Result{Outcome: Succeeded, DeferredDeletes: []string{"file:///x/a.parquet", "file:///x/snap-1.avro"}})
+	f.at(4*time.Hour + 30*time.Minute)
+	if jobs := f.takeJobs(); len(jobs) != 0 {
+		t.Fatalf("the later pass ran before the delay: %+v", jobs)
+	}
+	f.at(5*time.Hour + time.Minute)
+	jobs = f.takeJobs()
+	if len(jobs) != 1 || jobs[0].Kind != KindDeleteExpiredFiles || len(jobs[0].Files) != 2 {
+		t.Fatalf("jobs = %+v, want the later pass with both files", jobs)
+	}
+	f.p.Finished(f.ctx, jobs[0], Result{Outcome: Succeeded})
+	f.at(9 * time.Hour)
+	for _, j := range f.takeJobs() {
+		if j.Kind == KindDeleteExpiredFiles {
+			t.Errorf("the later pass ran twice")
+		}
+	}
+}

@@ -137,6 +137,11 @@ type Policy struct {
 	// than this is ever expired, whatever the retention says (seed 000: a
 	// 6-hour horizon deleted files under a 15-minute reader). Default 48h.
 	MinReaderMargin *Duration `yaml:"min_reader_margin"`
+	// ExpireDeletionDelay: 0 (the default) deletes the files expiry made
+	// unreachable once the expiry commits; a positive delay keeps them that
+	// long and deletes them in a later pass (after checking again that no
+	// snapshot references them), for readers that planned before the expiry.
+	ExpireDeletionDelay *Duration `yaml:"expire_deletion_delay"`
 	// SnapshotCount: a table with this many snapshots has every snapshot
 	// older than min_reader_margin expired (beyond retain_last), without
 	// waiting for snapshot_max_age. Default 500; >= 2.
@@ -201,6 +206,7 @@ type Effective struct {
 	RetainLast             int
 	RetainLastSource       string
 	MinReaderMargin        time.Duration
+	ExpireDeletionDelay    time.Duration
 	SnapshotCount          int
 	Cooldown               time.Duration
 	ConflictCooldown       time.Duration
@@ -232,6 +238,7 @@ func Builtin() Policy {
 		SnapshotMaxAge:         ptr(Duration(DefaultSnapshotMaxAge)),
 		RetainLast:             ptr(DefaultRetainLast),
 		MinReaderMargin:        ptr(Duration(DefaultMinReaderMargin)),
+		ExpireDeletionDelay:    ptr(Duration(0)),
 		SnapshotCount:          ptr(DefaultSnapshotCount),
 		Cooldown:               ptr(Duration(DefaultCooldown)),
 		ConflictCooldown:       ptr(Duration(DefaultConflictCooldown)),
@@ -429,6 +436,7 @@ func (p *Policy) validate(prefix string, parents []layer, add func(path string, 
 		{"snapshot_max_age", p.SnapshotMaxAge, true},
 		{"health_max_snapshot_age", p.HealthMaxSnapshotAge, true},
 		{"min_reader_margin", p.MinReaderMargin, false},
+		{"expire_deletion_delay", p.ExpireDeletionDelay, false},
 		{"cooldown", p.Cooldown, false},
 		{"conflict_cooldown", p.ConflictCooldown, false},
 		{"commit_retry_time", p.CommitRetryTime, true},
@@ -550,6 +558,7 @@ func (c *Config) For(table string, props map[string]string) Effective {
 	e.HealthMaxSnapshotAge = time.Duration(*first(layers, func(p *Policy) *Duration { return p.HealthMaxSnapshotAge }))
 	e.MinReaderMargin = time.Duration(*first(layers, func(p *Policy) *Duration { return p.MinReaderMargin }))
 	e.SnapshotCount = *first(layers, func(p *Policy) *int { return p.SnapshotCount })
+	e.ExpireDeletionDelay = time.Duration(*first(layers, func(p *Policy) *Duration { return p.ExpireDeletionDelay }))
 	// Retention: the table's own properties first, as Spark does.
 	e.SnapshotMaxAge = time.Duration(*first(layers, func(p *Policy) *Duration { return p.SnapshotMaxAge }))
 	e.SnapshotMaxAgeSource = SourceConfig

@@ -70,6 +70,7 @@ func builtinEffective(table string) Effective {
 		RetainLast:             1,
 		RetainLastSource:       "config",
 		MinReaderMargin:        48 * time.Hour,
+		ExpireDeletionDelay:    0,
 		SnapshotCount:          500,
 		Cooldown:               30 * time.Second,
 		ConflictCooldown:       5 * time.Minute,
@@ -214,6 +215,7 @@ func TestParseFullDocument(t *testing.T) {
 		RetainLast:             1,
 		RetainLastSource:       "config",
 		MinReaderMargin:        48 * time.Hour,
+		ExpireDeletionDelay:    0,
 		SnapshotCount:          500,
 		Cooldown:               24 * time.Hour, // from db.*: the exact override does not set it
 		ConflictCooldown:       36 * time.Hour,
@@ -248,6 +250,7 @@ func TestParseFullDocument(t *testing.T) {
 		RetainLast:             1,
 		RetainLastSource:       "config",
 		MinReaderMargin:        48 * time.Hour,
+		ExpireDeletionDelay:    0,
 		SnapshotCount:          500,
 		Cooldown:               24 * time.Hour,
 		ConflictCooldown:       10 * time.Minute,
