@@ -23,15 +23,15 @@ type OrphanFile struct {
 
 // OrphanReport is what an orphan-cleanup job found and did.
 type OrphanReport struct {
-	Source string
-	DryRun bool
+	Source string `json:"source"`
+	DryRun bool   `json:"dry_run"`
 	// Orphans are the files found orphaned (deleted unless DryRun).
-	Orphans      []OrphanFile
-	OrphanBytes  int64
-	DeletedFiles int
+	Orphans      []OrphanFile `json:"orphans"`
+	OrphanBytes  int64        `json:"orphan_bytes"`
+	DeletedFiles int          `json:"deleted_files"`
 	// StillReferenced counts tracked candidates some snapshot turned out
 	// to reference (no longer tracked, never deleted).
-	StillReferenced int
+	StillReferenced int `json:"still_referenced"`
 }
 
 // schemeAliases lets s3:// references match s3a:// or s3n:// listings and

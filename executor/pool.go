@@ -7,9 +7,8 @@ import (
 	"github.com/icereactor/reactor/planner"
 )
 
-// Finisher receives every finished job; the planner's Finished method is
-// one.
-type Finisher func(ctx context.Context, job planner.Job, res planner.Result)
+// Finisher receives every finished job with its report.
+type Finisher func(ctx context.Context, job planner.Job, res planner.Result, rep Report)
 
 // Pool runs dispatched jobs on at most n goroutines at once. The planner
 // guarantees one job per table at a time; the pool bounds the total.
@@ -91,7 +90,7 @@ func (p *Pool) done(job planner.Job, res planner.Result, rep Report) {
 	if p.finish != nil {
 		// The planner must hear about the job even while shutting down,
 		// so use a context that outlives the pool's.
-		p.finish(context.WithoutCancel(p.ctx), job, res)
+		p.finish(context.WithoutCancel(p.ctx), job, res, rep)
 	}
 }
 

@@ -279,6 +279,10 @@ func (tc *tableCounters) rebuild(ctx context.Context, tbl *table.Table, fs iceio
 			}
 			df := entry.DataFile()
 			st.added = append(st.added, df.FilePath())
+			if entry.SnapshotID() == cur.SnapshotID {
+				// Its notification may still be on its way.
+				tc.confirmed.add(normalizeLocation(df.FilePath()))
+			}
 			ps := tc.partition(keys, df)
 			ps.add(df, sz)
 			if w := written(entry.SnapshotID()); w.After(ps.LastWrite) {

@@ -3,6 +3,7 @@ package worker
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -21,6 +22,7 @@ import (
 
 	"github.com/icereactor/reactor/embedded"
 	"github.com/icereactor/reactor/events"
+	"github.com/icereactor/reactor/executor"
 	"github.com/icereactor/reactor/metrics"
 	"github.com/icereactor/reactor/streamwriter"
 	"github.com/icereactor/reactor/thresholds"
@@ -283,5 +285,38 @@ func TestCommitEventAndNotificationApplyOnce(t *testing.T) {
 	if got["category=a"] != len(files["a"]) || got["category=b"] != len(files["b"]) || rows != h.writer.Written().Rows {
 		t.Errorf("planner counts %v (rows %d); table has a=%d b=%d files, %d rows",
 			got, rows, len(files["a"]), len(files["b"]), h.writer.Written().Rows)
+	}
+}
+
+// Orphan cleanup from tracked files, end to end: a stray file past the
+// margin triggers a remove_orphans job by itself (a deadline, not a poll);
+// the table is in dry run by default, so the report is published with the
+// path and size and the file stays.
+func TestTrackedOrphanDryRunIsPublished(t *testing.T) {
+	h := newS3Harness(t, testThresholds+"  orphan_margin: 1s\n  orphan_margin_floor: 1s\n")
+	reports, err := h.conn.SubscribeSync("reactor.orphans.db.events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.start()
+	h.commit("a", 10)
+	_, tableKey, _ := strings.Cut(strings.TrimPrefix(h.load().Location(), "s3://"), "/")
+	key := tableKey + "/data/category=a/failed-write-00002.parquet"
+	put(t, h, key, "not really parquet")
+
+	msg, err := reports.NextMsg(time.Minute)
+	if err != nil {
+		t.Fatalf("no orphan report: %v\nlogs:\n%s", err, h.logs.String())
+	}
+	var rep executor.OrphanReport
+	if err := json.Unmarshal(msg.Data, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if !rep.DryRun || rep.DeletedFiles != 0 || len(rep.Orphans) != 1 ||
+		rep.Orphans[0].Location != "s3://"+h.bucket+"/"+key || rep.Orphans[0].Size != 18 {
+		t.Fatalf("report %+v, want a dry run naming exactly the stray file", rep)
+	}
+	if _, err := sharedGateway.Client().HeadObject(h.ctx, &s3.HeadObjectInput{Bucket: aws.String(h.bucket), Key: aws.String(key)}); err != nil {
+		t.Errorf("a dry run deleted the file: %v", err)
 	}
 }

@@ -126,12 +126,21 @@ func (w *Worker) reportHealth(prefix, table string) {
 	} else {
 		w.log.Warn("table health", append(attrs, "problems", h.Problems)...)
 	}
-	data, err := json.Marshal(h)
+	w.publish(prefix+"."+table, h)
+}
+
+// DefaultOrphanSubjectPrefix is where orphan-cleanup reports (dry runs
+// included: the candidate paths and sizes) are published, per table.
+const DefaultOrphanSubjectPrefix = "reactor.orphans"
+
+// publish sends a report as JSON, best effort: reports are also logged.
+func (w *Worker) publish(subject string, v any) {
+	data, err := json.Marshal(v)
 	if err == nil {
-		err = w.Conn.Publish(prefix+"."+table, data)
+		err = w.Conn.Publish(subject, data)
 	}
 	if err != nil {
-		w.log.Warn("could not publish the health report", "table", table, "error", err)
+		w.log.Warn("could not publish a report", "subject", subject, "error", err)
 	}
 }
 
@@ -228,8 +237,11 @@ func Start(ctx context.Context, cfg Config) (_ *Worker, err error) {
 	if healthPrefix == "" {
 		healthPrefix = DefaultHealthSubjectPrefix
 	}
-	w.Pool.OnFinish(func(ctx context.Context, job planner.Job, res planner.Result) {
+	w.Pool.OnFinish(func(ctx context.Context, job planner.Job, res planner.Result, rep executor.Report) {
 		w.Planner.Finished(ctx, job, res)
+		if job.Kind == planner.KindRemoveOrphans {
+			w.publish(DefaultOrphanSubjectPrefix+"."+job.TableName, rep.Orphans)
+		}
 		w.reportHealth(healthPrefix, job.TableName)
 	})
 	w.consumer, err = triggers.StartCommits(runCtx, w.JS, cfg.Commits, w.Planner, cfg.Logger, cfg.Metrics)
