@@ -392,6 +392,9 @@ func (p *Planner) evaluateLocked(st *tableState) {
 // arms the next deadline through deferUntil.
 func (p *Planner) orphanJobLocked(st *tableState, now time.Time, deferUntil func(time.Time)) *Job {
 	set := st.settings
+	if set.OrphanListingInterval <= 0 {
+		return nil // not configured: nothing to schedule
+	}
 	if st.nextListing.IsZero() {
 		// Spread the first listings of many tables over the interval
 		// rather than listing every bucket at start-up.
