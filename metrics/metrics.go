@@ -4,6 +4,8 @@
 package metrics
 
 import (
+	"sync"
+
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -30,6 +32,8 @@ const (
 // Metrics holds every collector reactor exports.
 type Metrics struct {
 	Registry *prometheus.Registry
+
+	registerRuntimeOnce sync.Once
 
 	Events           *prometheus.CounterVec
 	JobsScheduled    *prometheus.CounterVec

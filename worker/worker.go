@@ -13,6 +13,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -55,6 +57,9 @@ type Config struct {
 	// is one source, subject minio.events with URL-encoded keys.
 	Notifications        triggers.NotificationOptions
 	DisableNotifications bool
+	// HTTPAddr, when set, serves /metrics, /healthz and /readyz there
+	// ("127.0.0.1:0" picks a free port; see Worker.HTTPAddr).
+	HTTPAddr string
 	// HealthSubjectPrefix: after every job, the table's health report is
 	// published on PREFIX.<namespace>.<table> (default reactor.health).
 	HealthSubjectPrefix string
@@ -82,6 +87,42 @@ type Worker struct {
 	cancel    context.CancelFunc
 	log       *slog.Logger
 	closeOnce sync.Once
+	http      *http.Server
+	httpAddr  string
+}
+
+// HTTPAddr is the address the metrics and probe endpoints listen on ("" if
+// none).
+func (w *Worker) HTTPAddr() string { return w.httpAddr }
+
+// Ready reports whether the worker can do its work: connected to NATS and
+// able to reach the catalog.
+func (w *Worker) Ready(ctx context.Context) error {
+	if w.Conn == nil || !w.Conn.IsConnected() {
+		return errors.New("not connected to NATS")
+	}
+	if _, err := w.Catalog.ListNamespaces(ctx, nil); err != nil {
+		return fmt.Errorf("catalog unreachable: %w", err)
+	}
+	return nil
+}
+
+func (w *Worker) serveHTTP(addr string) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s for metrics: %w", addr, err)
+	}
+	w.httpAddr = ln.Addr().String()
+	w.http = &http.Server{Handler: w.Metrics.Handler(w.Ready), ReadHeaderTimeout: 5 * time.Second}
+	w.bg.Add(1)
+	go func() {
+		defer w.bg.Done()
+		if err := w.http.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			w.log.Error("metrics endpoint stopped", "error", err)
+		}
+	}()
+	w.log.Info("serving /metrics, /healthz and /readyz", "addr", w.httpAddr)
+	return nil
 }
 
 // OpenCatalog opens the catalog cfg names: the one CatalogProps select
@@ -244,6 +285,11 @@ func Start(ctx context.Context, cfg Config) (_ *Worker, err error) {
 		}
 		w.reportHealth(healthPrefix, job.TableName)
 	})
+	if cfg.HTTPAddr != "" {
+		if err := w.serveHTTP(cfg.HTTPAddr); err != nil {
+			return nil, fmt.Errorf("worker: %w", err)
+		}
+	}
 	w.consumer, err = triggers.StartCommits(runCtx, w.JS, cfg.Commits, w.Planner, cfg.Logger, cfg.Metrics)
 	if err != nil {
 		return nil, fmt.Errorf("worker: %w", err)
@@ -277,6 +323,11 @@ func (w *Worker) Close() {
 }
 
 func (w *Worker) close() {
+	if w.http != nil {
+		shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_ = w.http.Shutdown(shutdownCtx)
+		cancel()
+	}
 	if w.consumer != nil {
 		w.consumer.Stop()
 	}

@@ -30,6 +30,7 @@ type runConfig struct {
 	commits        triggers.CommitOptions
 	notifications  triggers.NotificationOptions
 	noNotification bool
+	httpAddr       string
 	concurrency    int
 	logLevel       slog.Level
 }
@@ -66,6 +67,7 @@ func parseRunConfig(args []string, getenv func(string) string, stdout io.Writer)
 		"how that source encodes object keys: url (MinIO, AWS) or raw (versitygw)")
 	var extraSources propsFlag
 	fs.Var(&extraSources, "notification-source", "another notification source `subject=encoding` (url or raw), repeatable")
+	httpAddr := fs.String("http-addr", ":9090", "`address` for /metrics, /healthz and /readyz; empty disables them")
 	concurrency := fs.Int("concurrency", 2, "run at most `n` compaction jobs at once, across tables")
 	logLevel := fs.String("log-level", "info", "log `level`: debug, info, warn or error")
 	annotateEnv(fs)
@@ -87,6 +89,7 @@ func parseRunConfig(args []string, getenv func(string) string, stdout io.Writer)
 			DeadLetterSubject: *deadLetter,
 		},
 		concurrency: *concurrency,
+		httpAddr:    strings.TrimSpace(*httpAddr),
 	}
 	var err error
 	if cfg.logLevel, err = parseLogLevel(*logLevel); err != nil {
@@ -218,6 +221,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 
 		Notifications:        cfg.notifications,
 		DisableNotifications: cfg.noNotification,
+		HTTPAddr:             cfg.httpAddr,
 	})
 	if err != nil {
 		log.Error("reactor could not start", "error", err)
