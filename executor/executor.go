@@ -399,20 +399,7 @@ func (e *Executor) commitBatch(ctx context.Context, log *slog.Logger, job planne
 		}
 		return backoff.Permanent(fmt.Errorf("%w: %w", errUnknownCommitState, err))
 	}
-	bo := backoff.NewExponentialBackOff()
-	// Short, jittered waits: an attempt has to land between two writer
-	// commits, so many cheap attempts beat a few patient ones.
-	bo.InitialInterval = 20 * time.Millisecond
-	bo.RandomizationFactor = 0.5
-	bo.Multiplier = 1.5
-	bo.MaxInterval = 500 * time.Millisecond
-	bo.MaxElapsedTime = job.Settings.CommitRetryTime
-	notify := func(err error, wait time.Duration) {
-		e.met.CommitRetries.WithLabelValues(job.TableName).Inc()
-		log.Info("commit conflict; retrying", "attempt", attempt, "attempt_duration", time.Since(attemptStart),
-			"wait", wait, "error", err)
-	}
-	if err := backoff.RetryNotify(op, backoff.WithContext(bo, ctx), notify); err != nil {
+	if err := e.retryCommits(ctx, log, job, op, func() (int, time.Time) { return attempt, attemptStart }); err != nil {
 		if conflict.IsRetryable(err) {
 			return nil, fmt.Errorf("gave up after %d attempts in %s: %w", attempt, job.Settings.CommitRetryTime, err)
 		}

@@ -47,8 +47,10 @@ func (e *Executor) expireSnapshots(ctx context.Context, log *slog.Logger, job pl
 		deferred  []string
 	)
 	olderThan := max(job.ExpireOlderThan, job.Settings.MinReaderMargin)
+	var attemptStart time.Time
 	op := func() error {
 		rep.Attempts++
+		attemptStart = time.Now()
 		tbl, err := e.cat.LoadTable(ctx, job.Table)
 		if err != nil {
 			if conflict.IsTransient(err) {
@@ -110,19 +112,8 @@ func (e *Executor) expireSnapshots(ctx context.Context, log *slog.Logger, job pl
 		}
 		return nil
 	}
-	bo := backoff.NewExponentialBackOff()
-	bo.InitialInterval = 20 * time.Millisecond
-	bo.MaxInterval = 500 * time.Millisecond
-	bo.MaxElapsedTime = job.Settings.CommitRetryTime
-	notify := func(err error, wait time.Duration) {
-		e.met.CommitRetries.WithLabelValues(job.TableName).Inc()
-		log.Info("commit conflict; retrying", "attempt", rep.Attempts, "wait", wait, "error", err)
-	}
-	if err := backoff.RetryNotify(op, backoff.WithContext(bo, ctx), notify); err != nil {
-		if conflict.IsRetryable(err) {
-			return planner.Result{Outcome: planner.GaveUp, Err: fmt.Errorf("gave up after %d attempts: %w", rep.Attempts, err)}, rep
-		}
-		return planner.Result{Outcome: planner.Failed, Err: err}, rep
+	if err := e.retryCommits(ctx, log, job, op, func() (int, time.Time) { return rep.Attempts, attemptStart }); err != nil {
+		return retryOutcome(err, rep.Attempts), rep
 	}
 	if noop {
 		log.Info("no snapshot to expire", "older_than", olderThan, "retain_last", job.Settings.RetainLast)

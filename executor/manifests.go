@@ -25,8 +25,10 @@ func (e *Executor) rewriteManifests(ctx context.Context, log *slog.Logger, job p
 		committed *table.Table
 		noop      bool
 	)
+	var attemptStart time.Time
 	op := func() error {
 		rep.Attempts++
+		attemptStart = time.Now()
 		tbl, err := e.cat.LoadTable(ctx, job.Table)
 		if err != nil {
 			if conflict.IsTransient(err) {
@@ -63,19 +65,8 @@ func (e *Executor) rewriteManifests(ctx context.Context, log *slog.Logger, job p
 		}
 		return backoff.Permanent(fmt.Errorf("commit: %w", err))
 	}
-	bo := backoff.NewExponentialBackOff()
-	bo.InitialInterval = 20 * time.Millisecond
-	bo.MaxInterval = 500 * time.Millisecond
-	bo.MaxElapsedTime = job.Settings.CommitRetryTime
-	notify := func(err error, wait time.Duration) {
-		e.met.CommitRetries.WithLabelValues(job.TableName).Inc()
-		log.Info("commit conflict; retrying", "attempt", rep.Attempts, "wait", wait, "error", err)
-	}
-	if err := backoff.RetryNotify(op, backoff.WithContext(bo, ctx), notify); err != nil {
-		if conflict.IsRetryable(err) {
-			return planner.Result{Outcome: planner.GaveUp, Err: fmt.Errorf("gave up after %d attempts: %w", rep.Attempts, err)}, rep
-		}
-		return planner.Result{Outcome: planner.Failed, Err: err}, rep
+	if err := e.retryCommits(ctx, log, job, op, func() (int, time.Time) { return rep.Attempts, attemptStart }); err != nil {
+		return retryOutcome(err, rep.Attempts), rep
 	}
 	if noop {
 		return planner.Result{Outcome: planner.Noop}, rep

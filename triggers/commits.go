@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -76,8 +75,7 @@ type CommitConsumer struct {
 	ctx     context.Context
 	cc      jetstream.ConsumeContext
 
-	mu      sync.Mutex
-	waiting bool // logged "waiting for the catalog" and not yet recovered
+	retry *redelivery
 }
 
 // EnsureStreams creates (or updates) the commit stream and the dead-letter
@@ -127,7 +125,8 @@ func StartCommits(ctx context.Context, js jetstream.JetStream, opts CommitOption
 	if err != nil {
 		return nil, fmt.Errorf("create durable consumer %s on %s: %w", opts.Durable, opts.Stream, err)
 	}
-	c := &CommitConsumer{js: js, opts: opts, applier: applier, log: log, met: met, ctx: ctx}
+	c := &CommitConsumer{js: js, opts: opts, applier: applier, log: log, met: met, ctx: ctx,
+		retry: &redelivery{source: "commit", what: "event", base: opts.RetryBase, max: opts.RetryMax, log: log, met: met}}
 	cc, err := cons.Consume(c.handle)
 	if err != nil {
 		return nil, fmt.Errorf("consume %s: %w", opts.Stream, err)
@@ -158,7 +157,7 @@ func (c *CommitConsumer) handle(msg jetstream.Msg) {
 			c.log.Warn("ack failed; the event will be redelivered and re-applied idempotently",
 				"table", ev.QualifiedName(), "snapshot_id", ev.SnapshotID, "error", ackErr)
 		}
-		c.recovered(ev)
+		c.retry.recovered("table", ev.QualifiedName())
 		c.met.Events.WithLabelValues("commit", metrics.OutcomeApplied).Inc()
 	case errors.Is(err, planner.ErrOtherCatalog):
 		c.met.Events.WithLabelValues("commit", metrics.OutcomeOtherCatalog).Inc()
@@ -169,7 +168,7 @@ func (c *CommitConsumer) handle(msg jetstream.Msg) {
 	case errors.Is(err, planner.ErrNotWatched):
 		c.reject(msg, events.ReasonNamespaceNotWatched, metrics.OutcomeNotWatched, err)
 	default:
-		c.retryLater(msg, ev, err)
+		c.retry.later(c.ctx, msg, err, "table", ev.QualifiedName(), "snapshot_id", ev.SnapshotID)
 	}
 }
 
@@ -189,40 +188,4 @@ func (c *CommitConsumer) reject(msg jetstream.Msg, reason, outcome string, cause
 	c.log.Warn("event dead-lettered", "subject", msg.Subject(), "reason", reason, "error", cause,
 		"dead_letter_subject", c.opts.DeadLetterSubject)
 	_ = msg.Ack()
-}
-
-func (c *CommitConsumer) retryLater(msg jetstream.Msg, ev events.CommitEvent, cause error) {
-	delivered := uint64(1)
-	if md, err := msg.Metadata(); err == nil && md.NumDelivered > 0 {
-		delivered = md.NumDelivered
-	}
-	delay := c.opts.RetryBase
-	for i := uint64(1); i < delivered && delay < c.opts.RetryMax; i++ {
-		delay *= 2
-	}
-	delay = min(delay, c.opts.RetryMax)
-	c.met.Events.WithLabelValues("commit", metrics.OutcomeRetry).Inc()
-	c.mu.Lock()
-	first := !c.waiting
-	c.waiting = true
-	c.mu.Unlock()
-	level := slog.LevelDebug
-	if first || delivered%10 == 0 {
-		level = slog.LevelWarn
-	}
-	c.log.Log(c.ctx, level, "waiting for the catalog: event not applied, will be redelivered",
-		"table", ev.QualifiedName(), "snapshot_id", ev.SnapshotID, "delivery", delivered, "retry_in", delay, "error", cause)
-	if err := msg.NakWithDelay(delay); err != nil {
-		c.log.Warn("nak failed; the event will be redelivered after the ack wait", "table", ev.QualifiedName(), "error", err)
-	}
-}
-
-func (c *CommitConsumer) recovered(ev events.CommitEvent) {
-	c.mu.Lock()
-	was := c.waiting
-	c.waiting = false
-	c.mu.Unlock()
-	if was {
-		c.log.Info("catalog reachable again; applying events", "table", ev.QualifiedName())
-	}
 }

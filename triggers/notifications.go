@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -83,8 +82,7 @@ type NotificationConsumer struct {
 	ctx     context.Context
 	cc      jetstream.ConsumeContext
 
-	mu      sync.Mutex
-	waiting bool
+	retry *redelivery
 }
 
 // StartNotifications ensures the notification stream and durable consumer
@@ -120,7 +118,8 @@ func StartNotifications(ctx context.Context, js jetstream.JetStream, opts Notifi
 	if err != nil {
 		return nil, fmt.Errorf("create durable consumer %s on %s: %w", opts.Durable, opts.Stream, err)
 	}
-	c := &NotificationConsumer{js: js, opts: opts, applier: applier, log: log, met: met, ctx: ctx}
+	c := &NotificationConsumer{js: js, opts: opts, applier: applier, log: log, met: met, ctx: ctx,
+		retry: &redelivery{source: "notification", what: "notification", base: opts.RetryBase, max: opts.RetryMax, log: log, met: met}}
 	cc, err := cons.Consume(c.handle)
 	if err != nil {
 		return nil, fmt.Errorf("consume %s: %w", opts.Stream, err)
@@ -169,11 +168,11 @@ func (c *NotificationConsumer) handle(msg jetstream.Msg) {
 			// Transient: redeliver the whole message later. The events
 			// applied so far re-apply harmlessly (tracking and commits are
 			// idempotent).
-			c.retryLater(msg, ev, err)
+			c.retry.later(c.ctx, msg, err, "location", ev.Location())
 			return
 		}
 	}
-	c.recovered()
+	c.retry.recovered()
 	c.met.Events.WithLabelValues("notification", metrics.OutcomeApplied).Inc()
 	_ = msg.Ack()
 }
@@ -191,40 +190,6 @@ func (c *NotificationConsumer) reject(msg jetstream.Msg, cause error) {
 	c.log.Warn("notification dead-lettered", "subject", msg.Subject(), "reason", events.ReasonMalformed,
 		"error", cause, "dead_letter_subject", c.opts.DeadLetterSubject)
 	_ = msg.Ack()
-}
-
-func (c *NotificationConsumer) retryLater(msg jetstream.Msg, ev events.ObjectEvent, cause error) {
-	delivered := uint64(1)
-	if md, err := msg.Metadata(); err == nil && md.NumDelivered > 0 {
-		delivered = md.NumDelivered
-	}
-	delay := c.opts.RetryBase
-	for i := uint64(1); i < delivered && delay < c.opts.RetryMax; i++ {
-		delay *= 2
-	}
-	delay = min(delay, c.opts.RetryMax)
-	c.met.Events.WithLabelValues("notification", metrics.OutcomeRetry).Inc()
-	c.mu.Lock()
-	first := !c.waiting
-	c.waiting = true
-	c.mu.Unlock()
-	level := slog.LevelDebug
-	if first || delivered%10 == 0 {
-		level = slog.LevelWarn
-	}
-	c.log.Log(c.ctx, level, "waiting for the catalog: notification not applied, will be redelivered",
-		"location", ev.Location(), "delivery", delivered, "retry_in", delay, "error", cause)
-	_ = msg.NakWithDelay(delay)
-}
-
-func (c *NotificationConsumer) recovered() {
-	c.mu.Lock()
-	was := c.waiting
-	c.waiting = false
-	c.mu.Unlock()
-	if was {
-		c.log.Info("catalog reachable again; applying notifications")
-	}
 }
 
 // subjectMatches reports whether subject matches a NATS subject pattern
