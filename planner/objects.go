@@ -108,6 +108,7 @@ func (p *Planner) trackData(tl tableLocation, ev events.ObjectEvent) ObjectOutco
 	switch ev.Action {
 	case events.ObjectRemoved:
 		delete(st.unconfirmed, loc)
+		delete(st.dryRunReported, loc)
 		st.removed.add(loc, ev.Time)
 		return ObjectRemoved
 	case events.ObjectCreated:
@@ -140,6 +141,12 @@ func (p *Planner) trackData(tl tableLocation, ev events.ObjectEvent) ObjectOutco
 	}
 	st.unconfirmed[loc] = unconfirmedFile{size: ev.Size, created: created}
 	p.met.UnconfirmedFiles.WithLabelValues(tl.name).Set(float64(len(st.unconfirmed)))
+	// Wake when it would become an orphan candidate: nothing else may
+	// happen on this table until then. (Before the table's first commit is
+	// applied its settings are unknown; that evaluation arms the timer.)
+	if st.counters.partitions != nil && st.running == nil && st.settings.OrphanMargin > 0 {
+		p.wakeAtLocked(st, created.Add(st.settings.OrphanMargin))
+	}
 	return ObjectTracked
 }
 

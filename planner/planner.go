@@ -96,8 +96,8 @@ type tableState struct {
 	deferredDueAt         time.Time
 	manifestCooldownUntil time.Time
 	orphanCooldownUntil   time.Time
-	nextListing           time.Time // first set when the table is first seen
-	dryRunReported        int       // candidates the last dry run reported
+	nextListing           time.Time       // first set when the table is first seen
+	dryRunReported        map[string]bool // candidates a dry run already reported
 
 	manifestSettledAt int // manifest count a no-op rewrite left; 0: none
 }
@@ -416,8 +416,17 @@ func (p *Planner) orphanJobLocked(st *tableState, now time.Time, deferUntil func
 			deferUntil(f.created.Add(set.OrphanMargin))
 		}
 	}
-	if len(cands) == 0 || (!set.OrphanDelete && len(cands) == st.dryRunReported) {
+	if len(cands) == 0 {
 		return nil
+	}
+	if !set.OrphanDelete {
+		fresh := false
+		for _, c := range cands {
+			fresh = fresh || !st.dryRunReported[c.Location]
+		}
+		if !fresh {
+			return nil // a dry run reported all of them already
+		}
 	}
 	sort.Slice(cands, func(i, j int) bool { return cands[i].Created.Before(cands[j].Created) })
 	return &Job{OrphanSource: OrphansFromTracking, OrphanCandidates: cands, Reasons: []Reason{{Partition: tableWide,
@@ -516,11 +525,17 @@ func (p *Planner) Finished(ctx context.Context, job Job, res Result) {
 		if job.OrphanSource == OrphansFromListing && res.Outcome != Failed {
 			st.nextListing = now.Add(job.Settings.OrphanListingInterval)
 		}
-		if !job.Settings.OrphanDelete {
-			st.dryRunReported = len(job.OrphanCandidates)
+		if !job.Settings.OrphanDelete && res.Outcome != Failed {
+			if st.dryRunReported == nil {
+				st.dryRunReported = map[string]bool{}
+			}
+			for _, c := range job.OrphanCandidates {
+				st.dryRunReported[c.Location] = true
+			}
 		}
 		for _, loc := range res.Settled {
 			delete(st.unconfirmed, normalizeLocation(loc))
+			delete(st.dryRunReported, normalizeLocation(loc))
 		}
 	}
 	if job.Kind == KindRewriteManifests {

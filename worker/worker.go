@@ -280,7 +280,7 @@ func Start(ctx context.Context, cfg Config) (_ *Worker, err error) {
 	}
 	w.Pool.OnFinish(func(ctx context.Context, job planner.Job, res planner.Result, rep executor.Report) {
 		w.Planner.Finished(ctx, job, res)
-		if job.Kind == planner.KindRemoveOrphans {
+		if job.Kind == planner.KindRemoveOrphans && len(rep.Orphans.Orphans) > 0 {
 			w.publish(DefaultOrphanSubjectPrefix+"."+job.TableName, rep.Orphans)
 		}
 		w.reportHealth(healthPrefix, job.TableName)
