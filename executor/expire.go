@@ -86,6 +86,14 @@ func (e *Executor) expireSnapshots(ctx context.Context, log *slog.Logger, job pl
 			return backoff.Permanent(fmt.Errorf("read history before expiry: %w", err))
 		}
 		next, err := txn.Commit(ctx)
+		if err != nil && next != nil {
+			// The catalog took the commit; only deleting some of the
+			// unreachable files failed. The expiry stands; orphan cleanup
+			// will find what is left.
+			log.Warn("expiry committed, but deleting some unreachable files failed; orphan cleanup will find them",
+				"error", err)
+			err = nil
+		}
 		if err != nil {
 			if conflict.Is(err) {
 				rep.Conflicts++

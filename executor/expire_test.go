@@ -230,3 +230,30 @@ func TestDeferredExpiryDeletion(t *testing.T) {
 		t.Errorf("rows %v, written %v", got, f.writer.Written())
 	}
 }
+
+// A file expiry would delete is already gone: iceberg-go's post-commit
+// deletion fails, but the expiry did commit and must be reported as such.
+func TestExpiryCommittedDespiteDeletionFailure(t *testing.T) {
+	f := newFixture(t, nil)
+	for range 6 {
+		f.commit("a", 10)
+	}
+	old := f.dataFiles("a")
+	if res, _ := f.exec.Run(f.ctx, f.job("defaults: {target_file_size: 1MiB, small_file_count: 5}", "a")); res.Outcome != planner.Succeeded {
+		t.Fatalf("compaction: %v %v", res.Outcome, res.Err)
+	}
+	for loc := range old {
+		if err := os.Remove(strings.TrimPrefix(loc, "file://")); err != nil {
+			t.Fatal(err)
+		}
+		break
+	}
+	time.Sleep(5 * time.Millisecond)
+	res, rep := f.exec.Run(f.ctx, f.expireJob("defaults: {snapshot_max_age: 1ms, min_reader_margin: 0s, retain_last: 1}", time.Millisecond))
+	if res.Outcome != planner.Succeeded || rep.Commits != 1 || rep.Expiry.ExpiredSnapshots == 0 {
+		t.Fatalf("outcome %v (err %v), report %+v: the expiry committed", res.Outcome, res.Err, rep.Expiry)
+	}
+	if n := len(f.load().Metadata().Snapshots()); n != 1 {
+		t.Errorf("%d snapshots left, want 1", n)
+	}
+}
