@@ -33,13 +33,7 @@ var errUnhealthy = errors.New("table is unhealthy")
 // healthCmd is `reactor health TABLE`.
 func healthCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("health", "health [flags] TABLE", healthDescription)
-	dataDir := fs.String("data-dir", "./reactor-data", "`directory` of the embedded catalog")
-	catalogName := fs.String("catalog-name", "reactor", "catalog `name` (iceberg-go catalog registry)")
-	catalogURI := fs.String("catalog-uri", "", "catalog `URI`; empty with no other catalog setting uses the embedded catalog")
-	catalogType := fs.String("catalog-type", "", "catalog `type`: rest or sql")
-	warehouse := fs.String("warehouse", "", "warehouse `location` passed to the catalog")
-	var props propsFlag
-	fs.Var(&props, "catalog-prop", "extra catalog property `key=value`, repeatable")
+	catFlags := addCatalogFlags(fs, "`directory` of the embedded catalog")
 	thresholdsFile := fs.String("thresholds", "", "thresholds YAML `file`; empty uses the built-in defaults")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	annotateEnv(fs)
@@ -59,11 +53,11 @@ func healthCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			return &usageError{err: err}
 		}
 	}
-	catProps, err := catalogProperties(*catalogType, *catalogURI, *warehouse, &props)
+	catProps, err := catFlags.properties()
 	if err != nil {
 		return err
 	}
-	cat, err := worker.OpenCatalog(ctx, worker.Config{DataDir: *dataDir, CatalogName: *catalogName, CatalogProps: catProps,
+	cat, err := worker.OpenCatalog(ctx, worker.Config{DataDir: *catFlags.dataDir, CatalogName: *catFlags.name, CatalogProps: catProps,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		return fmt.Errorf("open catalog: %w", err)

@@ -51,13 +51,7 @@ REACTOR_CATALOG_PROP takes a comma-separated list of key=value pairs.`
 func parseRunConfig(args []string, getenv func(string) string, stdout io.Writer) (runConfig, error) {
 	fs := newFlagSet("run", "run [flags]", runDescription)
 	natsURL := fs.String("nats-url", "", "NATS server `URL`; empty starts an embedded server under --data-dir")
-	dataDir := fs.String("data-dir", "./reactor-data", "`directory` for the embedded NATS store and the embedded catalog")
-	catalogName := fs.String("catalog-name", "reactor", "catalog `name` (iceberg-go catalog registry)")
-	catalogURI := fs.String("catalog-uri", "", "catalog `URI` (REST endpoint or SQL DSN); empty with no other catalog setting uses the embedded catalog")
-	catalogType := fs.String("catalog-type", "", "catalog `type`: rest or sql (default rest for an http(s) URI)")
-	warehouse := fs.String("warehouse", "", "warehouse `location` passed to the catalog")
-	var props propsFlag
-	fs.Var(&props, "catalog-prop", "extra catalog property `key=value`, repeatable (sql.driver, sql.dialect, credentials, ...)")
+	cat := addCatalogFlags(fs, "`directory` for the embedded NATS store and the embedded catalog")
 	thresholdsFile := fs.String("thresholds", "", "thresholds YAML `file`; empty uses the built-in defaults")
 	commitSubject := fs.String("commit-subject", triggers.DefaultCommitSubject, "NATS `subject` of commit events")
 	deadLetter := fs.String("dead-letter-subject", triggers.DefaultDeadLetterSubject, "NATS `subject` for events that cannot be applied")
@@ -81,8 +75,8 @@ func parseRunConfig(args []string, getenv func(string) string, stdout io.Writer)
 
 	cfg := runConfig{
 		natsURL:        strings.TrimSpace(*natsURL),
-		dataDir:        *dataDir,
-		catalogName:    *catalogName,
+		dataDir:        *cat.dataDir,
+		catalogName:    *cat.name,
 		thresholdsFile: *thresholdsFile,
 		commits: triggers.CommitOptions{
 			Subject:           *commitSubject,
@@ -125,7 +119,7 @@ func parseRunConfig(args []string, getenv func(string) string, stdout io.Writer)
 			return runConfig{}, usageErrorf("--nats-url: %w", err)
 		}
 	}
-	if cfg.catalogProps, err = catalogProperties(*catalogType, *catalogURI, *warehouse, &props); err != nil {
+	if cfg.catalogProps, err = cat.properties(); err != nil {
 		return runConfig{}, err
 	}
 	if cfg.dataDir == "" && (cfg.natsURL == "" || cfg.catalogProps == nil) {
