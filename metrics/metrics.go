@@ -44,6 +44,7 @@ type Metrics struct {
 	StateRebuilds    *prometheus.CounterVec
 	FilesRewritten   *prometheus.CounterVec
 	FilesAdded       *prometheus.CounterVec
+	ConfigReloads    *prometheus.CounterVec
 	Objects          *prometheus.CounterVec
 	UnconfirmedFiles *prometheus.GaugeVec
 	DataFiles        *prometheus.GaugeVec
@@ -91,6 +92,10 @@ func New() *Metrics {
 			Name: "reactor_added_data_files_total",
 			Help: "Data files written by compaction, by table.",
 		}, []string{"table"}),
+		ConfigReloads: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "reactor_config_reloads_total",
+			Help: "Thresholds file reloads, by result (applied, error).",
+		}, []string{"result"}),
 		Objects: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "reactor_objects_total",
 			Help: "Objects from bucket notifications, by outcome (commit, tracked, confirmed, removed, ignored, outside, tracking_full).",
@@ -109,7 +114,7 @@ func New() *Metrics {
 		}, []string{"table"}),
 	}
 	m.Registry.MustRegister(m.Events, m.JobsScheduled, m.Jobs, m.JobDuration, m.CommitConflicts,
-		m.CommitRetries, m.StateRebuilds, m.FilesRewritten, m.FilesAdded, m.Objects, m.UnconfirmedFiles,
+		m.CommitRetries, m.StateRebuilds, m.FilesRewritten, m.FilesAdded, m.ConfigReloads, m.Objects, m.UnconfirmedFiles,
 		m.DataFiles, m.SmallFiles)
 	return m
 }

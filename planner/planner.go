@@ -134,6 +134,10 @@ func New(opts Options) *Planner {
 	return p
 }
 
+// SetConfig replaces the thresholds. Each table picks them up at its next
+// evaluation; running jobs keep the settings they were scheduled with.
+func (p *Planner) SetConfig(cfg *thresholds.Config) { p.cfg.Store(cfg) }
+
 // Close stops every pending timer; no job is dispatched after it returns.
 func (p *Planner) Close() {
 	p.mu.Lock()

@@ -52,7 +52,11 @@ type Config struct {
 	CatalogName  string
 	CatalogProps iceberg.Properties
 	Thresholds   *thresholds.Config
-	Commits      triggers.CommitOptions
+	// ThresholdsFile, when set, is watched and reloaded on change (a
+	// mounted ConfigMap); Thresholds must hold its current content.
+	ThresholdsFile   string
+	ThresholdsReload time.Duration // how often it is checked (default 5s)
+	Commits          triggers.CommitOptions
 	// Notifications configures bucket-notification sources; the default
 	// is one source, subject minio.events with URL-encoded keys.
 	Notifications        triggers.NotificationOptions
@@ -293,6 +297,18 @@ func Start(ctx context.Context, cfg Config) (_ *Worker, err error) {
 	w.consumer, err = triggers.StartCommits(runCtx, w.JS, cfg.Commits, w.Planner, cfg.Logger, cfg.Metrics)
 	if err != nil {
 		return nil, fmt.Errorf("worker: %w", err)
+	}
+	if cfg.ThresholdsFile != "" {
+		initial, err := os.ReadFile(cfg.ThresholdsFile)
+		if err != nil {
+			return nil, fmt.Errorf("worker: %w", err)
+		}
+		every := cfg.ThresholdsReload
+		if every <= 0 {
+			every = 5 * time.Second
+		}
+		w.bg.Add(1)
+		go w.watchThresholds(runCtx, cfg.ThresholdsFile, every, initial)
 	}
 	if !cfg.DisableNotifications {
 		if cfg.Notifications.DeadLetterSubject == "" {

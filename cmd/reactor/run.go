@@ -209,9 +209,11 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		CatalogName:  cfg.catalogName,
 		CatalogProps: cfg.catalogProps,
 		Thresholds:   cfg.thresholds,
-		Commits:      cfg.commits,
-		Concurrency:  cfg.concurrency,
-		Logger:       log,
+
+		ThresholdsFile: cfg.thresholdsFile,
+		Commits:        cfg.commits,
+		Concurrency:    cfg.concurrency,
+		Logger:         log,
 
 		Notifications:        cfg.notifications,
 		DisableNotifications: cfg.noNotification,
