@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -75,7 +76,8 @@ type CommitConsumer struct {
 	ctx     context.Context
 	cc      jetstream.ConsumeContext
 
-	retry *redelivery
+	retry    *redelivery
+	stopOnce sync.Once
 }
 
 // EnsureStreams creates (or updates) the commit stream and the dead-letter
@@ -137,10 +139,13 @@ func StartCommits(ctx context.Context, js jetstream.JetStream, opts CommitOption
 	return c, nil
 }
 
-// Stop stops taking new messages and waits for the one in hand.
+// Stop stops taking new messages and waits for the one in hand. It may be
+// called more than once.
 func (c *CommitConsumer) Stop() {
-	c.cc.Drain()
-	<-c.cc.Closed()
+	c.stopOnce.Do(func() {
+		c.cc.Drain()
+		<-c.cc.Closed()
+	})
 }
 
 func (c *CommitConsumer) handle(msg jetstream.Msg) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -82,7 +83,8 @@ type NotificationConsumer struct {
 	ctx     context.Context
 	cc      jetstream.ConsumeContext
 
-	retry *redelivery
+	retry    *redelivery
+	stopOnce sync.Once
 }
 
 // StartNotifications ensures the notification stream and durable consumer
@@ -129,10 +131,13 @@ func StartNotifications(ctx context.Context, js jetstream.JetStream, opts Notifi
 	return c, nil
 }
 
-// Stop stops taking new messages and waits for the one in hand.
+// Stop stops taking new messages and waits for the one in hand. It may be
+// called more than once.
 func (c *NotificationConsumer) Stop() {
-	c.cc.Drain()
-	<-c.cc.Closed()
+	c.stopOnce.Do(func() {
+		c.cc.Drain()
+		<-c.cc.Closed()
+	})
 }
 
 func (c *NotificationConsumer) encodingFor(subject string) events.KeyEncoding {

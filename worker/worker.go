@@ -338,6 +338,38 @@ func (w *Worker) Close() {
 	w.closeOnce.Do(w.close)
 }
 
+// Shutdown stops taking events and scheduling jobs, gives running jobs up
+// to grace to finish (commit or give up on their own), then abandons the
+// rest cleanly (their uncommitted outputs are deleted) and closes. It
+// reports whether every job finished within the grace period.
+func (w *Worker) Shutdown(grace time.Duration) bool {
+	if w.consumer != nil {
+		w.consumer.Stop()
+	}
+	if w.objects != nil {
+		w.objects.Stop()
+	}
+	if w.Planner != nil {
+		w.Planner.Close()
+	}
+	done := make(chan struct{})
+	go func() {
+		if w.Pool != nil {
+			w.Pool.Wait()
+		}
+		close(done)
+	}()
+	finished := true
+	select {
+	case <-done:
+	case <-time.After(grace):
+		finished = false
+		w.log.Warn("shutdown grace period over; abandoning running jobs", "grace", grace)
+	}
+	w.Close()
+	return finished
+}
+
 func (w *Worker) close() {
 	if w.http != nil {
 		shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

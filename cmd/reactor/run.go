@@ -10,6 +10,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/apache/iceberg-go"
 
@@ -31,6 +32,7 @@ type runConfig struct {
 	notifications  triggers.NotificationOptions
 	noNotification bool
 	httpAddr       string
+	shutdownGrace  time.Duration
 	concurrency    int
 	logLevel       slog.Level
 }
@@ -61,6 +63,7 @@ func parseRunConfig(args []string, getenv func(string) string, stdout io.Writer)
 		"how that source encodes object keys: url (MinIO, AWS) or raw (versitygw)")
 	var extraSources propsFlag
 	fs.Var(&extraSources, "notification-source", "another notification source `subject=encoding` (url or raw), repeatable")
+	grace := fs.Duration("shutdown-grace", 30*time.Second, "on SIGTERM, how long running jobs may take to finish before they are abandoned")
 	httpAddr := fs.String("http-addr", ":9090", "`address` for /metrics, /healthz and /readyz; empty disables them")
 	concurrency := fs.Int("concurrency", 2, "run at most `n` compaction jobs at once, across tables")
 	logLevel := fs.String("log-level", "info", "log `level`: debug, info, warn or error")
@@ -82,8 +85,9 @@ func parseRunConfig(args []string, getenv func(string) string, stdout io.Writer)
 			Subject:           *commitSubject,
 			DeadLetterSubject: *deadLetter,
 		},
-		concurrency: *concurrency,
-		httpAddr:    strings.TrimSpace(*httpAddr),
+		concurrency:   *concurrency,
+		httpAddr:      strings.TrimSpace(*httpAddr),
+		shutdownGrace: *grace,
 	}
 	var err error
 	if cfg.logLevel, err = parseLogLevel(*logLevel); err != nil {
@@ -225,8 +229,10 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	log.Info("reactor running; send SIGINT or SIGTERM to stop")
 	<-ctx.Done()
-	log.Info("reactor shutting down: abandoning running jobs and deleting their uncommitted files")
-	w.Close()
+	log.Info("reactor shutting down: no new events or jobs; waiting for running jobs", "grace", cfg.shutdownGrace)
+	if !w.Shutdown(cfg.shutdownGrace) {
+		log.Warn("jobs still running after the grace period were abandoned; their uncommitted files were deleted")
+	}
 	st := w.Pool.Stats()
 	log.Info("reactor stopped", "jobs", st.Jobs, "succeeded", st.Succeeded, "noop", st.Noop,
 		"gave_up", st.GaveUp, "failed", st.Failed, "conflicts", st.Conflicts,
