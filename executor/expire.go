@@ -14,7 +14,6 @@ import (
 	"github.com/apache/iceberg-go/table"
 	"github.com/cenkalti/backoff/v4"
 
-	"github.com/icereactor/reactor/conflict"
 	"github.com/icereactor/reactor/planner"
 )
 
@@ -51,12 +50,9 @@ func (e *Executor) expireSnapshots(ctx context.Context, log *slog.Logger, job pl
 	op := func() error {
 		rep.Attempts++
 		attemptStart = time.Now()
-		tbl, err := e.cat.LoadTable(ctx, job.Table)
+		tbl, err := e.loadForAttempt(ctx, job)
 		if err != nil {
-			if conflict.IsTransient(err) {
-				return err
-			}
-			return backoff.Permanent(fmt.Errorf("load table: %w", err))
+			return err
 		}
 		fs, err := tbl.FS(ctx)
 		if err != nil {
@@ -95,15 +91,7 @@ func (e *Executor) expireSnapshots(ctx context.Context, log *slog.Logger, job pl
 			err = nil
 		}
 		if err != nil {
-			if conflict.Is(err) {
-				rep.Conflicts++
-				e.met.CommitConflicts.WithLabelValues(job.TableName).Inc()
-				return err
-			}
-			if conflict.IsTransient(err) {
-				return err
-			}
-			return backoff.Permanent(fmt.Errorf("commit expiry: %w", err))
+			return e.commitFailure(job, &rep, "expiry", err)
 		}
 		committed = next
 		after, err := reachable(ctx, fs, next.Metadata())

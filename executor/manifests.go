@@ -10,7 +10,6 @@ import (
 	"github.com/apache/iceberg-go/table"
 	"github.com/cenkalti/backoff/v4"
 
-	"github.com/icereactor/reactor/conflict"
 	"github.com/icereactor/reactor/planner"
 )
 
@@ -29,12 +28,9 @@ func (e *Executor) rewriteManifests(ctx context.Context, log *slog.Logger, job p
 	op := func() error {
 		rep.Attempts++
 		attemptStart = time.Now()
-		tbl, err := e.cat.LoadTable(ctx, job.Table)
+		tbl, err := e.loadForAttempt(ctx, job)
 		if err != nil {
-			if conflict.IsTransient(err) {
-				return err
-			}
-			return backoff.Permanent(fmt.Errorf("load table: %w", err))
+			return err
 		}
 		keys := planner.NewKeyer(tbl.Metadata())
 		txn := tbl.NewTransaction()
@@ -55,15 +51,7 @@ func (e *Executor) rewriteManifests(ctx context.Context, log *slog.Logger, job p
 			rep.ManifestsRewritten, rep.ManifestsAdded = len(res.RewrittenManifests), len(res.AddedManifests)
 			return nil
 		}
-		if conflict.Is(err) {
-			rep.Conflicts++
-			e.met.CommitConflicts.WithLabelValues(job.TableName).Inc()
-			return err
-		}
-		if conflict.IsTransient(err) {
-			return err
-		}
-		return backoff.Permanent(fmt.Errorf("commit: %w", err))
+		return e.commitFailure(job, &rep, "manifest rewrite", err)
 	}
 	if err := e.retryCommits(ctx, log, job, op, func() (int, time.Time) { return rep.Attempts, attemptStart }); err != nil {
 		return retryOutcome(err, rep.Attempts), rep

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/apache/iceberg-go/table"
 	"github.com/cenkalti/backoff/v4"
 
 	"github.com/icereactor/reactor/conflict"
@@ -40,4 +41,33 @@ func retryOutcome(err error, attempts int) planner.Result {
 		return planner.Result{Outcome: planner.GaveUp, Err: fmt.Errorf("gave up after %d attempts: %w", attempts, err)}
 	}
 	return planner.Result{Outcome: planner.Failed, Err: err}
+}
+
+// loadForAttempt loads the job's table at the start of a commit attempt:
+// lock contention is retried like a conflict, anything else ends the job.
+func (e *Executor) loadForAttempt(ctx context.Context, job planner.Job) (*table.Table, error) {
+	tbl, err := e.cat.LoadTable(ctx, job.Table)
+	if err == nil {
+		return tbl, nil
+	}
+	if conflict.IsTransient(err) {
+		return nil, err
+	}
+	return nil, backoff.Permanent(fmt.Errorf("load table: %w", err))
+}
+
+// commitFailure classifies a failed catalog commit for retryCommits: a lost
+// race is counted and retried, lock contention retried, anything else ends
+// the job.
+func (e *Executor) commitFailure(job planner.Job, rep *Report, what string, err error) error {
+	switch {
+	case conflict.Is(err):
+		rep.Conflicts++
+		e.met.CommitConflicts.WithLabelValues(job.TableName).Inc()
+		return err
+	case conflict.IsTransient(err):
+		return err
+	default:
+		return backoff.Permanent(fmt.Errorf("commit %s: %w", what, err))
+	}
 }

@@ -53,12 +53,7 @@ func (o *CommitOptions) defaults() {
 	if o.DeadLetterStream == "" {
 		o.DeadLetterStream = DefaultDeadLetterStream
 	}
-	if o.RetryBase <= 0 {
-		o.RetryBase = 250 * time.Millisecond
-	}
-	if o.RetryMax <= 0 {
-		o.RetryMax = 30 * time.Second
-	}
+	o.RetryBase, o.RetryMax = retryDefaults(o.RetryBase, o.RetryMax)
 }
 
 // Applier applies one commit event (the planner).

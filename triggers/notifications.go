@@ -60,12 +60,7 @@ func (o *NotificationOptions) defaults() {
 	if o.DeadLetterSubject == "" {
 		o.DeadLetterSubject = DefaultDeadLetterSubject
 	}
-	if o.RetryBase <= 0 {
-		o.RetryBase = 250 * time.Millisecond
-	}
-	if o.RetryMax <= 0 {
-		o.RetryMax = 30 * time.Second
-	}
+	o.RetryBase, o.RetryMax = retryDefaults(o.RetryBase, o.RetryMax)
 }
 
 // ObjectApplier applies object events (the planner).

@@ -61,3 +61,15 @@ func (r *redelivery) recovered(attrs ...any) {
 		r.log.Info("catalog reachable again; applying "+r.what+"s", attrs...)
 	}
 }
+
+// retryDefaults fills in the redelivery delays both consumers use by
+// default: 250 ms doubling to 30 s.
+func retryDefaults(base, maxDelay time.Duration) (time.Duration, time.Duration) {
+	if base <= 0 {
+		base = 250 * time.Millisecond
+	}
+	if maxDelay <= 0 {
+		maxDelay = 30 * time.Second
+	}
+	return base, maxDelay
+}
