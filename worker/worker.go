@@ -43,6 +43,8 @@ type Config struct {
 	// NATSURL of the NATS server; empty starts an embedded one with its
 	// JetStream store under DataDir.
 	NATSURL string
+	// NATSCreds is a credentials file for NATSURL's server (optional).
+	NATSCreds string
 	// DataDir holds the embedded NATS store, and the embedded catalog when
 	// no catalog is configured.
 	DataDir string
@@ -242,13 +244,17 @@ func Start(ctx context.Context, cfg Config) (_ *Worker, err error) {
 		url = w.NATS.URL()
 		cfg.Logger.Info("started embedded NATS server", "url", url, "store", store)
 	}
-	w.Conn, err = nats.Connect(url, nats.Name("reactor"), nats.MaxReconnects(-1),
+	opts := []nats.Option{nats.Name("reactor"), nats.MaxReconnects(-1),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, derr error) {
 			if derr != nil {
 				cfg.Logger.Warn("disconnected from NATS; reconnecting", "error", derr)
 			}
 		}),
-		nats.ReconnectHandler(func(c *nats.Conn) { cfg.Logger.Info("reconnected to NATS", "url", c.ConnectedUrl()) }))
+		nats.ReconnectHandler(func(c *nats.Conn) { cfg.Logger.Info("reconnected to NATS", "url", c.ConnectedUrl()) })}
+	if cfg.NATSCreds != "" {
+		opts = append(opts, nats.UserCredentials(cfg.NATSCreds))
+	}
+	w.Conn, err = nats.Connect(url, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("worker: connect to NATS at %s: %w", url, err)
 	}

@@ -23,6 +23,7 @@ import (
 // runConfig is `reactor run`'s command line, validated and resolved.
 type runConfig struct {
 	natsURL        string
+	natsCreds      string
 	dataDir        string
 	catalogName    string
 	catalogProps   iceberg.Properties // nil: the embedded SQLite catalog
@@ -53,6 +54,7 @@ REACTOR_CATALOG_PROP takes a comma-separated list of key=value pairs.`
 func parseRunConfig(args []string, getenv func(string) string, stdout io.Writer) (runConfig, error) {
 	fs := newFlagSet("run", "run [flags]", runDescription)
 	natsURL := fs.String("nats-url", "", "NATS server `URL`; empty starts an embedded server under --data-dir")
+	natsCreds := fs.String("nats-creds", "", "NATS credentials `file` (JWT and NKey seed), for a server that requires them")
 	cat := addCatalogFlags(fs, "`directory` for the embedded NATS store and the embedded catalog")
 	thresholdsFile := fs.String("thresholds", "", "thresholds YAML `file`; empty uses the built-in defaults")
 	commitSubject := fs.String("commit-subject", triggers.DefaultCommitSubject, "NATS `subject` of commit events")
@@ -78,6 +80,7 @@ func parseRunConfig(args []string, getenv func(string) string, stdout io.Writer)
 
 	cfg := runConfig{
 		natsURL:        strings.TrimSpace(*natsURL),
+		natsCreds:      strings.TrimSpace(*natsCreds),
 		dataDir:        *cat.dataDir,
 		catalogName:    *cat.name,
 		thresholdsFile: *thresholdsFile,
@@ -121,6 +124,14 @@ func parseRunConfig(args []string, getenv func(string) string, stdout io.Writer)
 	if cfg.natsURL != "" {
 		if _, err := url.Parse(cfg.natsURL); err != nil {
 			return runConfig{}, usageErrorf("--nats-url: %w", err)
+		}
+	}
+	if cfg.natsCreds != "" {
+		if cfg.natsURL == "" {
+			return runConfig{}, usageErrorf("--nats-creds needs --nats-url: the embedded server takes no credentials")
+		}
+		if _, err := os.Stat(cfg.natsCreds); err != nil {
+			return runConfig{}, usageErrorf("--nats-creds: %w", err)
 		}
 	}
 	if cfg.catalogProps, err = cat.properties(); err != nil {
@@ -209,6 +220,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 
 	w, err := worker.Start(ctx, worker.Config{
 		NATSURL:      cfg.natsURL,
+		NATSCreds:    cfg.natsCreds,
 		DataDir:      cfg.dataDir,
 		CatalogName:  cfg.catalogName,
 		CatalogProps: cfg.catalogProps,
