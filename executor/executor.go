@@ -66,6 +66,11 @@ type Report struct {
 	OutputFilesCleanedUp    int
 	StagedMetadataCleanedUp int
 	Duration                time.Duration
+	// FailedDataFiles are the inputs of groups that did not commit
+	// (Spark's failed_data_files_count): a failed batch and those after it.
+	FailedDataFiles int
+	// DryRun reports are what the job would have done.
+	DryRun bool
 }
 
 // Run executes job and reports how it ended. It never panics on bad input
@@ -141,6 +146,15 @@ func (e *Executor) compact(ctx context.Context, log *slog.Logger, job planner.Jo
 		return planner.Result{Outcome: planner.Noop}, rep
 	}
 	rep.Groups = len(groups)
+	if job.DryRun {
+		rep.DryRun = true
+		for _, g := range groups {
+			rep.RewrittenDataFiles += len(g.Tasks)
+			rep.RewrittenBytes += g.TotalSizeBytes
+			log.Info("would rewrite group", "partition", g.PartitionKey, "files", len(g.Tasks), "bytes", g.TotalSizeBytes)
+		}
+		return planner.Result{Outcome: planner.Succeeded}, rep
+	}
 
 	fs, err := tbl.FS(ctx)
 	if err != nil {
@@ -157,7 +171,7 @@ func (e *Executor) compact(ctx context.Context, log *slog.Logger, job planner.Jo
 			lastErr = ctx.Err()
 			break
 		}
-		results, err := e.writeBatch(ctx, tbl, b)
+		results, err := e.writeBatch(ctx, log, tbl, b)
 		if err != nil {
 			rep.OutputFilesCleanedUp += removeOutputs(fs, results, log)
 			rep.FailedBatches++
@@ -190,6 +204,13 @@ func (e *Executor) compact(ctx context.Context, log *slog.Logger, job planner.Jo
 		if len(batches) > 1 {
 			log.Info("batch committed", "batch", i+1, "batches", len(batches),
 				"snapshot_id", next.CurrentSnapshot().SnapshotID)
+		}
+	}
+	if lastErr != nil {
+		for _, b := range batches[rep.Commits:] {
+			for _, g := range b {
+				rep.FailedDataFiles += len(g.Tasks)
+			}
 		}
 	}
 	switch {
@@ -264,15 +285,20 @@ func batch(groups []table.CompactionTaskGroup, n int) [][]table.CompactionTaskGr
 }
 
 // writeBatch reads each group (deletes applied) and writes its outputs once.
-func (e *Executor) writeBatch(ctx context.Context, tbl *table.Table, groups []table.CompactionTaskGroup) ([]table.CompactionGroupResult, error) {
+// Each group gets a progress line: a large partition takes minutes.
+func (e *Executor) writeBatch(ctx context.Context, log *slog.Logger, tbl *table.Table, groups []table.CompactionTaskGroup) ([]table.CompactionGroupResult, error) {
 	results := make([]table.CompactionGroupResult, 0, len(groups))
-	for _, g := range groups {
+	for i, g := range groups {
+		start := time.Now()
 		gr, err := table.ExecuteCompactionGroup(ctx, tbl, g,
 			table.WithCompactionTargetFileSize(0))
 		results = append(results, gr)
 		if err != nil {
 			return results, fmt.Errorf("rewrite group %s: %w", g.PartitionKey, err)
 		}
+		log.Info("group rewritten, not yet committed", "group", i+1, "groups", len(groups), "partition", g.PartitionKey,
+			"files_in", len(gr.OldDataFiles), "files_out", len(gr.NewDataFiles), "bytes_in", gr.BytesBefore,
+			"duration", time.Since(start).Round(time.Millisecond))
 	}
 	return results, nil
 }

@@ -81,6 +81,18 @@ func (e *Executor) expireSnapshots(ctx context.Context, log *slog.Logger, job pl
 		if err != nil {
 			return backoff.Permanent(fmt.Errorf("read history before expiry: %w", err))
 		}
+		if job.DryRun {
+			// Expiry writes nothing before it commits: the staged
+			// metadata's history says what would become unreachable.
+			after, err := reachable(ctx, fs, staged.Metadata())
+			if err != nil {
+				return backoff.Permanent(fmt.Errorf("read staged history: %w", err))
+			}
+			rep.Expiry = before.minus(after)
+			rep.Expiry.ExpiredSnapshots = len(removed)
+			rep.DryRun = true
+			return nil
+		}
 		next, err := txn.Commit(ctx)
 		if err != nil && next != nil {
 			// The catalog took the commit; only deleting some of the
@@ -114,6 +126,10 @@ func (e *Executor) expireSnapshots(ctx context.Context, log *slog.Logger, job pl
 	if noop {
 		log.Info("no snapshot to expire", "older_than", olderThan, "retain_last", job.Settings.RetainLast)
 		return planner.Result{Outcome: planner.Noop}, rep
+	}
+	if rep.DryRun {
+		log.Info("dry run: snapshots that would expire", "snapshots", rep.Expiry.ExpiredSnapshots, "older_than", olderThan)
+		return planner.Result{Outcome: planner.Succeeded}, rep
 	}
 	rep.Commits = 1
 	rep.CommittedSnapshotID = committed.CurrentSnapshot().SnapshotID

@@ -24,6 +24,9 @@ func (e *Executor) rewriteManifests(ctx context.Context, log *slog.Logger, job p
 		committed *table.Table
 		noop      bool
 	)
+	if job.DryRun {
+		return e.countManifests(ctx, job)
+	}
 	var attemptStart time.Time
 	op := func() error {
 		rep.Attempts++
@@ -62,4 +65,32 @@ func (e *Executor) rewriteManifests(ctx context.Context, log *slog.Logger, job p
 	rep.Commits = 1
 	rep.CommittedSnapshotID = committed.CurrentSnapshot().SnapshotID
 	return planner.Result{Outcome: planner.Succeeded, Table: committed}, rep
+}
+
+// countManifests is rewrite_manifests' dry run: staging a rewrite writes
+// manifest files, so it only counts the data manifests a rewrite would read.
+func (e *Executor) countManifests(ctx context.Context, job planner.Job) (planner.Result, Report) {
+	rep := Report{DryRun: true}
+	tbl, err := e.cat.LoadTable(ctx, job.Table)
+	if err != nil {
+		return planner.Result{Outcome: planner.Failed, Err: fmt.Errorf("load table: %w", err)}, rep
+	}
+	snap := tbl.CurrentSnapshot()
+	if snap == nil {
+		return planner.Result{Outcome: planner.Noop}, rep
+	}
+	fs, err := tbl.FS(ctx)
+	if err != nil {
+		return planner.Result{Outcome: planner.Failed, Err: fmt.Errorf("open table io: %w", err)}, rep
+	}
+	manifests, err := snap.Manifests(fs)
+	if err != nil {
+		return planner.Result{Outcome: planner.Failed, Err: fmt.Errorf("read manifest list: %w", err)}, rep
+	}
+	for _, m := range manifests {
+		if m.ManifestContent() == iceberg.ManifestContentData {
+			rep.ManifestsRewritten++
+		}
+	}
+	return planner.Result{Outcome: planner.Succeeded}, rep
 }

@@ -49,7 +49,7 @@ func (e *Executor) removeOrphans(ctx context.Context, log *slog.Logger, job plan
 	if err != nil {
 		return planner.Result{Outcome: planner.Failed, Err: fmt.Errorf("load table: %w", err)}, rep
 	}
-	or := OrphanReport{Source: job.OrphanSource, DryRun: !job.Settings.OrphanDelete}
+	or := OrphanReport{Source: job.OrphanSource, DryRun: !job.Settings.OrphanDelete || job.DryRun}
 	var settled []string
 	switch job.OrphanSource {
 	case planner.OrphansFromTracking:

@@ -16,6 +16,7 @@ type Pool struct {
 	ctx    context.Context
 	exec   *Executor
 	finish Finisher
+	start  func(job planner.Job)
 	sem    chan struct{}
 	wg     sync.WaitGroup
 
@@ -51,6 +52,10 @@ func NewPool(ctx context.Context, exec *Executor, concurrency int) *Pool {
 // OnFinish sets where results go. Call it before the first Dispatch.
 func (p *Pool) OnFinish(f Finisher) { p.finish = f }
 
+// OnStart sets what is called when a job leaves the queue and starts
+// running. Call it before the first Dispatch.
+func (p *Pool) OnStart(f func(job planner.Job)) { p.start = f }
+
 // Dispatch queues a job; it never blocks.
 func (p *Pool) Dispatch(job planner.Job) {
 	p.wg.Add(1)
@@ -63,6 +68,9 @@ func (p *Pool) Dispatch(job planner.Job) {
 			return
 		}
 		defer func() { <-p.sem }()
+		if p.start != nil {
+			p.start(job)
+		}
 		res, rep := p.exec.Run(p.ctx, job)
 		p.done(job, res, rep)
 	}()

@@ -49,6 +49,8 @@ type Metrics struct {
 	UnconfirmedFiles *prometheus.GaugeVec
 	DataFiles        *prometheus.GaugeVec
 	SmallFiles       *prometheus.GaugeVec
+	OrphanCandidates *prometheus.GaugeVec
+	snapshots        *snapshotGauges
 }
 
 // New creates the collectors on a fresh registry.
@@ -112,9 +114,14 @@ func New() *Metrics {
 			Name: "reactor_table_small_files",
 			Help: "Live data files below the small-file size, as tracked by the planner.",
 		}, []string{"table"}),
+		OrphanCandidates: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "reactor_table_orphan_candidates",
+			Help: "Orphan files the table's last cleanup found and left in place (all of them in a dry run).",
+		}, []string{"table"}),
+		snapshots: newSnapshotGauges(),
 	}
 	m.Registry.MustRegister(m.Events, m.JobsScheduled, m.Jobs, m.JobDuration, m.CommitConflicts,
 		m.CommitRetries, m.StateRebuilds, m.FilesRewritten, m.FilesAdded, m.ConfigReloads, m.Objects, m.UnconfirmedFiles,
-		m.DataFiles, m.SmallFiles)
+		m.DataFiles, m.SmallFiles, m.OrphanCandidates, m.snapshots)
 	return m
 }

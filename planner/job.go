@@ -107,6 +107,9 @@ type Job struct {
 	OrphanCandidates []OrphanCandidate
 	// Files are the locations a delete_expired_files job deletes.
 	Files []string
+	// DryRun jobs (one-shot commands only) plan and count what they would
+	// do and change nothing: no file written, deleted or committed.
+	DryRun bool
 }
 
 // PartitionKeys lists the job's partition keys (for logs).

@@ -228,6 +228,7 @@ func (p *Planner) observeLocked(ctx context.Context, st *tableState, tbl *table.
 		return fmt.Errorf("%w: update %s: %w", ErrCatalogUnavailable, st.name, err)
 	}
 	st.snapshots = summarizeSnapshots(tbl.Metadata())
+	p.met.SetSnapshots(st.name, len(st.snapshots.times), st.snapshots.oldest())
 	st.confirmLocked(stats.added)
 	if st.unconfirmed != nil {
 		p.met.UnconfirmedFiles.WithLabelValues(st.name).Set(float64(len(st.unconfirmed)))
@@ -288,7 +289,8 @@ func (p *Planner) evaluateLocked(st *tableState) {
 	sort.Strings(keys)
 	for _, k := range keys {
 		ps := st.counters.partitions[k]
-		if ps.SmallFiles < set.SmallFileCount || ps.inJob {
+		check := smallFileCheck(ps.Counters, set)
+		if !check.Over || ps.inJob {
 			continue
 		}
 		if st.running != nil {
@@ -304,8 +306,7 @@ func (p *Planner) evaluateLocked(st *tableState) {
 			deferUntil(ps.cooldownUntil)
 			continue
 		}
-		reason := Reason{Partition: ps.Key, Threshold: "small_file_count",
-			Measured: int64(ps.SmallFiles), Limit: int64(set.SmallFileCount)}
+		reason := Reason{Partition: ps.Key, Threshold: check.Threshold, Measured: check.Measured, Limit: check.Limit}
 		if quietEnd := ps.LastWrite.Add(set.QuietPeriod); now.Before(quietEnd) {
 			if ps.waitingSince.IsZero() {
 				ps.waitingSince = now

@@ -32,6 +32,14 @@ func summarizeSnapshots(meta table.Metadata) snapshotSummary {
 	return s
 }
 
+// oldest is the oldest snapshot's commit time (zero without snapshots).
+func (s snapshotSummary) oldest() time.Time {
+	if len(s.times) == 0 {
+		return time.Time{}
+	}
+	return s.times[len(s.times)-1]
+}
+
 // expiry decides whether an expire_snapshots job is due now and with which
 // horizon; when it is not, next is when it will be (zero: not foreseeable,
 // it takes more snapshots). Its answer is an estimate for scheduling —

@@ -85,12 +85,18 @@ func TestMetricsEndpointAfterARun(t *testing.T) {
 		{"reactor_added_data_files_total", map[string]string{"table": "db.events"}, 1, false},
 		{"reactor_table_data_files", map[string]string{"table": "db.events"}, float64(len(files["a"]) + len(files["b"])), false},
 		{"reactor_table_small_files", map[string]string{"table": "db.events"}, float64(len(files["a"]) + len(files["b"])), false},
+		{"reactor_table_snapshots", map[string]string{"table": "db.events"}, float64(len(h.load().Metadata().Snapshots())), false},
 	}
 	for _, c := range checks {
 		got := value(c.name, c.labels)
 		if (c.atLeast && got < c.want) || (!c.atLeast && got != c.want) {
 			t.Errorf("%s%v = %v, want %v", c.name, c.labels, got, c.want)
 		}
+	}
+	// Computed at scrape time from the oldest snapshot's commit time: it
+	// is positive and no older than this test.
+	if age := value("reactor_table_oldest_snapshot_age_seconds", map[string]string{"table": "db.events"}); age <= 0 || age > 3600 {
+		t.Errorf("oldest snapshot age = %vs, want between 0 and an hour", age)
 	}
 	if _, ok := families["go_goroutines"]; !ok {
 		t.Errorf("Go runtime collector missing")

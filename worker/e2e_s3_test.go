@@ -298,7 +298,7 @@ func TestTrackedOrphanDryRunIsPublished(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.start()
+	w := h.start()
 	h.commit("a", 10)
 	_, tableKey, _ := strings.Cut(strings.TrimPrefix(h.load().Location(), "s3://"), "/")
 	key := tableKey + "/data/category=a/failed-write-00002.parquet"
@@ -317,6 +317,9 @@ func TestTrackedOrphanDryRunIsPublished(t *testing.T) {
 	if !rep.DryRun || rep.DeletedFiles != 0 || len(rep.Orphans) != 1 ||
 		rep.Orphans[0].Location != "s3://"+h.bucket+"/"+key || rep.Orphans[0].Size != 18 {
 		t.Fatalf("report %+v, want a dry run naming exactly the stray file", rep)
+	}
+	if got := testutil.ToFloat64(w.Metrics.OrphanCandidates.WithLabelValues("db.events")); got != 1 {
+		t.Errorf("reactor_table_orphan_candidates = %v, want 1", got)
 	}
 	if _, err := sharedGateway.Client().HeadObject(h.ctx, &s3.HeadObjectInput{Bucket: aws.String(h.bucket), Key: aws.String(key)}); err != nil {
 		t.Errorf("a dry run deleted the file: %v", err)

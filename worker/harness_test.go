@@ -190,6 +190,22 @@ func (h *harness) files() map[string][]string {
 	return out
 }
 
+// bytes sums the sizes of the live data files of one partition.
+func (h *harness) bytes(category string) int64 {
+	h.t.Helper()
+	tasks, err := h.load().Scan().PlanFiles(h.ctx)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	var n int64
+	for _, task := range tasks {
+		if fmt.Sprint(task.File.Partition()[1000]) == category {
+			n += task.File.FileSizeBytes()
+		}
+	}
+	return n
+}
+
 func (h *harness) contents() streamwriter.Contents {
 	h.t.Helper()
 	c, err := streamwriter.Read(h.ctx, h.load())

@@ -31,6 +31,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/icereactor/reactor/embedded"
+	"github.com/icereactor/reactor/events"
 	"github.com/icereactor/reactor/executor"
 	"github.com/icereactor/reactor/metrics"
 	"github.com/icereactor/reactor/planner"
@@ -69,6 +70,9 @@ type Config struct {
 	// HealthSubjectPrefix: after every job, the table's health report is
 	// published on PREFIX.<namespace>.<table> (default reactor.health).
 	HealthSubjectPrefix string
+	// JobSubjectPrefix: job lifecycle events go to
+	// PREFIX.<phase>.<namespace>.<table> (default reactor.jobs).
+	JobSubjectPrefix string
 	// LocationRefresh is how often the table-location index is rebuilt
 	// from the catalog besides on demand (default 5m).
 	LocationRefresh time.Duration
@@ -95,6 +99,7 @@ type Worker struct {
 	closeOnce sync.Once
 	http      *http.Server
 	httpAddr  string
+	jobPrefix string
 }
 
 // HTTPAddr is the address the metrics and probe endpoints listen on ("" if
@@ -280,19 +285,37 @@ func Start(ctx context.Context, cfg Config) (_ *Worker, err error) {
 		Catalog:     w.Catalog,
 		CatalogName: catName,
 		Config:      cfg.Thresholds,
-		Dispatch:    w.Pool.Dispatch,
-		Logger:      cfg.Logger,
-		Metrics:     cfg.Metrics,
+		Dispatch: func(job planner.Job) {
+			w.publishJob(jobEvent(events.JobScheduled, job, time.Now()))
+			w.Pool.Dispatch(job)
+		},
+		Logger:  cfg.Logger,
+		Metrics: cfg.Metrics,
 	})
 	healthPrefix := cfg.HealthSubjectPrefix
 	if healthPrefix == "" {
 		healthPrefix = DefaultHealthSubjectPrefix
 	}
+	w.jobPrefix = cfg.JobSubjectPrefix
+	if w.jobPrefix == "" {
+		w.jobPrefix = events.DefaultJobSubjectPrefix
+	}
+	w.Pool.OnStart(func(job planner.Job) { w.publishJob(jobEvent(events.JobStarted, job, time.Now())) })
 	w.Pool.OnFinish(func(ctx context.Context, job planner.Job, res planner.Result, rep executor.Report) {
-		w.Planner.Finished(ctx, job, res)
+		// Before Finished: it may schedule the table's next job, whose
+		// scheduled event must come after this job's end.
+		if job.Kind == planner.KindRemoveOrphans && res.Outcome != planner.Failed {
+			left := len(rep.Orphans.Orphans)
+			if !rep.Orphans.DryRun {
+				left -= rep.Orphans.DeletedFiles
+			}
+			w.Metrics.OrphanCandidates.WithLabelValues(job.TableName).Set(float64(left))
+		}
+		w.publishJob(finishedEvent(job, res, rep, time.Now()))
 		if job.Kind == planner.KindRemoveOrphans && len(rep.Orphans.Orphans) > 0 {
 			w.publish(DefaultOrphanSubjectPrefix+"."+job.TableName, rep.Orphans)
 		}
+		w.Planner.Finished(ctx, job, res)
 		w.reportHealth(healthPrefix, job.TableName)
 	})
 	if cfg.HTTPAddr != "" {

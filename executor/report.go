@@ -1,0 +1,65 @@
+package executor
+
+import "github.com/icereactor/reactor/planner"
+
+// Count is one named result count.
+type Count struct {
+	Name  string
+	Value int64
+}
+
+// ProcedureCounts returns the report as the result columns of the Spark
+// procedure equivalent to the job's kind, in the procedure's order, so that
+// reactor's numbers read like the ones users compare them with
+// (rewrite_data_files, expire_snapshots, remove_orphan_files,
+// rewrite_manifests).
+func (r Report) ProcedureCounts(kind planner.JobKind) []Count {
+	switch kind {
+	case planner.KindCompact:
+		return []Count{
+			{"rewritten_data_files_count", int64(r.RewrittenDataFiles)},
+			{"added_data_files_count", int64(r.AddedDataFiles)},
+			{"rewritten_bytes_count", r.RewrittenBytes},
+			{"failed_data_files_count", int64(r.FailedDataFiles)},
+			{"removed_delete_files_count", int64(r.RemovedDeleteFiles)},
+		}
+	case planner.KindExpireSnapshots:
+		x := r.Expiry
+		return []Count{
+			{"deleted_data_files_count", int64(x.DeletedDataFiles)},
+			{"deleted_position_delete_files_count", int64(x.DeletedPositionDeleteFiles)},
+			{"deleted_equality_delete_files_count", int64(x.DeletedEqualityDeleteFiles)},
+			{"deleted_manifest_files_count", int64(x.DeletedManifests)},
+			{"deleted_manifest_lists_count", int64(x.DeletedManifestLists)},
+			{"deleted_statistics_files_count", int64(x.DeletedStatisticsFiles)},
+			{"expired_snapshots_count", int64(x.ExpiredSnapshots)},
+		}
+	case planner.KindRemoveOrphans:
+		return []Count{
+			{"orphan_files_count", int64(len(r.Orphans.Orphans))},
+			{"orphan_bytes_count", r.Orphans.OrphanBytes},
+			{"deleted_files_count", int64(r.Orphans.DeletedFiles)},
+		}
+	case planner.KindDeleteExpiredFiles:
+		return []Count{
+			{"deleted_files_count", int64(r.Orphans.DeletedFiles)},
+			{"still_referenced_files_count", int64(r.Orphans.StillReferenced)},
+		}
+	case planner.KindRewriteManifests:
+		return []Count{
+			{"rewritten_manifests_count", int64(r.ManifestsRewritten)},
+			{"added_manifests_count", int64(r.ManifestsAdded)},
+		}
+	}
+	return nil
+}
+
+// CountMap is ProcedureCounts keyed by name (for JSON).
+func (r Report) CountMap(kind planner.JobKind) map[string]int64 {
+	counts := r.ProcedureCounts(kind)
+	m := make(map[string]int64, len(counts))
+	for _, c := range counts {
+		m[c.Name] = c.Value
+	}
+	return m
+}

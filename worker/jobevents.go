@@ -1,0 +1,48 @@
+package worker
+
+import (
+	"time"
+
+	"github.com/icereactor/reactor/events"
+	"github.com/icereactor/reactor/executor"
+	"github.com/icereactor/reactor/planner"
+)
+
+// jobEvent describes job at phase, without results.
+func jobEvent(phase string, job planner.Job, at time.Time) events.JobEvent {
+	reasons := make([]events.JobReason, len(job.Reasons))
+	for i, r := range job.Reasons {
+		reasons[i] = events.JobReason{Partition: r.Partition, Threshold: r.Threshold, Measured: r.Measured, Limit: r.Limit, Note: r.Note}
+	}
+	return events.JobEvent{
+		Phase: phase, JobID: job.ID, Kind: string(job.Kind), Table: job.TableName,
+		Partitions: job.PartitionKeys(), Reasons: reasons, Time: at.UTC(),
+		ScheduledAt: job.ScheduledAt.UTC(), BaseSnapshotID: job.BaseSnapshotID,
+	}
+}
+
+// finishedEvent describes a finished job with its outcome and counts. A
+// noop is a success (nothing needed doing); giving up on conflicts is a
+// failure with outcome gave_up.
+func finishedEvent(job planner.Job, res planner.Result, rep executor.Report, at time.Time) events.JobEvent {
+	phase := events.JobSucceeded
+	if res.Outcome == planner.GaveUp || res.Outcome == planner.Failed {
+		phase = events.JobFailed
+	}
+	ev := jobEvent(phase, job, at)
+	ev.Outcome = res.Outcome.String()
+	if res.Err != nil {
+		ev.Error = res.Err.Error()
+	}
+	ev.DurationSeconds = rep.Duration.Seconds()
+	ev.Attempts, ev.Conflicts, ev.Commits = rep.Attempts, rep.Conflicts, rep.Commits
+	ev.CommittedSnapshotID = rep.CommittedSnapshotID
+	ev.Counts = rep.CountMap(job.Kind)
+	return ev
+}
+
+// publishJob sends a job event (best effort, like every report: the job's
+// log lines say the same).
+func (w *Worker) publishJob(ev events.JobEvent) {
+	w.publish(events.JobSubject(w.jobPrefix, ev.Phase, ev.Table), ev)
+}
