@@ -8,6 +8,12 @@
 //	reactor run [flags]      run the worker until SIGINT or SIGTERM
 //	reactor demo [flags]     run an embedded, self-checking demonstration
 //	reactor health TABLE     check one table's health now
+//	reactor plan TABLE       show what would be scheduled now, and why
+//	reactor compact TABLE    compact now (rewrite_data_files)
+//	reactor expire TABLE     expire snapshots now (expire_snapshots)
+//	reactor orphans TABLE    find orphan files (remove_orphan_files)
+//	reactor rewrite-manifests TABLE   merge manifests (rewrite_manifests)
+//	reactor validate-config FILE      check a thresholds file
 //	reactor version          print version information
 //	reactor help [command]   show help
 //
@@ -42,6 +48,12 @@ func commands() []command {
 		{"run", "run the worker until SIGINT or SIGTERM", runCmd},
 		{"demo", "run a streaming writer against an embedded reactor and check the result", demoCmd},
 		{"health", "check one table's health now (exit 1 if unhealthy)", healthCmd},
+		{"plan", "show what would be scheduled for a table now, and why", planCmd},
+		{"compact", "compact a table's small files now (Spark's rewrite_data_files)", compactCmd},
+		{"expire", "expire old snapshots now (Spark's expire_snapshots)", expireCmd},
+		{"orphans", "find, and optionally delete, orphan files (Spark's remove_orphan_files)", orphansCmd},
+		{"rewrite-manifests", "merge a table's manifests now (Spark's rewrite_manifests)", rewriteManifestsCmd},
+		{"validate-config", "check a thresholds file and show a table's effective settings", validateConfigCmd},
 		{"version", "print version information", versionCmd},
 		{"help", "show help for reactor or one of its commands", helpCmd},
 	}
@@ -105,7 +117,7 @@ func printUsage(w io.Writer) {
 		"compacting the partitions that collected too many small files.\n\n"+
 		"Usage:\n\n\treactor <command> [flags]\n\nCommands:\n\n")
 	for _, c := range commands() {
-		fmt.Fprintf(w, "\t%-8s %s\n", c.name, c.summary)
+		fmt.Fprintf(w, "\t%-17s %s\n", c.name, c.summary)
 	}
 	fmt.Fprint(w, "\nRun 'reactor <command> -h' for the flags of a command.\n")
 }

@@ -1,0 +1,88 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"text/tabwriter"
+	"time"
+
+	"github.com/icereactor/reactor/executor"
+	"github.com/icereactor/reactor/metrics"
+	"github.com/icereactor/reactor/planner"
+)
+
+// oneShotResult is what a one-shot job prints with --json.
+type oneShotResult struct {
+	JobID   string           `json:"job_id"`
+	Kind    planner.JobKind  `json:"kind"`
+	Table   string           `json:"table"`
+	DryRun  bool             `json:"dry_run"`
+	Outcome string           `json:"outcome"`
+	Error   string           `json:"error,omitempty"`
+	Counts  map[string]int64 `json:"counts"`
+	// Orphans lists orphan files (remove_orphans only), as Spark's
+	// orphan_file_location column does.
+	Orphans []executor.OrphanFile `json:"orphans,omitempty"`
+}
+
+// runOneShot runs one job kind on the command's table through the same
+// executor the worker uses, logging progress as text to stderr, and prints
+// the result columns of the equivalent Spark procedure to stdout. A job that
+// failed or gave up on conflicts is an error (exit 1).
+func runOneShot(ctx context.Context, c *tableCommand, kind planner.JobKind, opts planner.ManualOptions, stdout, stderr io.Writer) error {
+	cfg, err := c.thresholds()
+	if err != nil {
+		return err
+	}
+	log := slog.New(slog.NewTextHandler(stderr, nil))
+	cat, tbl, closeCatalog, err := c.open(ctx, log)
+	if err != nil {
+		return err
+	}
+	defer closeCatalog()
+	job, err := planner.ManualJob(ctx, tbl, cfg, kind, opts, time.Now())
+	if err != nil {
+		return &usageError{err: err}
+	}
+	if kind == planner.KindCompact && len(job.Partitions) == 0 {
+		fmt.Fprintf(stderr, "%s has no data files to compact\n", c.table)
+	}
+	res, rep := executor.New(cat, log, metrics.New()).Run(ctx, job)
+	out := oneShotResult{JobID: job.ID, Kind: kind, Table: job.TableName, DryRun: rep.DryRun || rep.Orphans.DryRun,
+		Outcome: res.Outcome.String(), Counts: rep.CountMap(kind), Orphans: rep.Orphans.Orphans}
+	if res.Err != nil {
+		out.Error = res.Err.Error()
+	}
+	if *c.json {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(out); err != nil {
+			return err
+		}
+	} else {
+		printCounts(stdout, rep.ProcedureCounts(kind))
+		for _, o := range out.Orphans {
+			fmt.Fprintf(stdout, "orphan_file_location\t%s\n", o.Location)
+		}
+		if out.DryRun {
+			fmt.Fprintln(stdout, "dry run: nothing was written, deleted or committed")
+		}
+	}
+	switch res.Outcome {
+	case planner.Failed, planner.GaveUp:
+		return fmt.Errorf("%s %s: %s: %w", kind, job.TableName, res.Outcome, res.Err)
+	}
+	return nil
+}
+
+// printCounts prints counts as a two-column table, one per line.
+func printCounts(w io.Writer, counts []executor.Count) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, c := range counts {
+		fmt.Fprintf(tw, "%s\t%d\n", c.Name, c.Value)
+	}
+	tw.Flush()
+}

@@ -1,0 +1,108 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"text/tabwriter"
+	"time"
+
+	"github.com/icereactor/reactor/planner"
+	"github.com/icereactor/reactor/thresholds"
+)
+
+const planDescription = `Shows what reactor would schedule for a table now, and why: for every
+partition its counters and each threshold's measured value and limit, then
+the table-wide thresholds (snapshot age and count, manifest count), then the
+jobs due, in the order reactor would run them. It reads the catalog directly
+and changes nothing. Cool-downs of a running reactor are not known here;
+orphan cleanup needs a listing (reactor orphans shows its candidates).`
+
+// planCmd is `reactor plan TABLE`.
+func planCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	c := newTableCommand("plan", planDescription)
+	if err := c.parse(args, stdout); err != nil {
+		return err
+	}
+	cfg, err := c.thresholds()
+	if err != nil {
+		return err
+	}
+	_, tbl, closeCatalog, err := c.open(ctx, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		return err
+	}
+	defer closeCatalog()
+	plan, err := planner.Explain(ctx, tbl, cfg, time.Now())
+	if err != nil {
+		return err
+	}
+	if *c.json {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(plan)
+	}
+	printPlan(stdout, plan)
+	return nil
+}
+
+func printPlan(w io.Writer, p planner.Plan) {
+	fmt.Fprintf(w, "table %s at snapshot %d; target file size %s (%s), small below %s\n\n",
+		p.Table, p.SnapshotID, thresholds.Size(p.Settings.TargetFileSize), p.Settings.TargetFileSizeSource,
+		thresholds.Size(p.Settings.SmallFileSize))
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "PARTITION\tFILES\tBYTES\tROWS\tTHRESHOLD\tMEASURED\tLIMIT\tSTATUS")
+	for _, pp := range p.Partitions {
+		for i, c := range pp.Checks {
+			key, files, bytes, rows := "", "", "", ""
+			if i == 0 {
+				key, files = pp.Key, fmt.Sprint(pp.Counters.DataFiles)
+				bytes, rows = thresholds.Size(pp.Counters.Bytes).String(), fmt.Sprint(pp.Counters.Rows)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\n", key, files, bytes, rows, c.Threshold, c.Measured, c.Limit, status(c, pp))
+		}
+	}
+	tw.Flush()
+	fmt.Fprintln(w)
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "TABLE-WIDE\tMEASURED\tLIMIT\tUNIT\tSTATUS")
+	for _, c := range p.TableWide {
+		st := "ok"
+		if c.Over {
+			st = "DUE"
+		}
+		if c.Note != "" {
+			st += ": " + c.Note
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\n", c.Threshold, c.Measured, c.Limit, c.Unit, st)
+	}
+	tw.Flush()
+	fmt.Fprintln(w)
+	if len(p.Jobs) == 0 {
+		fmt.Fprintln(w, "nothing due")
+		return
+	}
+	for i, j := range p.Jobs {
+		fmt.Fprintf(w, "job %d: %s", i+1, j.Kind)
+		if len(j.Partitions) > 0 {
+			fmt.Fprintf(w, " %v", j.Partitions)
+		}
+		fmt.Fprintln(w)
+		for _, r := range j.Reasons {
+			fmt.Fprintf(w, "  because %s\n", r)
+		}
+	}
+}
+
+func status(c planner.Check, pp planner.PartitionPlan) string {
+	switch {
+	case !c.Over:
+		return "ok"
+	case pp.Due:
+		return "DUE"
+	default:
+		return "over, waiting: " + pp.Wait
+	}
+}

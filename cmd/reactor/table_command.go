@@ -1,0 +1,101 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+
+	"github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/icereactor/reactor/thresholds"
+	"github.com/icereactor/reactor/worker"
+)
+
+// tableCommand is the shared shape of the commands that act on one table
+// through the catalog without a worker: health, plan and the one-shot jobs.
+// They take the catalog flags of reactor run, a thresholds file and TABLE.
+type tableCommand struct {
+	fs             *flag.FlagSet
+	catalog        *catalogFlags
+	thresholdsFile *string
+	json           *bool
+	table          string
+}
+
+func newTableCommand(name, description string) *tableCommand {
+	c := &tableCommand{fs: newFlagSet(name, name+" [flags] TABLE", description+
+		"\n\nTABLE is namespace.table. The catalog flags are those of reactor run; flags may\nalso follow TABLE.")}
+	c.catalog = addCatalogFlags(c.fs, "`directory` of the embedded catalog")
+	c.thresholdsFile = c.fs.String("thresholds", "", "thresholds YAML `file`; empty uses the built-in defaults")
+	c.json = c.fs.Bool("json", false, "print the result as JSON")
+	return c
+}
+
+// parse reads args (flags before or after TABLE) and the environment.
+// Call it after adding the command's own flags.
+func (c *tableCommand) parse(args []string, stdout io.Writer) error {
+	annotateEnv(c.fs)
+	if err := parseFlagsAndArgs(c.fs, args, stdout); err != nil {
+		return err
+	}
+	if c.fs.NArg() > 0 {
+		c.table = c.fs.Arg(0)
+		if err := parseFlags(c.fs, c.fs.Args()[1:], stdout); err != nil {
+			return err
+		}
+	}
+	if err := applyEnv(c.fs, os.Getenv); err != nil {
+		return &usageError{err: err}
+	}
+	if c.table == "" || !strings.Contains(c.table, ".") || strings.HasPrefix(c.table, ".") || strings.HasSuffix(c.table, ".") {
+		return usageErrorf("want one TABLE as namespace.table, got %q", c.table)
+	}
+	return nil
+}
+
+// thresholds loads the thresholds file (or the built-in defaults).
+func (c *tableCommand) thresholds() (*thresholds.Config, error) {
+	if *c.thresholdsFile == "" {
+		return thresholds.Default(), nil
+	}
+	cfg, err := thresholds.Load(*c.thresholdsFile)
+	if err != nil {
+		return nil, &usageError{err: err}
+	}
+	return cfg, nil
+}
+
+// open opens the catalog and loads the table. close releases the catalog.
+func (c *tableCommand) open(ctx context.Context, log *slog.Logger) (cat catalog.Catalog, tbl *table.Table, close func(), err error) {
+	props, err := c.catalog.properties()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	cat, err = worker.OpenCatalog(ctx, worker.Config{DataDir: *c.catalog.dataDir, CatalogName: *c.catalog.name,
+		CatalogProps: props, Logger: log})
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("open catalog: %w", err)
+	}
+	close = func() {
+		if cl, ok := cat.(interface{ Close() error }); ok {
+			_ = cl.Close()
+		}
+	}
+	i := strings.LastIndex(c.table, ".")
+	ident := append(strings.Split(c.table[:i], "."), c.table[i+1:])
+	tbl, err = cat.LoadTable(ctx, ident)
+	if err != nil {
+		close()
+		if errors.Is(err, catalog.ErrNoSuchTable) || errors.Is(err, catalog.ErrNoSuchNamespace) {
+			return nil, nil, nil, usageErrorf("table %s not found: %w", c.table, err)
+		}
+		return nil, nil, nil, fmt.Errorf("load %s: %w", c.table, err)
+	}
+	return cat, tbl, close, nil
+}

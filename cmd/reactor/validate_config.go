@@ -1,0 +1,100 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"text/tabwriter"
+
+	"github.com/icereactor/reactor/thresholds"
+)
+
+const validateConfigDescription = `Checks a thresholds file offline (no catalog, no NATS): every error names
+the field path and the value. With --table, prints the settings that apply
+to that table and where each comes from (override, defaults, table property
+or built-in), given the table properties passed with --table-property.`
+
+// validateConfigCmd is `reactor validate-config FILE`.
+func validateConfigCmd(_ context.Context, args []string, stdout, _ io.Writer) error {
+	fs := newFlagSet("validate-config", "validate-config [flags] FILE", validateConfigDescription)
+	tableName := fs.String("table", "", "print the effective settings for this `namespace.table`")
+	var props propsFlag
+	fs.Var(&props, "table-property", "a property of that table `key=value` (write.target-file-size-bytes, history.expire.*), repeatable")
+	asJSON := fs.Bool("json", false, "print the effective settings as JSON")
+	if err := parseFlagsAndArgs(fs, args, stdout); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return usageErrorf("want exactly one FILE, got %q", fs.Args())
+	}
+	file := fs.Arg(0)
+	cfg, err := thresholds.Load(file)
+	if err != nil {
+		return &usageError{err: err}
+	}
+	if *tableName == "" {
+		if len(props.keys) > 0 {
+			return usageErrorf("--table-property needs --table")
+		}
+		fmt.Fprintf(stdout, "%s: valid\n", file)
+		return nil
+	}
+	if !cfg.Watches(namespaceOf(*tableName)) {
+		fmt.Fprintf(stdout, "note: namespace of %s is not in the file's namespaces list: reactor ignores its events\n", *tableName)
+	}
+	set := cfg.For(*tableName, props.values)
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(set)
+	}
+	fmt.Fprintf(stdout, "%s: valid; settings for %s:\n", file, *tableName)
+	printEffective(stdout, set)
+	return nil
+}
+
+func namespaceOf(table string) string {
+	for i := len(table) - 1; i >= 0; i-- {
+		if table[i] == '.' {
+			return table[:i]
+		}
+	}
+	return ""
+}
+
+func printEffective(w io.Writer, s thresholds.Effective) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	row := func(k string, v any, note string) {
+		if note != "" {
+			note = "(" + note + ")"
+		}
+		fmt.Fprintf(tw, "  %s\t%v\t%s\n", k, v, note)
+	}
+	row("target_file_size", thresholds.Size(s.TargetFileSize), s.TargetFileSizeSource)
+	row("small file size", thresholds.Size(s.SmallFileSize), "target_file_size x small_file_ratio")
+	row("max file size", thresholds.Size(s.MaxFileSize), "target_file_size x max_file_ratio")
+	row("min_input_files", s.MinInputFiles, "")
+	row("small_file_count", s.SmallFileCount, "")
+	row("quiet_period", s.QuietPeriod, "")
+	row("max_quiet_wait", s.MaxQuietWait, "")
+	row("cooldown", s.Cooldown, "")
+	row("conflict_cooldown", s.ConflictCooldown, "")
+	row("commit_retry_time", s.CommitRetryTime, "")
+	row("max_group_size", thresholds.Size(s.MaxGroupSize), "")
+	row("partial_progress_max_commits", s.PartialProgressCommits, "")
+	row("manifest_count", s.ManifestCount, "")
+	row("snapshot_max_age", s.SnapshotMaxAge, s.SnapshotMaxAgeSource)
+	row("retain_last", s.RetainLast, s.RetainLastSource)
+	row("snapshot_count", s.SnapshotCount, "")
+	row("min_reader_margin", s.MinReaderMargin, "")
+	row("expire_deletion_delay", s.ExpireDeletionDelay, "")
+	row("orphan_margin", s.OrphanMargin, "")
+	row("orphan_delete", s.OrphanDelete, "")
+	row("orphan_listing_interval", s.OrphanListingInterval, "")
+	row("tiny_file_size", thresholds.Size(s.TinyFileSize), "")
+	row("health_max_tiny_files", s.HealthMaxTinyFiles, "")
+	row("health_max_snapshots", s.HealthMaxSnapshots, "")
+	row("health_max_snapshot_age", s.HealthMaxSnapshotAge, "")
+	tw.Flush()
+}

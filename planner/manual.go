@@ -1,0 +1,111 @@
+package planner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/apache/iceberg-go/table"
+	"github.com/google/uuid"
+
+	"github.com/icereactor/reactor/thresholds"
+)
+
+// ManualOptions are what an operator chooses for a one-shot job instead of
+// the thresholds.
+type ManualOptions struct {
+	// Partitions limits compaction to these partition keys
+	// ("category=books"); empty means every partition.
+	Partitions []string
+	// OlderThan overrides the expiry horizon (expire_snapshots) or the
+	// orphan margin (remove_orphans); 0 keeps the configured one.
+	OlderThan time.Duration
+	// RetainLast overrides retain_last for expiry; 0 keeps the configured one.
+	RetainLast int
+	// DryRun: plan and count only.
+	DryRun bool
+	// OrphanDelete lets remove_orphans delete (when not a dry run).
+	OrphanDelete bool
+}
+
+// ManualJob builds the job a one-shot command runs on tbl: the job the
+// scheduler would build, for what the operator asked instead of what the
+// thresholds select. The executor applies every safety rule to it as to a
+// scheduled job (min_reader_margin, orphan margins, commit validation).
+func ManualJob(ctx context.Context, tbl *table.Table, cfg *thresholds.Config, kind JobKind, opts ManualOptions, now time.Time) (Job, error) {
+	name := strings.Join(tbl.Identifier(), ".")
+	set := cfg.For(name, tbl.Properties())
+	job := Job{
+		ID: uuid.NewString(), Kind: kind, Table: tbl.Identifier(), TableName: name, Settings: set,
+		ScheduledAt: now, DryRun: opts.DryRun,
+	}
+	if s := tbl.CurrentSnapshot(); s != nil {
+		job.BaseSnapshotID = s.SnapshotID
+	}
+	manual := Reason{Partition: tableWide, Threshold: "manual", Note: "requested on the command line"}
+	switch kind {
+	case KindCompact:
+		var tc tableCounters
+		if _, err := tc.advance(ctx, tbl, sizesOf(set)); err != nil {
+			return Job{}, fmt.Errorf("read %s: %w", name, err)
+		}
+		want := map[string]bool{}
+		for _, k := range opts.Partitions {
+			want[k] = true
+		}
+		var known []string
+		for _, ps := range tc.sortedPartitions() {
+			known = append(known, ps.Key)
+			if len(want) > 0 && !want[ps.Key] {
+				continue
+			}
+			delete(want, ps.Key)
+			job.Partitions = append(job.Partitions, ps.Partition)
+			job.Reasons = append(job.Reasons, Reason{Partition: ps.Key, Threshold: "manual",
+				Measured: int64(ps.SmallFiles), Limit: int64(set.MinInputFiles), Note: "small files; min_input_files"})
+		}
+		for k := range want {
+			return Job{}, fmt.Errorf("%w: %s has no live data files in partition %q (partitions: %s)",
+				ErrUnknownPartition, name, k, strings.Join(known, ", "))
+		}
+	case KindExpireSnapshots:
+		job.ExpireOlderThan = max(set.SnapshotMaxAge, set.MinReaderMargin)
+		if opts.OlderThan > 0 {
+			if opts.OlderThan < set.MinReaderMargin {
+				return Job{}, fmt.Errorf("%w: older than %s is below min_reader_margin %s; lower min_reader_margin in the thresholds file if no reader runs that long",
+					ErrUnsafeOption, opts.OlderThan, set.MinReaderMargin)
+			}
+			job.ExpireOlderThan = opts.OlderThan
+		}
+		if opts.RetainLast > 0 {
+			job.Settings.RetainLast = opts.RetainLast
+		}
+		manual.Limit = int64(job.ExpireOlderThan / time.Second)
+		job.Reasons = []Reason{manual}
+	case KindRemoveOrphans:
+		if opts.OlderThan > 0 {
+			if opts.OlderThan < thresholds.DefaultOrphanMarginFloor {
+				return Job{}, fmt.Errorf("%w: older than %s is below the orphan margin floor %s: a file that young may belong to a commit in progress",
+					ErrUnsafeOption, opts.OlderThan, thresholds.DefaultOrphanMarginFloor)
+			}
+			job.Settings.OrphanMargin = opts.OlderThan
+		}
+		job.Settings.OrphanDelete = opts.OrphanDelete && !opts.DryRun
+		job.OrphanSource = OrphansFromListing
+		manual.Limit = int64(job.Settings.OrphanMargin / time.Second)
+		job.Reasons = []Reason{manual}
+	case KindRewriteManifests:
+		job.Reasons = []Reason{manual}
+	default:
+		return Job{}, fmt.Errorf("no one-shot form for job kind %q", kind)
+	}
+	return job, nil
+}
+
+// Errors ManualJob returns for what the operator asked.
+var (
+	ErrUnknownPartition = errors.New("unknown partition")
+	ErrUnsafeOption     = errors.New("unsafe option")
+)
