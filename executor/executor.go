@@ -66,6 +66,14 @@ type Report struct {
 	OutputFilesCleanedUp    int
 	StagedMetadataCleanedUp int
 	Duration                time.Duration
+	// Position-delete rewrite (Spark's rewrite_position_delete_files
+	// result columns): delete files replaced and written, their bytes, and
+	// the delete entries dropped because their data file is gone.
+	RewrittenDeleteFiles int
+	AddedDeleteFiles     int
+	RewrittenDeleteBytes int64
+	AddedDeleteBytes     int64
+	DanglingDeleteRows   int64
 	// FailedDataFiles are the inputs of groups that did not commit
 	// (Spark's failed_data_files_count): a failed batch and those after it.
 	FailedDataFiles int
@@ -86,6 +94,8 @@ func (e *Executor) Run(ctx context.Context, job planner.Job) (planner.Result, Re
 	switch job.Kind {
 	case planner.KindCompact:
 		res, rep = e.compact(ctx, log, job)
+	case planner.KindRewritePositionDeletes:
+		res, rep = e.rewritePositionDeletes(ctx, log, job)
 	case planner.KindRewriteManifests:
 		res, rep = e.rewriteManifests(ctx, log, job)
 	case planner.KindExpireSnapshots:

@@ -23,6 +23,14 @@ func (r Report) ProcedureCounts(kind planner.JobKind) []Count {
 			{"failed_data_files_count", int64(r.FailedDataFiles)},
 			{"removed_delete_files_count", int64(r.RemovedDeleteFiles)},
 		}
+	case planner.KindRewritePositionDeletes:
+		return []Count{
+			{"rewritten_delete_files_count", int64(r.RewrittenDeleteFiles)},
+			{"added_delete_files_count", int64(r.AddedDeleteFiles)},
+			{"rewritten_bytes_count", r.RewrittenDeleteBytes},
+			{"added_bytes_count", r.AddedDeleteBytes},
+			{"dangling_deletes_removed_count", r.DanglingDeleteRows},
+		}
 	case planner.KindExpireSnapshots:
 		x := r.Expiry
 		return []Count{

@@ -13,11 +13,17 @@ import (
 // JobKind names what a job does.
 type JobKind string
 
-// Job kinds, in the order a table's due jobs run (DESIGN.md: compaction,
-// then position-delete rewrite, then expiry, then manifest rewrite).
+// Job kinds. A table's due jobs run in this order (DESIGN.md: compaction,
+// then position-delete rewrite, then expiry, then manifest rewrite, then
+// orphan cleanup).
 const (
 	// KindCompact is bin-pack compaction of whole partitions.
 	KindCompact JobKind = "compact"
+	// KindRewritePositionDeletes merges a partition's position-delete
+	// files into files near the delete target size, dropping entries for
+	// data files no longer live, without touching data files (Spark's
+	// rewrite_position_delete_files).
+	KindRewritePositionDeletes JobKind = "rewrite_position_deletes"
 	// KindExpireSnapshots expires snapshots past retention (never one
 	// younger than min_reader_margin, never a branch or tag head) and
 	// deletes the files no remaining snapshot references.
@@ -62,6 +68,10 @@ type Partition struct {
 	// Values maps partition field id to the partition value, as in
 	// iceberg.DataFile.Partition().
 	Values map[int]any
+	// ApplyDeletes asks compaction to rewrite every data file of the
+	// partition that has a delete file applying to it, whatever its size,
+	// so the deletes can be dropped (a delete-ratio trigger).
+	ApplyDeletes bool
 }
 
 // Reason records why a partition was scheduled: which threshold, the

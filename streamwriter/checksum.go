@@ -25,6 +25,12 @@ func (t *Tally) Add(id int64, category, payload string) {
 	t.Sum += rowHash(id, category, payload)
 }
 
+// Remove takes one row out of the tally.
+func (t *Tally) Remove(id int64, category, payload string) {
+	t.Rows--
+	t.Sum -= rowHash(id, category, payload)
+}
+
 // Merge folds another tally into this one.
 func (t *Tally) Merge(o Tally) {
 	t.Rows += o.Rows

@@ -28,16 +28,19 @@ type Writer struct {
 	ident   table.Identifier
 	publish Publisher
 
-	mu        sync.Mutex
-	nextID    int64
-	written   Tally
+	mu      sync.Mutex
+	nextID  int64
+	written Tally
+	// live maps the id of every row not yet deleted to its partition, so
+	// deletes can take their rows out of the tally.
+	live      map[int64]string
 	commits   int
 	conflicts int
 }
 
 // New returns a writer for the table ident. publish may be nil.
 func New(cat catalog.Catalog, ident table.Identifier, publish Publisher) *Writer {
-	return &Writer{cat: cat, ident: ident, publish: publish, nextID: 1}
+	return &Writer{cat: cat, ident: ident, publish: publish, nextID: 1, live: map[int64]string{}}
 }
 
 // Payload is the deterministic payload of row id.
@@ -55,17 +58,11 @@ func (w *Writer) Commit(ctx context.Context, category string, rows int) (int64, 
 	w.nextID += int64(rows)
 	w.mu.Unlock()
 
-	var (
-		committed *table.Table
-		conflicts int
-	)
+	var committed *table.Table
 	op := func() error {
 		tbl, err := w.cat.LoadTable(ctx, w.ident)
 		if err != nil {
-			if conflict.IsTransient(err) {
-				return err
-			}
-			return backoff.Permanent(fmt.Errorf("load %v: %w", w.ident, err))
+			return w.loadError(err)
 		}
 		rdr, err := records(tbl, category, first, rows)
 		if err != nil {
@@ -73,23 +70,9 @@ func (w *Writer) Commit(ctx context.Context, category string, rows int) (int64, 
 		}
 		defer rdr.Release()
 		committed, err = tbl.Append(ctx, rdr, nil)
-		if err != nil {
-			if conflict.Is(err) {
-				conflicts++
-				return err
-			}
-			if conflict.IsTransient(err) {
-				return err
-			}
-			return backoff.Permanent(fmt.Errorf("append to %v: %w", w.ident, err))
-		}
-		return nil
+		return w.commitError(err, "append to")
 	}
-	bo := backoff.NewExponentialBackOff()
-	bo.InitialInterval = 5 * time.Millisecond
-	bo.MaxInterval = 200 * time.Millisecond
-	bo.MaxElapsedTime = time.Minute
-	if err := backoff.Retry(op, backoff.WithContext(bo, ctx)); err != nil {
+	if err := retry(ctx, op); err != nil {
 		return 0, fmt.Errorf("streamwriter: %w", err)
 	}
 
@@ -97,24 +80,73 @@ func (w *Writer) Commit(ctx context.Context, category string, rows int) (int64, 
 	w.mu.Lock()
 	for id := first; id < first+int64(rows); id++ {
 		w.written.Add(id, category, Payload(id))
+		w.live[id] = category
 	}
 	w.commits++
-	w.conflicts += conflicts
 	w.mu.Unlock()
 
-	if w.publish != nil {
-		ev := events.CommitEvent{
-			Namespace:  strings.Join(catalog.NamespaceFromIdent(w.ident), "."),
-			Table:      catalog.TableNameFromIdent(w.ident),
-			SnapshotID: snap.SnapshotID,
-			Operation:  "append",
-			Partitions: []string{"category=" + category},
-		}
-		if err := w.publish(ctx, ev); err != nil {
-			return snap.SnapshotID, fmt.Errorf("streamwriter: publish commit event: %w", err)
-		}
+	if err := w.announce(ctx, snap.SnapshotID, "append", category); err != nil {
+		return snap.SnapshotID, err
 	}
 	return snap.SnapshotID, nil
+}
+
+// loadError classifies a failed table load: lock contention is retried,
+// anything else ends the commit.
+func (w *Writer) loadError(err error) error {
+	if conflict.IsTransient(err) {
+		return err
+	}
+	return backoff.Permanent(fmt.Errorf("load %v: %w", w.ident, err))
+}
+
+// commitError classifies a commit's error: a lost race (counted) and lock
+// contention are retried, anything else ends the commit.
+func (w *Writer) commitError(err error, what string) error {
+	switch {
+	case err == nil:
+		return nil
+	case conflict.Is(err):
+		w.mu.Lock()
+		w.conflicts++
+		w.mu.Unlock()
+		return err
+	case conflict.IsTransient(err):
+		return err
+	}
+	return backoff.Permanent(fmt.Errorf("%s %v: %w", what, w.ident, err))
+}
+
+// retry runs a commit the way a streaming writer does: conflicts and lock
+// contention are retried against the refreshed table for up to a minute.
+func retry(ctx context.Context, op func() error) error {
+	bo := backoff.NewExponentialBackOff()
+	bo.InitialInterval = 5 * time.Millisecond
+	bo.MaxInterval = 200 * time.Millisecond
+	bo.MaxElapsedTime = time.Minute
+	return backoff.Retry(op, backoff.WithContext(bo, ctx))
+}
+
+// announce publishes the commit event of a snapshot the writer committed.
+func (w *Writer) announce(ctx context.Context, snapshotID int64, operation string, categories ...string) error {
+	if w.publish == nil {
+		return nil
+	}
+	parts := make([]string, len(categories))
+	for i, c := range categories {
+		parts[i] = "category=" + c
+	}
+	ev := events.CommitEvent{
+		Namespace:  strings.Join(catalog.NamespaceFromIdent(w.ident), "."),
+		Table:      catalog.TableNameFromIdent(w.ident),
+		SnapshotID: snapshotID,
+		Operation:  operation,
+		Partitions: parts,
+	}
+	if err := w.publish(ctx, ev); err != nil {
+		return fmt.Errorf("streamwriter: publish commit event: %w", err)
+	}
+	return nil
 }
 
 // Written is the tally of every row committed so far.

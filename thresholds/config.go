@@ -44,7 +44,17 @@ const (
 	DefaultCommitRetryTime        = 60 * time.Second
 	DefaultMaxGroupSize           = 10 * GiB
 	DefaultPartialProgressCommits = 10
+	DefaultDeleteFileRatio        = 0.5
+	DefaultDeletedRowRatio        = 0.3
+	DefaultDeleteFileThreshold    = 5
+	DefaultDeleteMinInputFiles    = 5
+	DefaultDeleteTargetFileSize   = 64 * MiB
 )
+
+// DeleteTargetFileSizeProperty is the Iceberg table property consulted for
+// the size merged position-delete files are written at when the document
+// does not set delete_target_file_size.
+const DeleteTargetFileSizeProperty = "write.delete.target-file-size-bytes"
 
 // TargetFileSizeProperty is the Iceberg table property consulted for the
 // target file size when the document does not set one.
@@ -180,6 +190,28 @@ type Policy struct {
 	// PartialProgressCommits: a job with more than one group commits in up
 	// to this many batches. Default 10; must be >= 1.
 	PartialProgressCommits *int `yaml:"partial_progress_max_commits"`
+	// DeleteFileRatio: a partition with at least DeleteMinInputFiles delete
+	// files (position, equality, deletion vectors) and this many delete
+	// files per data file is scheduled for delete maintenance. Default
+	// 0.5; must be > 0.
+	DeleteFileRatio *float64 `yaml:"delete_file_ratio"`
+	// DeletedRowRatio: a partition whose delete rows are this fraction of
+	// its data rows is compacted, dropping the deleted rows (Spark's
+	// delete-ratio-threshold). Default 0.3; must be in (0, 1].
+	DeletedRowRatio *float64 `yaml:"deleted_row_ratio"`
+	// DeleteFileThreshold: a data file with this many delete files applying
+	// to it is rewritten by compaction whatever its size (Spark's
+	// delete-file-threshold). Default 5; must be >= 1.
+	DeleteFileThreshold *int `yaml:"delete_file_threshold"`
+	// DeleteMinInputFiles: the fewest position-delete files a partition's
+	// delete rewrite merges (Spark's rewrite_position_delete_files
+	// min-input-files), and the fewest delete files for DeleteFileRatio to
+	// count. Default 5; must be >= 1.
+	DeleteMinInputFiles *int `yaml:"delete_min_input_files"`
+	// DeleteTargetFileSize is the size merged position-delete files are
+	// written at. Unset: the table property
+	// write.delete.target-file-size-bytes, else 64MiB. Must be > 0.
+	DeleteTargetFileSize *Size `yaml:"delete_target_file_size"`
 }
 
 // Effective is the fully resolved, concrete policy for one table.
@@ -213,6 +245,14 @@ type Effective struct {
 	CommitRetryTime        time.Duration
 	MaxGroupSize           int64
 	PartialProgressCommits int
+	DeleteFileRatio        float64
+	DeletedRowRatio        float64
+	DeleteFileThreshold    int
+	DeleteMinInputFiles    int
+	DeleteTargetFileSize   int64
+	// DeleteTargetFileSizeSource: SourceConfig, the table property or
+	// SourceDefault.
+	DeleteTargetFileSizeSource string
 }
 
 // Builtin returns the built-in defaults as a fully populated Policy (a fresh
@@ -245,6 +285,11 @@ func Builtin() Policy {
 		CommitRetryTime:        ptr(Duration(DefaultCommitRetryTime)),
 		MaxGroupSize:           ptr(DefaultMaxGroupSize),
 		PartialProgressCommits: ptr(DefaultPartialProgressCommits),
+		DeleteFileRatio:        ptr(DefaultDeleteFileRatio),
+		DeletedRowRatio:        ptr(DefaultDeletedRowRatio),
+		DeleteFileThreshold:    ptr(DefaultDeleteFileThreshold),
+		DeleteMinInputFiles:    ptr(DefaultDeleteMinInputFiles),
+		DeleteTargetFileSize:   ptr(Size(DefaultDeleteTargetFileSize)),
 	}
 }
 
@@ -455,6 +500,20 @@ func (p *Policy) validate(prefix string, parents []layer, add func(path string, 
 	if v := p.PartialProgressCommits; v != nil && *v < 1 {
 		add(f("partial_progress_max_commits"), *v, "must be >= 1")
 	}
+	if v := p.DeleteFileRatio; v != nil && (!(*v > 0) || math.IsInf(*v, 0)) {
+		add(f("delete_file_ratio"), *v, "must be a finite number > 0")
+	}
+	if v := p.DeletedRowRatio; v != nil && !(*v > 0 && *v <= 1) {
+		add(f("deleted_row_ratio"), *v, "must be > 0 and <= 1")
+	}
+	for name, v := range map[string]*int{"delete_file_threshold": p.DeleteFileThreshold, "delete_min_input_files": p.DeleteMinInputFiles} {
+		if v != nil && *v < 1 {
+			add(f(name), *v, "must be >= 1")
+		}
+	}
+	if v := p.DeleteTargetFileSize; v != nil && *v <= 0 {
+		add(f("delete_target_file_size"), *v, "must be > 0")
+	}
 
 	// small_file_count >= min_input_files, once both are individually valid.
 	// Reported where the inversion is introduced: on the field this level
@@ -575,6 +634,18 @@ func (c *Config) For(table string, props map[string]string) Effective {
 	e.CommitRetryTime = time.Duration(*first(layers, func(p *Policy) *Duration { return p.CommitRetryTime }))
 	e.MaxGroupSize = int64(*first(layers, func(p *Policy) *Size { return p.MaxGroupSize }))
 	e.PartialProgressCommits = *first(layers, func(p *Policy) *int { return p.PartialProgressCommits })
+	e.DeleteFileRatio = *first(layers, func(p *Policy) *float64 { return p.DeleteFileRatio })
+	e.DeletedRowRatio = *first(layers, func(p *Policy) *float64 { return p.DeletedRowRatio })
+	e.DeleteFileThreshold = *first(layers, func(p *Policy) *int { return p.DeleteFileThreshold })
+	e.DeleteMinInputFiles = *first(layers, func(p *Policy) *int { return p.DeleteMinInputFiles })
+	// Like the data target: configuration, then the table property, then
+	// the built-in default.
+	e.DeleteTargetFileSize, e.DeleteTargetFileSizeSource = int64(DefaultDeleteTargetFileSize), SourceDefault
+	if v := first(layers[:len(layers)-1], func(p *Policy) *Size { return p.DeleteTargetFileSize }); v != nil {
+		e.DeleteTargetFileSize, e.DeleteTargetFileSizeSource = int64(*v), SourceConfig
+	} else if n, ok := positiveIntProperty(props, DeleteTargetFileSizeProperty); ok {
+		e.DeleteTargetFileSize, e.DeleteTargetFileSizeSource = n, "table property "+DeleteTargetFileSizeProperty
+	}
 	return e
 }
 
