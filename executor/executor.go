@@ -192,7 +192,7 @@ func (e *Executor) compact(ctx context.Context, log *slog.Logger, job planner.Jo
 		if committed != nil {
 			head = committed // start from our own previous batch, not a sure conflict
 		}
-		next, err := e.commitBatch(ctx, log, job, tbl, head, fs, results, &rep)
+		next, err := e.commitBatch(ctx, log, job, tbl, head, fs, results, equalityDeletesOf(b), &rep)
 		if err != nil {
 			if errors.Is(err, errUnknownCommitState) {
 				// Leave the outputs: a snapshot may reference them. Orphan
@@ -240,45 +240,70 @@ func (e *Executor) compact(ctx context.Context, log *slog.Logger, job planner.Jo
 // row of them (pitfall 2: a residual narrower than the file loses rows).
 func planGroups(ctx context.Context, tbl *table.Table, job planner.Job) ([]table.CompactionTaskGroup, int, error) {
 	want := make(map[string]bool, len(job.Partitions))
+	applyDeletes := map[string]bool{}
 	for _, p := range job.Partitions {
 		want[p.Key] = true
+		applyDeletes[p.Key] = p.ApplyDeletes
 	}
 	tasks, err := tbl.Scan().PlanFiles(ctx)
 	if err != nil {
 		return nil, 0, fmt.Errorf("plan files: %w", err)
 	}
 	keys := planner.NewKeyer(tbl.Metadata())
-	selected := tasks[:0]
+	var selected, withDeletes []table.FileScanTask
 	for _, t := range tasks {
-		if !want[keys.Key(t.File.SpecID(), t.File.Partition())] {
+		key := keys.Key(t.File.SpecID(), t.File.Partition())
+		if !want[key] {
 			continue
 		}
 		if t.Start != 0 || (t.Length != 0 && t.Length != t.File.FileSizeBytes()) {
 			return nil, 0, fmt.Errorf("scan planning split %s into ranges; refusing to rewrite part of a file", t.File.FilePath())
 		}
 		t.Residual = iceberg.AlwaysTrue{}
-		selected = append(selected, t)
+		if applyDeletes[key] {
+			withDeletes = append(withDeletes, t)
+		} else {
+			selected = append(selected, t)
+		}
 	}
 	cfg := compaction.Config{
 		TargetFileSizeBytes:  job.Settings.TargetFileSize,
 		MinFileSizeBytes:     job.Settings.SmallFileSize,
 		MaxFileSizeBytes:     job.Settings.MaxFileSize,
 		MinInputFiles:        uint(job.Settings.MinInputFiles),
-		DeleteFileThreshold:  5,
-		DeleteRatioThreshold: compaction.DefaultDeleteRatioThreshold,
+		DeleteFileThreshold:  max(job.Settings.DeleteFileThreshold, 1),
+		DeleteRatioThreshold: job.Settings.DeletedRowRatio,
 		PackingLookback:      compaction.DefaultPackingLookback,
 	}
-	plan, err := cfg.PlanCompaction(selected)
-	if err != nil {
-		return nil, 0, fmt.Errorf("plan compaction: %w", err)
+	if cfg.DeleteRatioThreshold <= 0 {
+		cfg.DeleteRatioThreshold = compaction.DefaultDeleteRatioThreshold
 	}
-	groups := make([]table.CompactionTaskGroup, 0, len(plan.Groups))
-	for _, g := range plan.Groups {
-		groups = append(groups, table.CompactionTaskGroup{
-			PartitionKey: g.PartitionKey, Tasks: g.Tasks, TotalSizeBytes: g.TotalSizeBytes,
-		})
+	// A partition over a delete threshold has every data file that any
+	// delete applies to rewritten, alone if need be: the deletes can only
+	// be dropped once nothing they apply to survives.
+	deletesCfg := cfg
+	deletesCfg.DeleteFileThreshold, deletesCfg.MinInputFiles = 1, 1
+	var groups []table.CompactionTaskGroup
+	skipped := 0
+	for _, p := range []struct {
+		cfg   compaction.Config
+		tasks []table.FileScanTask
+	}{{cfg, selected}, {deletesCfg, withDeletes}} {
+		if len(p.tasks) == 0 {
+			continue
+		}
+		plan, err := p.cfg.PlanCompaction(p.tasks)
+		if err != nil {
+			return nil, 0, fmt.Errorf("plan compaction: %w", err)
+		}
+		skipped += plan.SkippedFiles
+		for _, g := range plan.Groups {
+			groups = append(groups, table.CompactionTaskGroup{
+				PartitionKey: g.PartitionKey, Tasks: g.Tasks, TotalSizeBytes: g.TotalSizeBytes,
+			})
+		}
 	}
-	return groups, plan.SkippedFiles, nil
+	return groups, skipped, nil
 }
 
 // batch splits groups into at most n commits, in order.
@@ -321,8 +346,12 @@ func (e *Executor) writeBatch(ctx context.Context, log *slog.Logger, tbl *table.
 //
 // planned is the table the outputs were read from: validation starts there.
 // head is the table the first attempt commits on.
+//
+// eqDeletes are the equality deletes that applied to the inputs when they
+// were read: those the rewrite leaves applying to nothing go in the same
+// commit.
 func (e *Executor) commitBatch(ctx context.Context, log *slog.Logger, job planner.Job, planned, head *table.Table, fs iceio.IO,
-	results []table.CompactionGroupResult, rep *Report) (*table.Table, error) {
+	results []table.CompactionGroupResult, eqDeletes map[string]iceberg.DataFile, rep *Report) (*table.Table, error) {
 	var (
 		oldFiles, newFiles []iceberg.DataFile
 		candidates         = map[string]iceberg.DataFile{}
@@ -391,6 +420,21 @@ func (e *Executor) commitBatch(ctx context.Context, log *slog.Logger, job planne
 		for _, d := range dead {
 			deadPaths[d.FilePath()] = true
 		}
+		// Equality deletes die when no surviving data file older than
+		// them remains in their partition (the whole table for an
+		// unpartitioned spec): iceberg-go never drops them by itself.
+		var deadEq []iceberg.DataFile
+		if len(eqDeletes) > 0 {
+			found, err := compaction.CollectDeadEqualityDeletesWithSpecs(ctx, fs, tbl.Metadata(), tbl.CurrentSnapshot(), rewritten)
+			if err != nil {
+				return backoff.Permanent(fmt.Errorf("collect dead equality deletes: %w", err))
+			}
+			for _, d := range found {
+				if _, ours := eqDeletes[d.FilePath()]; ours {
+					deadEq = append(deadEq, d)
+				}
+			}
+		}
 		txn := tbl.NewTransaction()
 		rw := txn.NewRewrite(props)
 		for _, df := range oldFiles {
@@ -405,6 +449,10 @@ func (e *Executor) commitBatch(ctx context.Context, log *slog.Logger, job planne
 				rw.DeleteFile(d)
 				removed++
 			}
+		}
+		for _, d := range deadEq {
+			rw.DeleteFile(d)
+			removed++
 		}
 		if err := rw.Commit(ctx); err != nil {
 			return backoff.Permanent(fmt.Errorf("stage rewrite: %w", err))
@@ -451,6 +499,20 @@ func (e *Executor) commitBatch(ctx context.Context, log *slog.Logger, job planne
 	e.met.FilesRewritten.WithLabelValues(job.TableName).Add(float64(len(oldFiles)))
 	e.met.FilesAdded.WithLabelValues(job.TableName).Add(float64(len(newFiles)))
 	return committed, nil
+}
+
+// equalityDeletesOf lists, by path, the equality deletes that apply to the
+// groups' input files.
+func equalityDeletesOf(groups []table.CompactionTaskGroup) map[string]iceberg.DataFile {
+	out := map[string]iceberg.DataFile{}
+	for _, g := range groups {
+		for _, t := range g.Tasks {
+			for _, d := range t.EqualityDeleteFiles {
+				out[d.FilePath()] = d
+			}
+		}
+	}
+	return out
 }
 
 // findCommitted looks for a snapshot carrying the job's id in the table's

@@ -36,14 +36,15 @@ type rewriteInputs struct {
 	partitions map[string]struct{} // partition key of each input
 	keys       *planner.Keyer
 	global     bool // an input is unpartitioned: equality deletes anywhere apply
+	meta       table.Metadata
 }
 
 func newRewriteInputs(meta table.Metadata, files []iceberg.DataFile) rewriteInputs {
-	in := rewriteInputs{paths: map[string]struct{}{}, partitions: map[string]struct{}{}, keys: planner.NewKeyer(meta)}
+	in := rewriteInputs{paths: map[string]struct{}{}, partitions: map[string]struct{}{}, keys: planner.NewKeyer(meta), meta: meta}
 	for _, df := range files {
 		in.paths[df.FilePath()] = struct{}{}
 		in.partitions[in.keys.Key(df.SpecID(), df.Partition())] = struct{}{}
-		if len(df.Partition()) == 0 {
+		if in.unpartitioned(df) {
 			in.global = true
 		}
 	}
@@ -110,7 +111,7 @@ func (in rewriteInputs) conflictsWith(snapID int64, entry iceberg.ManifestEntry)
 		if entry.Status() != iceberg.EntryStatusADDED {
 			return nil
 		}
-		if in.global || len(df.Partition()) == 0 || in.hasPartition(df) {
+		if in.global || in.unpartitioned(df) || in.hasPartition(df) {
 			return fmt.Errorf("%w: snapshot %d added equality deletes %s", ErrNewDeletes, snapID, df.FilePath())
 		}
 		return nil
@@ -124,11 +125,23 @@ func (in rewriteInputs) conflictsWith(snapID int64, entry iceberg.ManifestEntry)
 			}
 			return nil
 		}
-		if in.hasPartition(df) || len(df.Partition()) == 0 {
+		if in.hasPartition(df) || in.unpartitioned(df) {
 			return fmt.Errorf("%w: snapshot %d added partition-scoped position deletes %s", ErrNewDeletes, snapID, df.FilePath())
 		}
 	}
 	return nil
+}
+
+// unpartitioned reports whether df was written with an unpartitioned spec,
+// including one whose fields were all voided by partition evolution: scan
+// planning applies such an equality delete to every data file, though its
+// partition tuple is not empty.
+func (in rewriteInputs) unpartitioned(df iceberg.DataFile) bool {
+	if len(df.Partition()) == 0 {
+		return true
+	}
+	spec := in.meta.PartitionSpecByID(int(df.SpecID()))
+	return spec != nil && spec.IsUnpartitioned()
 }
 
 func (in rewriteInputs) hasPartition(df iceberg.DataFile) bool {

@@ -63,6 +63,86 @@ func smallFileCheck(c Counters, set thresholds.Effective) Check {
 		Note: fmt.Sprintf("files below %s", thresholds.Size(set.SmallFileSize))}
 }
 
+// percent is n/d as a whole percentage (0 when d is 0).
+func percent(n, d int64) int64 {
+	if d <= 0 {
+		return 0
+	}
+	return n * 100 / d
+}
+
+// deleteChecks measure a partition's merge-on-read debt: delete files per
+// data file (counted only from delete_min_input_files delete files on, so
+// one delete against one file does not trigger a job) and delete rows per
+// data row.
+func deleteChecks(c Counters, set thresholds.Effective) (files, rows Check) {
+	n := c.DeleteFiles()
+	files = Check{Threshold: "delete_file_ratio", Measured: percent(int64(n), int64(c.DataFiles)),
+		Limit: int64(set.DeleteFileRatio * 100), Unit: "percent",
+		Over: n >= set.DeleteMinInputFiles && float64(n) >= set.DeleteFileRatio*float64(c.DataFiles),
+		Note: fmt.Sprintf("%d delete files (%d position, %d equality, %d deletion vectors) for %d data files; at least %d",
+			n, c.PositionDeleteFiles, c.EqualityDeleteFiles, c.DeletionVectors, c.DataFiles, set.DeleteMinInputFiles)}
+	if c.DataFiles == 0 && n > 0 {
+		files.Measured = 100 * int64(n) // every delete is dangling
+	}
+	deleted := c.DeleteRows()
+	rows = Check{Threshold: "deleted_row_ratio", Measured: percent(deleted, c.Rows),
+		Limit: int64(set.DeletedRowRatio * 100), Unit: "percent",
+		Over: deleted > 0 && c.Rows > 0 && float64(deleted) >= set.DeletedRowRatio*float64(c.Rows),
+		Note: fmt.Sprintf("%d delete rows for %d data rows", deleted, c.Rows)}
+	return files, rows
+}
+
+// deleteRemedy picks the cheaper job that clears a partition's delete debt:
+// merging its position-delete files reads and writes only the deletes, but
+// it cannot remove equality deletes, drop deleted rows from the data files,
+// or merge deletion vectors; then only a compaction that applies the
+// deletes helps. The note says why, for the log and plan.
+func deleteRemedy(c Counters, rows Check, set thresholds.Effective) (JobKind, string) {
+	switch {
+	case c.EqualityDeleteFiles > 0:
+		return KindCompact, fmt.Sprintf("%d equality delete files: only a compaction applying them removes them", c.EqualityDeleteFiles)
+	case rows.Over:
+		return KindCompact, fmt.Sprintf("%d%% of rows deleted: rewriting the data drops them", rows.Measured)
+	case c.PositionDeleteFiles < set.DeleteMinInputFiles:
+		return KindCompact, fmt.Sprintf("%d deletion vectors cannot be merged: compaction applies them", c.DeletionVectors)
+	case c.DeleteBytes/int64(c.PositionDeleteFiles) >= set.DeleteTargetFileSize/2:
+		return KindCompact, fmt.Sprintf("position-delete files already average %s (target %s): compaction applies them",
+			thresholds.Size(c.DeleteBytes/int64(c.PositionDeleteFiles)), thresholds.Size(set.DeleteTargetFileSize))
+	}
+	return KindRewritePositionDeletes, fmt.Sprintf("position deletes only, %d%% of rows deleted: merging %d delete files (%s) is cheaper than rewriting %s of data",
+		rows.Measured, c.PositionDeleteFiles, thresholds.Size(c.DeleteBytes), thresholds.Size(c.Bytes))
+}
+
+// partitionDue evaluates every partition threshold and, when one is over,
+// the job that fixes the partition: compaction (applying deletes when a
+// delete threshold asked for it) or a position-delete rewrite.
+func partitionDue(c Counters, set thresholds.Effective) (checks []Check, kind JobKind, reason Reason, applyDeletes, due bool) {
+	small := smallFileCheck(c, set)
+	files, rows := deleteChecks(c, set)
+	checks = []Check{small, files, rows}
+	switch {
+	case small.Over:
+		kind, reason = KindCompact, Reason{Threshold: small.Threshold, Measured: small.Measured, Limit: small.Limit}
+		if files.Over || rows.Over {
+			// Compacting anyway: apply the deletes while at it.
+			applyDeletes = true
+			reason.Note = "also over a delete threshold: deletes applied"
+		}
+		return checks, kind, reason, applyDeletes, true
+	case files.Over || rows.Over:
+		trigger := files
+		if !files.Over {
+			trigger = rows
+		}
+		var note string
+		kind, note = deleteRemedy(c, rows, set)
+		return checks, kind, Reason{Threshold: trigger.Threshold, Measured: trigger.Measured, Limit: trigger.Limit, Note: note},
+			kind == KindCompact, true
+	}
+	return checks, "", Reason{}, false, false
+}
+
 // Explain reads tbl's current snapshot (every live manifest once) and
 // reports, without scheduling anything, what the planner measures and which
 // jobs it would schedule now. Quiet periods count from the partitions' last
@@ -76,25 +156,33 @@ func Explain(ctx context.Context, tbl *table.Table, cfg *thresholds.Config, now 
 		return Plan{}, fmt.Errorf("read %s: %w", name, err)
 	}
 	plan := Plan{Table: name, SnapshotID: tc.snapshotID, Settings: set}
-	var compact PlannedJob
+	jobs := map[JobKind]*PlannedJob{}
 	for _, ps := range tc.sortedPartitions() {
-		pp := PartitionPlan{Key: ps.Key, Counters: ps.Counters, Checks: []Check{smallFileCheck(ps.Counters, set)}}
-		if pp.Checks[0].Over {
+		checks, kind, reason, _, due := partitionDue(ps.Counters, set)
+		pp := PartitionPlan{Key: ps.Key, Counters: ps.Counters, Checks: checks}
+		if due {
 			if quietEnd := ps.LastWrite.Add(set.QuietPeriod); now.Before(quietEnd) {
 				pp.Wait = fmt.Sprintf("written %s ago; waits for a quiet period of %s (at most max_quiet_wait %s)",
 					now.Sub(ps.LastWrite).Round(time.Millisecond), set.QuietPeriod, set.MaxQuietWait)
 			} else {
 				pp.Due = true
-				c := pp.Checks[0]
-				compact.Partitions = append(compact.Partitions, ps.Key)
-				compact.Reasons = append(compact.Reasons, Reason{Partition: ps.Key, Threshold: c.Threshold, Measured: c.Measured, Limit: c.Limit})
+				j := jobs[kind]
+				if j == nil {
+					j = &PlannedJob{Kind: kind}
+					jobs[kind] = j
+				}
+				reason.Partition = ps.Key
+				j.Partitions = append(j.Partitions, ps.Key)
+				j.Reasons = append(j.Reasons, reason)
 			}
 		}
 		plan.Partitions = append(plan.Partitions, pp)
 	}
-	if len(compact.Partitions) > 0 {
-		compact.Kind = KindCompact
-		plan.Jobs = append(plan.Jobs, compact)
+	// The order reactor runs them in.
+	for _, kind := range []JobKind{KindCompact, KindRewritePositionDeletes} {
+		if j := jobs[kind]; j != nil {
+			plan.Jobs = append(plan.Jobs, *j)
+		}
 	}
 
 	snaps := summarizeSnapshots(tbl.Metadata())

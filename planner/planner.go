@@ -287,10 +287,14 @@ func (p *Planner) evaluateLocked(st *tableState) {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
+	// Partitions due for a position-delete rewrite wait for the table's
+	// compaction (if any) to finish: one job per table at a time.
+	var deleteParts []Partition
+	var deleteReasons []Reason
 	for _, k := range keys {
 		ps := st.counters.partitions[k]
-		check := smallFileCheck(ps.Counters, set)
-		if !check.Over || ps.inJob {
+		_, kind, reason, applyDeletes, due := partitionDue(ps.Counters, set)
+		if !due || ps.inJob {
 			continue
 		}
 		if st.running != nil {
@@ -306,7 +310,7 @@ func (p *Planner) evaluateLocked(st *tableState) {
 			deferUntil(ps.cooldownUntil)
 			continue
 		}
-		reason := Reason{Partition: ps.Key, Threshold: check.Threshold, Measured: check.Measured, Limit: check.Limit}
+		reason.Partition = ps.Key
 		if quietEnd := ps.LastWrite.Add(set.QuietPeriod); now.Before(quietEnd) {
 			if ps.waitingSince.IsZero() {
 				ps.waitingSince = now
@@ -324,11 +328,30 @@ func (p *Planner) evaluateLocked(st *tableState) {
 			}
 			// Written continuously for max_quiet_wait: compact it beside
 			// the writer rather than let it grow without bound.
-			reason.Note = fmt.Sprintf("still being written after waiting %s (max_quiet_wait)", set.MaxQuietWait)
+			wait := fmt.Sprintf("still being written after waiting %s (max_quiet_wait)", set.MaxQuietWait)
+			if reason.Note != "" {
+				wait = reason.Note + "; " + wait
+			}
+			reason.Note = wait
 		}
 		ps.waitingSince = time.Time{}
-		parts = append(parts, ps.Partition)
+		part := ps.Partition
+		part.ApplyDeletes = applyDeletes
+		if kind == KindRewritePositionDeletes {
+			deleteParts = append(deleteParts, part)
+			deleteReasons = append(deleteReasons, reason)
+			continue
+		}
+		parts = append(parts, part)
 		reasons = append(reasons, reason)
+	}
+	if len(parts) == 0 && len(deleteParts) > 0 {
+		parts, reasons = deleteParts, deleteReasons
+		for _, part := range parts {
+			st.counters.partitions[part.Key].inJob = true
+		}
+		p.scheduleLocked(st, KindRewritePositionDeletes, parts, reasons, now)
+		return
 	}
 	if len(parts) > 0 {
 		for _, part := range parts {

@@ -10,16 +10,37 @@ import (
 	"github.com/apache/iceberg-go/table"
 )
 
-// Counters describe the live data files of one partition.
+// Counters describe the live files of one partition: its data files and
+// the merge-on-read delete files written against them.
 type Counters struct {
 	DataFiles  int
 	Bytes      int64
 	Rows       int64
 	SmallFiles int
 	TinyFiles  int
+	// Delete files by kind, and the delete rows they hold (their record
+	// counts: positions for position deletes and deletion vectors, keys for
+	// equality deletes; not the data rows they end up deleting).
+	PositionDeleteFiles int
+	EqualityDeleteFiles int
+	DeletionVectors     int
+	PositionDeleteRows  int64
+	EqualityDeleteRows  int64
+	DeletionVectorRows  int64
+	DeleteBytes         int64
 	// LastWrite is the commit time of the newest snapshot, not written by
-	// reactor, that added a data file to the partition.
+	// reactor, that added a file (data or deletes) to the partition.
 	LastWrite time.Time
+}
+
+// DeleteFiles is the number of delete files of every kind.
+func (c Counters) DeleteFiles() int {
+	return c.PositionDeleteFiles + c.EqualityDeleteFiles + c.DeletionVectors
+}
+
+// DeleteRows is the number of delete rows of every kind.
+func (c Counters) DeleteRows() int64 {
+	return c.PositionDeleteRows + c.EqualityDeleteRows + c.DeletionVectorRows
 }
 
 // fileSizes are the limits files are counted against.
@@ -28,27 +49,40 @@ type fileSizes struct {
 	tiny  int64 // below: a health problem (seed 000's "tiny files")
 }
 
-func (c *Counters) add(df iceberg.DataFile, sz fileSizes) {
-	c.DataFiles++
-	c.Bytes += df.FileSizeBytes()
-	c.Rows += df.Count()
-	if df.FileSizeBytes() < sz.small {
-		c.SmallFiles++
-	}
-	if df.FileSizeBytes() < sz.tiny {
-		c.TinyFiles++
-	}
-}
+func (c *Counters) add(df iceberg.DataFile, sz fileSizes) { c.count(df, sz, 1) }
 
-func (c *Counters) remove(df iceberg.DataFile, sz fileSizes) {
-	c.DataFiles--
-	c.Bytes -= df.FileSizeBytes()
-	c.Rows -= df.Count()
+func (c *Counters) remove(df iceberg.DataFile, sz fileSizes) { c.count(df, sz, -1) }
+
+// count adds (sign 1) or removes (sign -1) one file.
+func (c *Counters) count(df iceberg.DataFile, sz fileSizes, sign int) {
+	rows := int64(sign) * df.Count()
+	switch df.ContentType() {
+	case iceberg.EntryContentPosDeletes:
+		if table.IsDeletionVector(df) {
+			c.DeletionVectors += sign
+			c.DeletionVectorRows += rows
+		} else {
+			c.PositionDeleteFiles += sign
+			c.PositionDeleteRows += rows
+			// A deletion vector's size is its blob in a shared Puffin
+			// file; only Parquet delete files are merged by size.
+			c.DeleteBytes += int64(sign) * df.FileSizeBytes()
+		}
+		return
+	case iceberg.EntryContentEqDeletes:
+		c.EqualityDeleteFiles += sign
+		c.EqualityDeleteRows += rows
+		c.DeleteBytes += int64(sign) * df.FileSizeBytes()
+		return
+	}
+	c.DataFiles += sign
+	c.Bytes += int64(sign) * df.FileSizeBytes()
+	c.Rows += rows
 	if df.FileSizeBytes() < sz.small {
-		c.SmallFiles--
+		c.SmallFiles += sign
 	}
 	if df.FileSizeBytes() < sz.tiny {
-		c.TinyFiles--
+		c.TinyFiles += sign
 	}
 }
 
@@ -171,7 +205,7 @@ func (tc *tableCounters) advance(ctx context.Context, tbl *table.Table, sz fileS
 		for _, m := range manifests {
 			// Only manifests this snapshot wrote can hold its changes; the
 			// rest are carried over unchanged from its parent.
-			if m.SnapshotID() != snap.SnapshotID || m.ManifestContent() != iceberg.ManifestContentData {
+			if m.SnapshotID() != snap.SnapshotID {
 				continue
 			}
 			// A manifest that only carries existing entries (a manifest
@@ -269,9 +303,6 @@ func (tc *tableCounters) rebuild(ctx context.Context, tbl *table.Table, fs iceio
 		return w
 	}
 	for _, m := range manifests {
-		if m.ManifestContent() != iceberg.ManifestContentData {
-			continue
-		}
 		st.manifestsRead++
 		for entry, err := range m.Entries(fs, true) {
 			if err != nil {
@@ -336,6 +367,13 @@ func (tc *tableCounters) totals() Counters {
 		t.Rows += ps.Rows
 		t.SmallFiles += ps.SmallFiles
 		t.TinyFiles += ps.TinyFiles
+		t.PositionDeleteFiles += ps.PositionDeleteFiles
+		t.EqualityDeleteFiles += ps.EqualityDeleteFiles
+		t.DeletionVectors += ps.DeletionVectors
+		t.PositionDeleteRows += ps.PositionDeleteRows
+		t.EqualityDeleteRows += ps.EqualityDeleteRows
+		t.DeletionVectorRows += ps.DeletionVectorRows
+		t.DeleteBytes += ps.DeleteBytes
 		if ps.LastWrite.After(t.LastWrite) {
 			t.LastWrite = ps.LastWrite
 		}
