@@ -50,6 +50,8 @@ type Metrics struct {
 	DataFiles        *prometheus.GaugeVec
 	SmallFiles       *prometheus.GaugeVec
 	OrphanCandidates *prometheus.GaugeVec
+	DeleteFiles      *prometheus.GaugeVec
+	DeleteFileRatio  *prometheus.GaugeVec
 	snapshots        *snapshotGauges
 }
 
@@ -118,10 +120,18 @@ func New() *Metrics {
 			Name: "reactor_table_orphan_candidates",
 			Help: "Orphan files the table's last cleanup found and left in place (all of them in a dry run).",
 		}, []string{"table"}),
+		DeleteFiles: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "reactor_table_delete_files",
+			Help: "Live delete files by kind (position, equality, deletion_vector), as tracked by the planner.",
+		}, []string{"table", "kind"}),
+		DeleteFileRatio: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "reactor_table_delete_file_ratio",
+			Help: "Live delete files per live data file (0 without data files).",
+		}, []string{"table"}),
 		snapshots: newSnapshotGauges(),
 	}
 	m.Registry.MustRegister(m.Events, m.JobsScheduled, m.Jobs, m.JobDuration, m.CommitConflicts,
 		m.CommitRetries, m.StateRebuilds, m.FilesRewritten, m.FilesAdded, m.ConfigReloads, m.Objects, m.UnconfirmedFiles,
-		m.DataFiles, m.SmallFiles, m.OrphanCandidates, m.snapshots)
+		m.DataFiles, m.SmallFiles, m.OrphanCandidates, m.DeleteFiles, m.DeleteFileRatio, m.snapshots)
 	return m
 }

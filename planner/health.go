@@ -27,8 +27,11 @@ type Health struct {
 	Snapshots         int           `json:"snapshots"`
 	OldestSnapshotAge time.Duration `json:"oldest_snapshot_age_ns"`
 	DataManifests     int           `json:"data_manifests"`
-	Healthy           bool          `json:"healthy"`
-	Problems          []string      `json:"problems,omitempty"`
+	// Delete files of every kind and the delete rows they hold.
+	DeleteFiles int      `json:"delete_files"`
+	DeleteRows  int64    `json:"delete_rows"`
+	Healthy     bool     `json:"healthy"`
+	Problems    []string `json:"problems,omitempty"`
 	// Notes are observations that do not make the table unhealthy.
 	Notes []string `json:"notes,omitempty"`
 }
@@ -43,6 +46,7 @@ func buildHealth(name string, tc *tableCounters, snaps snapshotSummary, set thre
 		Table: name, SnapshotID: tc.snapshotID, DataFiles: tot.DataFiles, DataBytes: tot.Bytes,
 		TargetFileSize: set.TargetFileSize, SmallFiles: tot.SmallFiles, TinyFiles: tot.TinyFiles,
 		TinyFileSize: set.TinyFileSize, Snapshots: len(snaps.times), DataManifests: tc.dataManifests,
+		DeleteFiles: tot.DeleteFiles(), DeleteRows: tot.DeleteRows(),
 	}
 	if tot.DataFiles > 0 {
 		h.AvgFileSize = tot.Bytes / int64(tot.DataFiles)

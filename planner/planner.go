@@ -248,6 +248,14 @@ func (p *Planner) observeLocked(ctx context.Context, st *tableState, tbl *table.
 	tot := st.counters.totals()
 	p.met.DataFiles.WithLabelValues(st.name).Set(float64(tot.DataFiles))
 	p.met.SmallFiles.WithLabelValues(st.name).Set(float64(tot.SmallFiles))
+	p.met.DeleteFiles.WithLabelValues(st.name, "position").Set(float64(tot.PositionDeleteFiles))
+	p.met.DeleteFiles.WithLabelValues(st.name, "equality").Set(float64(tot.EqualityDeleteFiles))
+	p.met.DeleteFiles.WithLabelValues(st.name, "deletion_vector").Set(float64(tot.DeletionVectors))
+	ratio := 0.0
+	if tot.DataFiles > 0 {
+		ratio = float64(tot.DeleteFiles()) / float64(tot.DataFiles)
+	}
+	p.met.DeleteFileRatio.WithLabelValues(st.name).Set(ratio)
 	p.evaluateLocked(st)
 	return nil
 }

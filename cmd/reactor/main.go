@@ -14,6 +14,7 @@
 //	reactor orphans TABLE    find orphan files (remove_orphan_files)
 //	reactor rewrite-manifests TABLE   merge manifests (rewrite_manifests)
 //	reactor validate-config FILE      check a thresholds file
+//	reactor write TABLE      a small streaming writer, for trying reactor out
 //	reactor version          print version information
 //	reactor help [command]   show help
 //
@@ -54,6 +55,7 @@ func commands() []command {
 		{"orphans", "find, and optionally delete, orphan files (Spark's remove_orphan_files)", orphansCmd},
 		{"rewrite-manifests", "merge a table's manifests now (Spark's rewrite_manifests)", rewriteManifestsCmd},
 		{"validate-config", "check a thresholds file and show a table's effective settings", validateConfigCmd},
+		{"write", "append small batches to a table and publish commit events (for trying reactor out)", writeCmd},
 		{"version", "print version information", versionCmd},
 		{"help", "show help for reactor or one of its commands", helpCmd},
 	}

@@ -213,7 +213,7 @@ func TestExecuteArguments(t *testing.T) {
 		noStdout bool
 	}{
 		{name: "no command", args: nil, code: 2, stderr: "Usage:"},
-		{name: "unknown command", args: []string{"compact"}, code: 2, stderr: `unknown command "compact"`},
+		{name: "unknown command", args: []string{"compress"}, code: 2, stderr: `unknown command "compress"`},
 		{name: "help", args: []string{"help"}, code: 0, stdout: "Commands:"},
 		{name: "--help", args: []string{"--help"}, code: 0, stdout: "reactor <command>"},
 		{name: "help for run", args: []string{"help", "run"}, code: 0, stdout: "REACTOR_NATS_URL"},
