@@ -46,7 +46,7 @@ func ManualJob(ctx context.Context, tbl *table.Table, cfg *thresholds.Config, ki
 	}
 	manual := Reason{Partition: tableWide, Threshold: "manual", Note: "requested on the command line"}
 	switch kind {
-	case KindCompact:
+	case KindCompact, KindRewritePositionDeletes:
 		var tc tableCounters
 		if _, err := tc.advance(ctx, tbl, sizesOf(set)); err != nil {
 			return Job{}, fmt.Errorf("read %s: %w", name, err)
@@ -62,12 +62,20 @@ func ManualJob(ctx context.Context, tbl *table.Table, cfg *thresholds.Config, ki
 				continue
 			}
 			delete(want, ps.Key)
+			reason := Reason{Partition: ps.Key, Threshold: "manual",
+				Measured: int64(ps.SmallFiles), Limit: int64(set.MinInputFiles), Note: "small files; min_input_files"}
+			if kind == KindRewritePositionDeletes {
+				if ps.PositionDeleteFiles == 0 && len(opts.Partitions) == 0 {
+					continue
+				}
+				reason.Measured, reason.Limit = int64(ps.PositionDeleteFiles), int64(set.DeleteMinInputFiles)
+				reason.Note = "position-delete files; delete_min_input_files"
+			}
 			job.Partitions = append(job.Partitions, ps.Partition)
-			job.Reasons = append(job.Reasons, Reason{Partition: ps.Key, Threshold: "manual",
-				Measured: int64(ps.SmallFiles), Limit: int64(set.MinInputFiles), Note: "small files; min_input_files"})
+			job.Reasons = append(job.Reasons, reason)
 		}
 		for k := range want {
-			return Job{}, fmt.Errorf("%w: %s has no live data files in partition %q (partitions: %s)",
+			return Job{}, fmt.Errorf("%w: %s has no live files in partition %q (partitions: %s)",
 				ErrUnknownPartition, name, k, strings.Join(known, ", "))
 		}
 	case KindExpireSnapshots:

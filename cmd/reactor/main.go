@@ -10,6 +10,7 @@
 //	reactor health TABLE     check one table's health now
 //	reactor plan TABLE       show what would be scheduled now, and why
 //	reactor compact TABLE    compact now (rewrite_data_files)
+//	reactor rewrite-deletes TABLE     merge position deletes (rewrite_position_delete_files)
 //	reactor expire TABLE     expire snapshots now (expire_snapshots)
 //	reactor orphans TABLE    find orphan files (remove_orphan_files)
 //	reactor rewrite-manifests TABLE   merge manifests (rewrite_manifests)
@@ -51,6 +52,7 @@ func commands() []command {
 		{"health", "check one table's health now (exit 1 if unhealthy)", healthCmd},
 		{"plan", "show what would be scheduled for a table now, and why", planCmd},
 		{"compact", "compact a table's small files now (Spark's rewrite_data_files)", compactCmd},
+		{"rewrite-deletes", "merge position-delete files now (Spark's rewrite_position_delete_files)", rewriteDeletesCmd},
 		{"expire", "expire old snapshots now (Spark's expire_snapshots)", expireCmd},
 		{"orphans", "find, and optionally delete, orphan files (Spark's remove_orphan_files)", orphansCmd},
 		{"rewrite-manifests", "merge a table's manifests now (Spark's rewrite_manifests)", rewriteManifestsCmd},

@@ -47,8 +47,8 @@ func runOneShot(ctx context.Context, c *tableCommand, kind planner.JobKind, opts
 	if err != nil {
 		return &usageError{err: err}
 	}
-	if kind == planner.KindCompact && len(job.Partitions) == 0 {
-		fmt.Fprintf(stderr, "%s has no data files to compact\n", c.table)
+	if (kind == planner.KindCompact || kind == planner.KindRewritePositionDeletes) && len(job.Partitions) == 0 {
+		fmt.Fprintf(stderr, "%s has no partition to work on\n", c.table)
 	}
 	res, rep := executor.New(cat, log, metrics.New()).Run(ctx, job)
 	out := oneShotResult{JobID: job.ID, Kind: kind, Table: job.TableName, DryRun: rep.DryRun || rep.Orphans.DryRun,

@@ -154,7 +154,7 @@ func TestCompactCommand(t *testing.T) {
 		t.Fatal("a dry run committed")
 	}
 	_, errOut := o.run(2, "compact", "db.t", "--partition", "category=nosuch")
-	if !strings.Contains(errOut, `no live data files in partition "category=nosuch"`) {
+	if !strings.Contains(errOut, `no live files in partition "category=nosuch"`) {
 		t.Errorf("stderr %s", errOut)
 	}
 
