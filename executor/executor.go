@@ -114,6 +114,10 @@ func (e *Executor) Run(ctx context.Context, job planner.Job) (planner.Result, Re
 		"bytes_in", rep.RewrittenBytes, "bytes_out", rep.AddedBytes, "removed_delete_files", rep.RemovedDeleteFiles,
 		"commits", rep.Commits, "attempts", rep.Attempts, "conflicts", rep.Conflicts, "duration", rep.Duration}
 	switch job.Kind {
+	case planner.KindRewritePositionDeletes:
+		attrs = append(attrs, "delete_files_in", rep.RewrittenDeleteFiles, "delete_files_out", rep.AddedDeleteFiles,
+			"delete_bytes_in", rep.RewrittenDeleteBytes, "delete_bytes_out", rep.AddedDeleteBytes,
+			"dangling_delete_rows", rep.DanglingDeleteRows)
 	case planner.KindRewriteManifests:
 		attrs = append(attrs, "manifests_rewritten", rep.ManifestsRewritten, "manifests_added", rep.ManifestsAdded)
 	case planner.KindExpireSnapshots:
