@@ -177,3 +177,47 @@ func TestConcurrentEqualityDeletesDuringDeleteCompaction(t *testing.T) {
 		t.Errorf("partition b has %d equality delete files, want the writer's 1", n)
 	}
 }
+
+// Delete files whose rows name data files of two partitions: X is bound to
+// partition a and names a file of a and one of b (as a partition-scoped
+// delete it applies only in a: b's row stays visible); Y is bound to a but
+// names only b's file with exact bounds (file-scoped: it applies to b's file
+// by path). Compacting a, then b, with deletes applied changes no row; each
+// delete file goes once nothing it applies to survives.
+func TestDeleteCompactionWithCrossPartitionDeleteFiles(t *testing.T) {
+	f := newFixture(t, streamwriter.MergeOnReadProperties)
+	f.commit("b", 10) // ids 1..10
+	for range 6 {
+		f.commit("a", 10) // ids 11..70
+	}
+	at := pdmLocate(t, f, 61, 5, 7)
+	x := pdmWriteDeleteFile(t, f, "a", "-x-deletes.parquet", []pdmRow{at[61], at[5]})
+	y := pdmWriteDeleteFile(t, f, "a", "-y-deletes.parquet", []pdmRow{at[7]})
+	txn := f.load().NewTransaction()
+	if err := txn.NewRowDelta(nil).AddDeletes(x, y).Commit(f.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := txn.Commit(f.ctx); err != nil {
+		t.Fatal(err)
+	}
+	before := f.contents()
+	if before.IDs[61] != 0 || before.IDs[5] != 1 || before.IDs[7] != 0 {
+		t.Fatalf("setup: ids 61, 5, 7 occur %d, %d, %d times; want 0, 1, 0", before.IDs[61], before.IDs[5], before.IDs[7])
+	}
+	yaml := "defaults: {target_file_size: 1MiB, small_file_count: 5}"
+	for _, partition := range []string{"a", "b"} {
+		res, rep := f.exec.Run(f.ctx, applyDeletes(f.job(yaml, partition)))
+		if res.Outcome != planner.Succeeded {
+			t.Fatalf("compacting %s: outcome %v, err %v", partition, res.Outcome, res.Err)
+		}
+		after := f.contents()
+		if after.Total != before.Total || after.IDs[61] != 0 || after.IDs[5] != 1 || after.IDs[7] != 0 {
+			t.Fatalf("after compacting %s: %v, ids 61, 5, 7 occur %d, %d, %d times; before %v",
+				partition, after.Total, after.IDs[61], after.IDs[5], after.IDs[7], before.Total)
+		}
+		t.Logf("compacting %s removed %d delete files", partition, rep.RemovedDeleteFiles)
+	}
+	if left := deleteFilesByKind(t, f, "a"); len(left) != 0 {
+		t.Errorf("delete files bound to a still live after both partitions were rewritten: %v", left)
+	}
+}
