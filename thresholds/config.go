@@ -86,7 +86,16 @@ type Config struct {
 	Defaults Policy `yaml:"defaults"`
 	// Tables are per-table overrides; see [Config.For] for precedence.
 	Tables []Override `yaml:"tables"`
+	// Concurrency bounds the jobs reactor runs at once, across tables.
+	// reactor run's --concurrency wins over it; unset in both, 2. It sizes
+	// the worker's pool at start, so a reload that changes it is logged and
+	// takes effect on restart. Must be >= 1.
+	Concurrency *int `yaml:"concurrency"`
 }
+
+// DefaultConcurrency is the job concurrency when neither the file nor the
+// command line sets one.
+const DefaultConcurrency = 2
 
 // Override is a Policy for the tables whose "namespace.table" name matches
 // Match.
@@ -391,6 +400,10 @@ func (c *Config) Validate() error {
 		case slices.Contains(strings.Split(ns, "."), ""):
 			add(p, ns, "must be dot-joined namespace levels without empty parts")
 		}
+	}
+
+	if c.Concurrency != nil && *c.Concurrency < 1 {
+		add("concurrency", *c.Concurrency, "must be >= 1")
 	}
 
 	builtin := Builtin()

@@ -851,3 +851,38 @@ func TestOrphanMarginFloor(t *testing.T) {
 		t.Errorf("orphan cleanup must default to a dry run: %+v", e)
 	}
 }
+
+// Delete-maintenance keys: defaults, the delete target size's precedence
+// (configuration, then the table property, then 64MiB), and validation.
+func TestDeleteSettings(t *testing.T) {
+	cfg, err := Parse([]byte("defaults: {delete_file_ratio: 0.2}\ntables:\n  - match: db.cdc\n    delete_target_file_size: 8MiB\n    deleted_row_ratio: 0.1\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := cfg.For("db.other", map[string]string{DeleteTargetFileSizeProperty: "1048576"})
+	if e.DeleteFileRatio != 0.2 || e.DeletedRowRatio != DefaultDeletedRowRatio || e.DeleteFileThreshold != 5 ||
+		e.DeleteMinInputFiles != 5 || e.DeleteTargetFileSize != MiB.Bytes() ||
+		e.DeleteTargetFileSizeSource != "table property "+DeleteTargetFileSizeProperty {
+		t.Errorf("db.other = %+v", e)
+	}
+	e = cfg.For("db.cdc", map[string]string{DeleteTargetFileSizeProperty: "1048576"})
+	if e.DeleteTargetFileSize != 8*MiB.Bytes() || e.DeleteTargetFileSizeSource != SourceConfig || e.DeletedRowRatio != 0.1 {
+		t.Errorf("db.cdc: configuration beats the table property: %+v", e)
+	}
+	if e := cfg.For("db.x", nil); e.DeleteTargetFileSize != 64*MiB.Bytes() || e.DeleteTargetFileSizeSource != SourceDefault {
+		t.Errorf("db.x: built-in 64MiB: %+v", e)
+	}
+	for doc, want := range map[string]string{
+		"defaults: {delete_file_ratio: 0}":             "defaults.delete_file_ratio: must be a finite number > 0",
+		"defaults: {deleted_row_ratio: 1.5}":           "defaults.deleted_row_ratio: must be > 0 and <= 1",
+		"defaults: {delete_file_threshold: 0}":         "defaults.delete_file_threshold: must be >= 1",
+		"defaults: {delete_min_input_files: 0}":        "defaults.delete_min_input_files: must be >= 1",
+		"defaults: {delete_target_file_size: 0}":       "defaults.delete_target_file_size: must be > 0",
+		"concurrency: 0":                               "concurrency: must be >= 1",
+		"tables: [{match: a.b, deleted_row_ratio: 0}]": "tables[0].deleted_row_ratio",
+	} {
+		if err := mustFail(t, doc); !strings.Contains(err, want) {
+			t.Errorf("%s: %s, want %q", doc, err, want)
+		}
+	}
+}

@@ -44,5 +44,9 @@ func (w *Worker) watchThresholds(ctx context.Context, path string, every time.Du
 		w.Planner.SetConfig(cfg)
 		w.Metrics.ConfigReloads.WithLabelValues("applied").Inc()
 		w.log.Info("thresholds reloaded", "path", path)
+		if n := cfg.Concurrency; n != nil && *n != w.concurrency {
+			w.log.Warn("concurrency in the thresholds file changed; it takes effect when reactor restarts",
+				"path", path, "running", w.concurrency, "configured", *n)
+		}
 	}
 }

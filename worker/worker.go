@@ -100,6 +100,8 @@ type Worker struct {
 	http      *http.Server
 	httpAddr  string
 	jobPrefix string
+	// concurrency is the pool's size (for the reload warning).
+	concurrency int
 }
 
 // HTTPAddr is the address the metrics and probe endpoints listen on ("" if
@@ -276,7 +278,8 @@ func Start(ctx context.Context, cfg Config) (_ *Worker, err error) {
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	w.cancel = cancel
 	exec := executor.New(w.Catalog, cfg.Logger, cfg.Metrics)
-	w.Pool = executor.NewPool(runCtx, exec, cfg.Concurrency)
+	w.concurrency = max(cfg.Concurrency, 1)
+	w.Pool = executor.NewPool(runCtx, exec, w.concurrency)
 	catName := cfg.CatalogName
 	if cfg.CatalogProps == nil {
 		catName = embedded.CatalogName

@@ -110,6 +110,10 @@ func TestParseRunConfig(t *testing.T) {
 	if err := os.WriteFile(bad, []byte("defaults:\n  small_file_ratio: 1.5\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	withConcurrency := filepath.Join(dir, "concurrency.yaml")
+	if err := os.WriteFile(withConcurrency, []byte("concurrency: 5\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name    string
 		args    []string
@@ -122,6 +126,18 @@ func TestParseRunConfig(t *testing.T) {
 				t.Errorf("config = %+v", c)
 			}
 		}},
+		{name: "concurrency from the thresholds file", args: []string{"--thresholds", withConcurrency},
+			check: func(t *testing.T, c runConfig) {
+				if c.concurrency != 5 {
+					t.Errorf("concurrency = %d, want the file's 5", c.concurrency)
+				}
+			}},
+		{name: "the flag beats the thresholds file", args: []string{"--thresholds", withConcurrency, "--concurrency", "3"},
+			check: func(t *testing.T, c runConfig) {
+				if c.concurrency != 3 {
+					t.Errorf("concurrency = %d, want the flag's 3", c.concurrency)
+				}
+			}},
 		{name: "rest catalog inferred from URI",
 			args: []string{"--catalog-uri", "http://rest:8181", "--warehouse", "s3://wh"},
 			check: func(t *testing.T, c runConfig) {
@@ -150,7 +166,7 @@ func TestParseRunConfig(t *testing.T) {
 			}
 		}},
 		{name: "bad concurrency value", args: []string{"--concurrency", "two"}, wantErr: `invalid value "two" for flag -concurrency`},
-		{name: "zero concurrency", args: []string{"--concurrency", "0"}, wantErr: "--concurrency must be at least 1"},
+		{name: "negative concurrency", args: []string{"--concurrency", "-1"}, wantErr: "--concurrency must not be negative"},
 		{name: "unknown flag", args: []string{"--nats"}, wantErr: "flag provided but not defined: -nats"},
 		{name: "positional argument", args: []string{"extra"}, wantErr: "unexpected arguments"},
 		{name: "bad log level", args: []string{"--log-level", "loud"}, wantErr: "--log-level must be"},

@@ -67,7 +67,7 @@ func parseRunConfig(args []string, getenv func(string) string, stdout io.Writer)
 	fs.Var(&extraSources, "notification-source", "another notification source `subject=encoding` (url or raw), repeatable")
 	grace := fs.Duration("shutdown-grace", 30*time.Second, "on SIGTERM, how long running jobs may take to finish before they are abandoned")
 	httpAddr := fs.String("http-addr", ":9090", "`address` for /metrics, /healthz and /readyz; empty disables them")
-	concurrency := fs.Int("concurrency", 2, "run at most `n` compaction jobs at once, across tables")
+	concurrency := fs.Int("concurrency", 0, "run at most `n` jobs at once, across tables (0: the thresholds file's concurrency, else 2)")
 	logLevel := fs.String("log-level", "info", "log `level`: debug, info, warn or error")
 	annotateEnv(fs)
 
@@ -96,8 +96,8 @@ func parseRunConfig(args []string, getenv func(string) string, stdout io.Writer)
 	if cfg.logLevel, err = parseLogLevel(*logLevel); err != nil {
 		return runConfig{}, err
 	}
-	if cfg.concurrency < 1 {
-		return runConfig{}, usageErrorf("--concurrency must be at least 1, got %d", cfg.concurrency)
+	if cfg.concurrency < 0 {
+		return runConfig{}, usageErrorf("--concurrency must not be negative, got %d", cfg.concurrency)
 	}
 	if cfg.catalogName == "" {
 		return runConfig{}, usageErrorf("--catalog-name must not be empty")
@@ -147,6 +147,12 @@ func parseRunConfig(args []string, getenv func(string) string, stdout io.Writer)
 	if cfg.thresholdsFile != "" {
 		if cfg.thresholds, err = thresholds.Load(cfg.thresholdsFile); err != nil {
 			return runConfig{}, &usageError{err: err}
+		}
+	}
+	if cfg.concurrency == 0 {
+		cfg.concurrency = thresholds.DefaultConcurrency
+		if n := cfg.thresholds.Concurrency; n != nil {
+			cfg.concurrency = *n
 		}
 	}
 	return cfg, nil
