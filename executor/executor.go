@@ -6,6 +6,7 @@ import (
 	"fmt"
 	iofs "io/fs"
 	"log/slog"
+	"maps"
 	"time"
 
 	"github.com/apache/iceberg-go"
@@ -96,6 +97,8 @@ func (e *Executor) Run(ctx context.Context, job planner.Job) (planner.Result, Re
 		res, rep = e.compact(ctx, log, job)
 	case planner.KindRewritePositionDeletes:
 		res, rep = e.rewritePositionDeletes(ctx, log, job)
+	case planner.KindSort:
+		res, rep = e.sort(ctx, log, job)
 	case planner.KindRewriteManifests:
 		res, rep = e.rewriteManifests(ctx, log, job)
 	case planner.KindExpireSnapshots:
@@ -136,7 +139,28 @@ func (e *Executor) Run(ctx context.Context, job planner.Job) (planner.Result, Re
 	return res, rep
 }
 
+// rewriter is how a data rewrite plans its groups and writes one group:
+// bin-pack (iceberg-go's compaction planner and writer) or sort. Both share
+// the rest: batches, commit validation and retries, cleanup.
+type rewriter struct {
+	plan  func(ctx context.Context, tbl *table.Table, job planner.Job) ([]table.CompactionTaskGroup, int, error)
+	write func(ctx context.Context, tbl *table.Table, g table.CompactionTaskGroup) (table.CompactionGroupResult, error)
+	// props are extra snapshot summary properties of the commits.
+	props iceberg.Properties
+}
+
 func (e *Executor) compact(ctx context.Context, log *slog.Logger, job planner.Job) (planner.Result, Report) {
+	return e.rewrite(ctx, log, job, rewriter{
+		plan: planGroups,
+		write: func(ctx context.Context, tbl *table.Table, g table.CompactionTaskGroup) (table.CompactionGroupResult, error) {
+			return table.ExecuteCompactionGroup(ctx, tbl, g, table.WithCompactionTargetFileSize(0))
+		},
+	})
+}
+
+// rewrite rewrites the data files rw plans, in up to
+// partial_progress_max_commits batches.
+func (e *Executor) rewrite(ctx context.Context, log *slog.Logger, job planner.Job, rw rewriter) (planner.Result, Report) {
 	var rep Report
 	fail := func(outcome planner.Outcome, err error) (planner.Result, Report) {
 		return planner.Result{Outcome: outcome, Err: err}, rep
@@ -150,7 +174,7 @@ func (e *Executor) compact(ctx context.Context, log *slog.Logger, job planner.Jo
 	}
 	rep.PlannedFromSnapshotID = tbl.CurrentSnapshot().SnapshotID
 
-	groups, skipped, err := planGroups(ctx, tbl, job)
+	groups, skipped, err := rw.plan(ctx, tbl, job)
 	if err != nil {
 		return fail(planner.Failed, err)
 	}
@@ -185,7 +209,7 @@ func (e *Executor) compact(ctx context.Context, log *slog.Logger, job planner.Jo
 			lastErr = ctx.Err()
 			break
 		}
-		results, err := e.writeBatch(ctx, log, tbl, b)
+		results, err := e.writeBatch(ctx, log, tbl, b, rw.write)
 		if err != nil {
 			rep.OutputFilesCleanedUp += removeOutputs(fs, results, log)
 			rep.FailedBatches++
@@ -196,7 +220,7 @@ func (e *Executor) compact(ctx context.Context, log *slog.Logger, job planner.Jo
 		if committed != nil {
 			head = committed // start from our own previous batch, not a sure conflict
 		}
-		next, err := e.commitBatch(ctx, log, job, tbl, head, fs, results, equalityDeletesOf(b), &rep)
+		next, err := e.commitBatch(ctx, log, job, tbl, head, fs, results, equalityDeletesOf(b), rw.props, &rep)
 		if err != nil {
 			if errors.Is(err, errUnknownCommitState) {
 				// Leave the outputs: a snapshot may reference them. Orphan
@@ -325,12 +349,12 @@ func batch(groups []table.CompactionTaskGroup, n int) [][]table.CompactionTaskGr
 
 // writeBatch reads each group (deletes applied) and writes its outputs once.
 // Each group gets a progress line: a large partition takes minutes.
-func (e *Executor) writeBatch(ctx context.Context, log *slog.Logger, tbl *table.Table, groups []table.CompactionTaskGroup) ([]table.CompactionGroupResult, error) {
+func (e *Executor) writeBatch(ctx context.Context, log *slog.Logger, tbl *table.Table, groups []table.CompactionTaskGroup,
+	write func(context.Context, *table.Table, table.CompactionTaskGroup) (table.CompactionGroupResult, error)) ([]table.CompactionGroupResult, error) {
 	results := make([]table.CompactionGroupResult, 0, len(groups))
 	for i, g := range groups {
 		start := time.Now()
-		gr, err := table.ExecuteCompactionGroup(ctx, tbl, g,
-			table.WithCompactionTargetFileSize(0))
+		gr, err := write(ctx, tbl, g)
 		results = append(results, gr)
 		if err != nil {
 			return results, fmt.Errorf("rewrite group %s: %w", g.PartitionKey, err)
@@ -355,7 +379,7 @@ func (e *Executor) writeBatch(ctx context.Context, log *slog.Logger, tbl *table.
 // were read: those the rewrite leaves applying to nothing go in the same
 // commit.
 func (e *Executor) commitBatch(ctx context.Context, log *slog.Logger, job planner.Job, planned, head *table.Table, fs iceio.IO,
-	results []table.CompactionGroupResult, eqDeletes map[string]iceberg.DataFile, rep *Report) (*table.Table, error) {
+	results []table.CompactionGroupResult, eqDeletes map[string]iceberg.DataFile, extraProps iceberg.Properties, rep *Report) (*table.Table, error) {
 	var (
 		oldFiles, newFiles []iceberg.DataFile
 		candidates         = map[string]iceberg.DataFile{}
@@ -380,6 +404,7 @@ func (e *Executor) commitBatch(ctx context.Context, log *slog.Logger, job planne
 	inputs := newRewriteInputs(planned.Metadata(), oldFiles)
 	validatedID := planned.CurrentSnapshot().SnapshotID
 	props := iceberg.Properties{planner.SnapshotJobProperty: job.ID}
+	maps.Copy(props, extraProps)
 
 	var (
 		committed *table.Table

@@ -15,7 +15,7 @@ type Count struct {
 // rewrite_manifests).
 func (r Report) ProcedureCounts(kind planner.JobKind) []Count {
 	switch kind {
-	case planner.KindCompact:
+	case planner.KindCompact, planner.KindSort:
 		return []Count{
 			{"rewritten_data_files_count", int64(r.RewrittenDataFiles)},
 			{"added_data_files_count", int64(r.AddedDataFiles)},

@@ -114,13 +114,34 @@ func deleteRemedy(c Counters, rows Check, set thresholds.Effective) (JobKind, st
 		rows.Measured, c.PositionDeleteFiles, thresholds.Size(c.DeleteBytes), thresholds.Size(c.Bytes))
 }
 
+// sortCheck is the sort or z-order trigger of one partition: it holds
+// files no sort rewrite wrote and has not been written for
+// sort_quiet_period. Measured is how long it has been quiet.
+func sortCheck(c Counters, set thresholds.Effective, now time.Time) Check {
+	unsorted := c.DataFiles - c.SortedFiles
+	quiet := now.Sub(c.LastWrite)
+	if c.LastWrite.IsZero() {
+		quiet = set.SortQuietPeriod // only reactor wrote it: quiet enough
+	}
+	return Check{Threshold: "sort_quiet_period", Measured: int64(quiet / time.Second), Limit: int64(set.SortQuietPeriod / time.Second),
+		Unit: "seconds", Over: unsorted > 0 && quiet >= set.SortQuietPeriod,
+		Note: fmt.Sprintf("%d of %d data files not written by a %s rewrite", unsorted, c.DataFiles, set.Strategy)}
+}
+
 // partitionDue evaluates every partition threshold and, when one is over,
 // the job that fixes the partition: compaction (applying deletes when a
-// delete threshold asked for it) or a position-delete rewrite.
-func partitionDue(c Counters, set thresholds.Effective) (checks []Check, kind JobKind, reason Reason, applyDeletes, due bool) {
+// delete threshold asked for it), a position-delete rewrite, or, for
+// tables with a sort or zorder strategy, a sort rewrite, in that order of
+// precedence (the cheap fixes first; the sort comes on its own cadence).
+func partitionDue(c Counters, set thresholds.Effective, now time.Time) (checks []Check, kind JobKind, reason Reason, applyDeletes, due bool) {
 	small := smallFileCheck(c, set)
 	files, rows := deleteChecks(c, set)
 	checks = []Check{small, files, rows}
+	var sorted Check
+	if set.Strategy.Sorts() {
+		sorted = sortCheck(c, set, now)
+		checks = append(checks, sorted)
+	}
 	switch {
 	case small.Over:
 		kind, reason = KindCompact, Reason{Threshold: small.Threshold, Measured: small.Measured, Limit: small.Limit}
@@ -139,6 +160,9 @@ func partitionDue(c Counters, set thresholds.Effective) (checks []Check, kind Jo
 		kind, note = deleteRemedy(c, rows, set)
 		return checks, kind, Reason{Threshold: trigger.Threshold, Measured: trigger.Measured, Limit: trigger.Limit, Note: note},
 			kind == KindCompact, true
+	case sorted.Over:
+		return checks, KindSort, Reason{Threshold: sorted.Threshold, Measured: sorted.Measured, Limit: sorted.Limit, Note: sorted.Note},
+			false, true
 	}
 	return checks, "", Reason{}, false, false
 }
@@ -158,7 +182,7 @@ func Explain(ctx context.Context, tbl *table.Table, cfg *thresholds.Config, now 
 	plan := Plan{Table: name, SnapshotID: tc.snapshotID, Settings: set}
 	jobs := map[JobKind]*PlannedJob{}
 	for _, ps := range tc.sortedPartitions() {
-		checks, kind, reason, _, due := partitionDue(ps.Counters, set)
+		checks, kind, reason, _, due := partitionDue(ps.Counters, set, now)
 		pp := PartitionPlan{Key: ps.Key, Counters: ps.Counters, Checks: checks}
 		if due {
 			if quietEnd := ps.LastWrite.Add(set.QuietPeriod); now.Before(quietEnd) {
@@ -179,7 +203,7 @@ func Explain(ctx context.Context, tbl *table.Table, cfg *thresholds.Config, now 
 		plan.Partitions = append(plan.Partitions, pp)
 	}
 	// The order reactor runs them in.
-	for _, kind := range []JobKind{KindCompact, KindRewritePositionDeletes} {
+	for _, kind := range []JobKind{KindCompact, KindRewritePositionDeletes, KindSort} {
 		if j := jobs[kind]; j != nil {
 			plan.Jobs = append(plan.Jobs, *j)
 		}

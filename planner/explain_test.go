@@ -3,6 +3,7 @@ package planner
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/icereactor/reactor/thresholds"
 )
@@ -49,7 +50,7 @@ func TestPartitionDue(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			checks, kind, reason, applyDeletes, due := partitionDue(tt.c, set)
+			checks, kind, reason, applyDeletes, due := partitionDue(tt.c, set, time.Now())
 			if len(checks) != 3 {
 				t.Errorf("%d checks, want small files, delete files and deleted rows", len(checks))
 			}

@@ -24,6 +24,10 @@ const (
 	// data files no longer live, without touching data files (Spark's
 	// rewrite_position_delete_files).
 	KindRewritePositionDeletes JobKind = "rewrite_position_deletes"
+	// KindSort rewrites whole partitions with their rows in the table's
+	// sort or z-order (Spark's rewrite_data_files with strategy sort), in
+	// groups of at most max_group_size input bytes.
+	KindSort JobKind = "sort"
 	// KindExpireSnapshots expires snapshots past retention (never one
 	// younger than min_reader_margin, never a branch or tag head) and
 	// deletes the files no remaining snapshot references.
@@ -52,6 +56,11 @@ const (
 // tableWide is the Reason.Partition of thresholds that concern the whole
 // table.
 const tableWide = "(table)"
+
+// SortSnapshotProperty is set, to the sort order, in the summary of the
+// snapshots sort and z-order rewrites commit: the data files they add are
+// sorted, and the planner counts them so (restarts included).
+const SortSnapshotProperty = "reactor.sort-order"
 
 // SnapshotJobProperty is set in the summary of every snapshot reactor
 // commits, with the job id as its value. The planner recognises reactor's
@@ -117,6 +126,9 @@ type Job struct {
 	OrphanCandidates []OrphanCandidate
 	// Files are the locations a delete_expired_files job deletes.
 	Files []string
+	// SortOrder is the order a sort job writes in (Spark syntax), resolved
+	// when scheduled: the configured sort_order, else the table's default.
+	SortOrder string
 	// DryRun jobs (one-shot commands only) plan and count what they would
 	// do and change nothing: no file written, deleted or committed.
 	DryRun bool

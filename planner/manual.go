@@ -28,6 +28,10 @@ type ManualOptions struct {
 	DryRun bool
 	// OrphanDelete lets remove_orphans delete (when not a dry run).
 	OrphanDelete bool
+	// Strategy and SortOrder override the thresholds' for a sort job
+	// (empty: keep them).
+	Strategy  thresholds.Strategy
+	SortOrder string
 }
 
 // ManualJob builds the job a one-shot command runs on tbl: the job the
@@ -46,7 +50,16 @@ func ManualJob(ctx context.Context, tbl *table.Table, cfg *thresholds.Config, ki
 	}
 	manual := Reason{Partition: tableWide, Threshold: "manual", Note: "requested on the command line"}
 	switch kind {
-	case KindCompact, KindRewritePositionDeletes:
+	case KindCompact, KindRewritePositionDeletes, KindSort:
+		if kind == KindSort {
+			if opts.Strategy != "" {
+				job.Settings.Strategy = opts.Strategy
+			}
+			if opts.SortOrder != "" {
+				job.Settings.SortOrder = opts.SortOrder
+			}
+			job.SortOrder = job.Settings.SortOrder
+		}
 		var tc tableCounters
 		if _, err := tc.advance(ctx, tbl, sizesOf(set)); err != nil {
 			return Job{}, fmt.Errorf("read %s: %w", name, err)

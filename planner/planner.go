@@ -297,11 +297,16 @@ func (p *Planner) evaluateLocked(st *tableState) {
 	sort.Strings(keys)
 	// Partitions due for a position-delete rewrite wait for the table's
 	// compaction (if any) to finish: one job per table at a time.
-	var deleteParts []Partition
-	var deleteReasons []Reason
+	var deleteParts, sortParts []Partition
+	var deleteReasons, sortReasons []Reason
 	for _, k := range keys {
 		ps := st.counters.partitions[k]
-		_, kind, reason, applyDeletes, due := partitionDue(ps.Counters, set)
+		_, kind, reason, applyDeletes, due := partitionDue(ps.Counters, set, now)
+		if !due && set.Strategy.Sorts() && ps.DataFiles > ps.SortedFiles && !ps.LastWrite.IsZero() {
+			// Unsorted but still being written: its sort comes once it
+			// has been quiet for sort_quiet_period.
+			deferUntil(ps.LastWrite.Add(set.SortQuietPeriod))
+		}
 		if !due || ps.inJob {
 			continue
 		}
@@ -345,9 +350,14 @@ func (p *Planner) evaluateLocked(st *tableState) {
 		ps.waitingSince = time.Time{}
 		part := ps.Partition
 		part.ApplyDeletes = applyDeletes
-		if kind == KindRewritePositionDeletes {
+		switch kind {
+		case KindRewritePositionDeletes:
 			deleteParts = append(deleteParts, part)
 			deleteReasons = append(deleteReasons, reason)
+			continue
+		case KindSort:
+			sortParts = append(sortParts, part)
+			sortReasons = append(sortReasons, reason)
 			continue
 		}
 		parts = append(parts, part)
@@ -359,6 +369,13 @@ func (p *Planner) evaluateLocked(st *tableState) {
 			st.counters.partitions[part.Key].inJob = true
 		}
 		p.scheduleLocked(st, KindRewritePositionDeletes, parts, reasons, now)
+		return
+	}
+	if len(parts) == 0 && len(sortParts) > 0 {
+		for _, part := range sortParts {
+			st.counters.partitions[part.Key].inJob = true
+		}
+		p.scheduleLocked(st, KindSort, sortParts, sortReasons, now, func(j *Job) { j.SortOrder = set.SortOrder })
 		return
 	}
 	if len(parts) > 0 {
@@ -589,10 +606,14 @@ func (p *Planner) Finished(ctx context.Context, job Job, res Result) {
 			continue
 		}
 		ps.inJob = false
-		switch res.Outcome {
-		case GaveUp:
+		switch {
+		case job.Kind == KindSort && res.Outcome == Failed:
+			// An order that does not fit the schema fails every time:
+			// try again on the sort cadence, not every cool-down.
+			ps.cooldownUntil = now.Add(max(job.Settings.Cooldown, job.Settings.SortQuietPeriod))
+		case res.Outcome == GaveUp:
 			ps.cooldownUntil = now.Add(job.Settings.ConflictCooldown)
-		case Noop:
+		case res.Outcome == Noop:
 			ps.settledWrite = ps.LastWrite
 			ps.cooldownUntil = now.Add(job.Settings.Cooldown)
 		default:

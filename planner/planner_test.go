@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 
@@ -334,5 +335,81 @@ func TestDeferredExpiryPassIsScheduledAfterTheDelay(t *testing.T) {
 		if j.Kind == KindDeleteExpiredFiles {
 			t.Errorf("the later pass ran twice")
 		}
+	}
+}
+
+// A table with a sort strategy: a partition holding files no sort rewrite
+// wrote is sorted once it has been quiet for sort_quiet_period (not before),
+// after any compaction; once every file comes from a sort rewrite it is left
+// alone until written again.
+func TestSortScheduling(t *testing.T) {
+	f := newSchedFixture(t, schedYAML+"  strategy: sort\n  sort_order: id DESC\n  sort_quiet_period: 24h\n  snapshot_max_age: 1000h\n")
+	f.commit("a", 2) // below small_file_count: no compaction
+	f.at(2 * time.Hour)
+	if jobs := f.takeJobs(); len(jobs) != 0 {
+		t.Fatalf("a partition written 2h ago was scheduled: %+v", jobs)
+	}
+	f.at(25 * time.Hour)
+	jobs := f.takeJobs()
+	if len(jobs) != 1 || jobs[0].Kind != KindSort || jobs[0].SortOrder != "id DESC" || len(jobs[0].Partitions) != 1 ||
+		jobs[0].Reasons[0].Threshold != "sort_quiet_period" || jobs[0].Reasons[0].Limit != 24*3600 {
+		t.Fatalf("after 25h quiet: %+v, want a sort job for category=a", jobs)
+	}
+
+	// The job's commit: both files replaced by one written by the sort.
+	tbl, err := f.cat.LoadTable(f.ctx, table.Identifier{"db", "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tasks, err := tbl.Scan().PlanFiles(f.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := tbl.Spec()
+	bld, err := iceberg.NewDataFileBuilder(spec, iceberg.EntryContentData, tbl.Location()+"/data/category=a/sorted.parquet",
+		iceberg.ParquetFile, map[int]any{1000: "a"}, nil, nil, 6, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	txn := tbl.NewTransaction()
+	rw := txn.NewRewrite(iceberg.Properties{SnapshotJobProperty: jobs[0].ID, SortSnapshotProperty: "id DESC"})
+	for _, task := range tasks {
+		rw.DeleteFile(task.File)
+	}
+	rw.AddDataFile(bld.Build())
+	if err := rw.Commit(f.ctx); err != nil {
+		t.Fatal(err)
+	}
+	committed, err := txn.Commit(f.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.p.Finished(f.ctx, jobs[0], Result{Outcome: Succeeded, Table: committed})
+	if _, parts := f.p.TableCounters("db.t"); len(parts) != 1 || parts[0].SortedFiles != 1 || parts[0].DataFiles != 1 {
+		t.Fatalf("after the sort: %+v, want one sorted file", parts)
+	}
+	f.at(100 * time.Hour)
+	if jobs := f.takeJobs(); len(jobs) != 0 {
+		t.Fatalf("a sorted partition was scheduled again: %+v", jobs)
+	}
+
+	// A restart (a fresh planner rebuilding from the snapshot) still knows
+	// the file is sorted.
+	var tc tableCounters
+	if _, err := tc.advance(f.ctx, committed, fileSizes{small: 1 << 20}); err != nil {
+		t.Fatal(err)
+	}
+	if ps := tc.partitions["category=a"]; ps.SortedFiles != 1 {
+		t.Errorf("rebuilt counters %+v, want the sorted file counted", ps.Counters)
+	}
+
+	f.commit("a", 1)
+	f.at(time.Hour)
+	if jobs := f.takeJobs(); len(jobs) != 0 {
+		t.Fatalf("a partition written an hour ago was sorted: %+v", jobs)
+	}
+	f.at(30 * time.Hour) // past the sort job's cool-down too
+	if jobs := f.takeJobs(); len(jobs) != 1 || jobs[0].Kind != KindSort {
+		t.Fatalf("new unsorted file, quiet for 30h: %+v, want a sort job", jobs)
 	}
 }

@@ -28,6 +28,9 @@ type Counters struct {
 	EqualityDeleteRows  int64
 	DeletionVectorRows  int64
 	DeleteBytes         int64
+	// SortedFiles are the data files a sort or z-order rewrite wrote (the
+	// rest are "unsorted": what the next sort rewrite is for).
+	SortedFiles int
 	// LastWrite is the commit time of the newest snapshot, not written by
 	// reactor, that added a file (data or deletes) to the partition.
 	LastWrite time.Time
@@ -109,6 +112,30 @@ type tableCounters struct {
 	timestampMs   int64
 	sizes         fileSizes
 	partitions    map[string]*partitionState
+	// sortedFiles holds the live data files written by sort rewrites, so
+	// their removal (a DELETED entry does not say which snapshot added the
+	// file) updates SortedFiles exactly.
+	sortedFiles map[string]bool
+}
+
+// sortedFile records whether a data file comes from a sort rewrite:
+// when added (sorted known from the adding snapshot) or removed.
+func (tc *tableCounters) sortedFile(ps *partitionState, df iceberg.DataFile, added, sorted bool) {
+	if df.ContentType() != iceberg.EntryContentData {
+		return
+	}
+	path := df.FilePath()
+	switch {
+	case added && sorted:
+		if tc.sortedFiles == nil {
+			tc.sortedFiles = map[string]bool{}
+		}
+		tc.sortedFiles[path] = true
+		ps.SortedFiles++
+	case !added && tc.sortedFiles[path]:
+		delete(tc.sortedFiles, path)
+		ps.SortedFiles--
+	}
 }
 
 type partitionState struct {
@@ -229,6 +256,7 @@ func (tc *tableCounters) advance(ctx context.Context, tbl *table.Table, sz fileS
 					tc.confirmed.add(normalizeLocation(df.FilePath()))
 					ps := tc.partition(keys, df)
 					ps.add(df, sz)
+					tc.sortedFile(ps, df, true, isSortSnapshot(snap))
 					if !own && written.After(ps.LastWrite) {
 						ps.LastWrite = written
 					}
@@ -236,6 +264,7 @@ func (tc *tableCounters) advance(ctx context.Context, tbl *table.Table, sz fileS
 				case iceberg.EntryStatusDELETED:
 					ps := tc.partition(keys, df)
 					ps.remove(df, sz)
+					tc.sortedFile(ps, df, false, false)
 					st.changed[ps.Key] = true
 				}
 			}
@@ -269,6 +298,7 @@ func (tc *tableCounters) reset(sz fileSizes) {
 	tc.partitions = map[string]*partitionState{}
 	tc.snapshotID, tc.sequenceNum, tc.timestampMs = 0, 0, 0
 	tc.sizes = sz
+	tc.sortedFiles = nil
 	// Scheduling state (cool-downs, running jobs) survives a rebuild.
 	for k, ps := range old {
 		tc.partitions[k] = &partitionState{Partition: ps.Partition, cooldownUntil: ps.cooldownUntil,
@@ -302,6 +332,13 @@ func (tc *tableCounters) rebuild(ctx context.Context, tbl *table.Table, fs iceio
 		writtenAt[id] = w
 		return w
 	}
+	sortSnaps := map[int64]bool{}
+	for _, snap := range meta.Snapshots() {
+		if isSortSnapshot(&snap) {
+			sortSnaps[snap.SnapshotID] = true
+		}
+	}
+	sortedBy := func(id int64) bool { return sortSnaps[id] }
 	for _, m := range manifests {
 		st.manifestsRead++
 		for entry, err := range m.Entries(fs, true) {
@@ -316,6 +353,7 @@ func (tc *tableCounters) rebuild(ctx context.Context, tbl *table.Table, fs iceio
 			}
 			ps := tc.partition(keys, df)
 			ps.add(df, sz)
+			tc.sortedFile(ps, df, true, sortedBy(entry.SnapshotID()))
 			if w := written(entry.SnapshotID()); w.After(ps.LastWrite) {
 				ps.LastWrite = w
 			}
@@ -350,6 +388,12 @@ func copyValues(v map[int]any) map[int]any {
 	return out
 }
 
+// isSortSnapshot reports whether s was committed by a sort or z-order
+// rewrite: the data files it added are sorted.
+func isSortSnapshot(s *table.Snapshot) bool {
+	return s.Summary != nil && s.Summary.Properties[SortSnapshotProperty] != ""
+}
+
 func isOwnSnapshot(s *table.Snapshot) bool {
 	if s.Summary == nil {
 		return false
@@ -374,6 +418,7 @@ func (tc *tableCounters) totals() Counters {
 		t.EqualityDeleteRows += ps.EqualityDeleteRows
 		t.DeletionVectorRows += ps.DeletionVectorRows
 		t.DeleteBytes += ps.DeleteBytes
+		t.SortedFiles += ps.SortedFiles
 		if ps.LastWrite.After(t.LastWrite) {
 			t.LastWrite = ps.LastWrite
 		}

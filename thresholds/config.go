@@ -15,6 +15,8 @@ import (
 	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/ast"
 	"github.com/goccy/go-yaml/parser"
+
+	"github.com/icereactor/reactor/sortorder"
 )
 
 // Built-in defaults, used for every field that neither the document nor (for
@@ -42,7 +44,8 @@ const (
 	DefaultCooldown               = 30 * time.Second
 	DefaultConflictCooldown       = 5 * time.Minute
 	DefaultCommitRetryTime        = 60 * time.Second
-	DefaultMaxGroupSize           = 10 * GiB
+	DefaultMaxGroupSize           = 1 * GiB
+	DefaultSortQuietPeriod        = 1 * Day
 	DefaultPartialProgressCommits = 10
 	DefaultDeleteFileRatio        = 0.5
 	DefaultDeletedRowRatio        = 0.3
@@ -221,7 +224,34 @@ type Policy struct {
 	// written at. Unset: the table property
 	// write.delete.target-file-size-bytes, else 64MiB. Must be > 0.
 	DeleteTargetFileSize *Size `yaml:"delete_target_file_size"`
+	// Strategy is how a partition's rows are ordered by the periodic
+	// rewrite: binpack (the default: no rewrite beyond small-file
+	// compaction), sort, or zorder (Spark's rewrite_data_files strategies).
+	Strategy *Strategy `yaml:"strategy"`
+	// SortOrder is the order of a sort or zorder rewrite in Spark's syntax:
+	// "customer_id ASC NULLS LAST, order_ts DESC" or "zorder(c1, c2)". Empty
+	// with strategy sort: the table's default sort order. Columns are checked
+	// against the table's schema when a job is planned.
+	SortOrder *string `yaml:"sort_order"`
+	// SortQuietPeriod: a partition holding files no sort rewrite wrote is
+	// sorted once it has not been written for this long (sort and z-order
+	// rewrite whole partitions: they run on their own, slower cadence).
+	// Default 1d; must be >= 0.
+	SortQuietPeriod *Duration `yaml:"sort_quiet_period"`
 }
+
+// Strategy is a rewrite strategy.
+type Strategy string
+
+// Strategies.
+const (
+	StrategyBinpack Strategy = "binpack"
+	StrategySort    Strategy = "sort"
+	StrategyZOrder  Strategy = "zorder"
+)
+
+// Sorts reports whether the strategy orders rows (sort or zorder).
+func (s Strategy) Sorts() bool { return s == StrategySort || s == StrategyZOrder }
 
 // Effective is the fully resolved, concrete policy for one table.
 type Effective struct {
@@ -262,6 +292,9 @@ type Effective struct {
 	// DeleteTargetFileSizeSource: SourceConfig, the table property or
 	// SourceDefault.
 	DeleteTargetFileSizeSource string
+	Strategy                   Strategy
+	SortOrder                  string // "" with strategy sort: the table's default order
+	SortQuietPeriod            time.Duration
 }
 
 // Builtin returns the built-in defaults as a fully populated Policy (a fresh
@@ -299,6 +332,9 @@ func Builtin() Policy {
 		DeleteFileThreshold:    ptr(DefaultDeleteFileThreshold),
 		DeleteMinInputFiles:    ptr(DefaultDeleteMinInputFiles),
 		DeleteTargetFileSize:   ptr(Size(DefaultDeleteTargetFileSize)),
+		Strategy:               ptr(StrategyBinpack),
+		SortOrder:              ptr(""),
+		SortQuietPeriod:        ptr(Duration(DefaultSortQuietPeriod)),
 	}
 }
 
@@ -527,6 +563,29 @@ func (p *Policy) validate(prefix string, parents []layer, add func(path string, 
 	if v := p.DeleteTargetFileSize; v != nil && *v <= 0 {
 		add(f("delete_target_file_size"), *v, "must be > 0")
 	}
+	if v := p.SortQuietPeriod; v != nil && *v < 0 {
+		add(f("sort_quiet_period"), *v, "must not be negative")
+	}
+	if v := p.Strategy; v != nil && *v != StrategyBinpack && !v.Sorts() {
+		add(f("strategy"), string(*v), "must be binpack, sort or zorder")
+	}
+	if v := p.SortOrder; v != nil && *v != "" {
+		if _, err := sortorder.Parse(*v); err != nil {
+			add(f("sort_order"), *v, "%v", err)
+		}
+	}
+	if p.Strategy != nil || p.SortOrder != nil {
+		strategy, _ := inherit(p, parents, func(q *Policy) *Strategy { return q.Strategy })
+		order, _ := inherit(p, parents, func(q *Policy) *string { return q.SortOrder })
+		if o, err := sortorder.Parse(order); err == nil || order == "" {
+			switch {
+			case strategy == StrategyZOrder && !o.ZOrder:
+				add(f("sort_order"), order, "strategy zorder needs a sort_order zorder(c1, c2[, c3, c4])")
+			case strategy == StrategySort && o.ZOrder:
+				add(f("strategy"), string(strategy), "sort_order %q is a z-order: use strategy zorder", order)
+			}
+		}
+	}
 
 	// small_file_count >= min_input_files, once both are individually valid.
 	// Reported where the inversion is introduced: on the field this level
@@ -651,6 +710,9 @@ func (c *Config) For(table string, props map[string]string) Effective {
 	e.DeletedRowRatio = *first(layers, func(p *Policy) *float64 { return p.DeletedRowRatio })
 	e.DeleteFileThreshold = *first(layers, func(p *Policy) *int { return p.DeleteFileThreshold })
 	e.DeleteMinInputFiles = *first(layers, func(p *Policy) *int { return p.DeleteMinInputFiles })
+	e.Strategy = *first(layers, func(p *Policy) *Strategy { return p.Strategy })
+	e.SortOrder = *first(layers, func(p *Policy) *string { return p.SortOrder })
+	e.SortQuietPeriod = time.Duration(*first(layers, func(p *Policy) *Duration { return p.SortQuietPeriod }))
 	// Like the data target: configuration, then the table property, then
 	// the built-in default.
 	e.DeleteTargetFileSize, e.DeleteTargetFileSizeSource = int64(DefaultDeleteTargetFileSize), SourceDefault

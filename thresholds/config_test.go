@@ -75,7 +75,7 @@ func builtinEffective(table string) Effective {
 		Cooldown:                   30 * time.Second,
 		ConflictCooldown:           5 * time.Minute,
 		CommitRetryTime:            60 * time.Second,
-		MaxGroupSize:               10 << 30,
+		MaxGroupSize:               1 << 30,
 		PartialProgressCommits:     10,
 		DeleteFileRatio:            0.5,
 		DeletedRowRatio:            0.3,
@@ -83,6 +83,8 @@ func builtinEffective(table string) Effective {
 		DeleteMinInputFiles:        5,
 		DeleteTargetFileSize:       int64(64 * MiB),
 		DeleteTargetFileSizeSource: SourceDefault,
+		Strategy:                   StrategyBinpack,
+		SortQuietPeriod:            24 * time.Hour,
 	}
 }
 
@@ -92,7 +94,7 @@ func TestBuiltinDefaults(t *testing.T) {
 		*b.MinInputFiles != 5 || *b.SmallFileCount != 10 ||
 		b.QuietPeriod.D() != 2*time.Second || b.Cooldown.D() != 30*time.Second ||
 		b.ConflictCooldown.D() != 5*time.Minute || b.CommitRetryTime.D() != time.Minute ||
-		*b.MaxGroupSize != 10*GiB || *b.PartialProgressCommits != 10 {
+		*b.MaxGroupSize != 1*GiB || *b.PartialProgressCommits != 10 {
 		t.Fatalf("Builtin() = %+v, does not match the documented defaults", b)
 	}
 	// Fresh copy each call: mutating one must not affect the next.
@@ -234,6 +236,8 @@ func TestParseFullDocument(t *testing.T) {
 		DeleteMinInputFiles:        5,
 		DeleteTargetFileSize:       int64(64 * MiB),
 		DeleteTargetFileSizeSource: SourceDefault,
+		Strategy:                   StrategyBinpack,
+		SortQuietPeriod:            24 * time.Hour,
 	}
 	if got != want {
 		t.Errorf("For(db.clicks) =\n%+v\nwant\n%+v", got, want)
@@ -275,6 +279,8 @@ func TestParseFullDocument(t *testing.T) {
 		DeleteMinInputFiles:        5,
 		DeleteTargetFileSize:       int64(64 * MiB),
 		DeleteTargetFileSizeSource: SourceDefault,
+		Strategy:                   StrategyBinpack,
+		SortQuietPeriod:            24 * time.Hour,
 	}
 	if got != want {
 		t.Errorf("For(db.views) =\n%+v\nwant\n%+v", got, want)
@@ -597,10 +603,10 @@ tables:
 		// only *.ev* matches; the rest from defaults, then built-ins.
 		{"prod.evictions", time.Minute, 2 * time.Second, 5 << 30, 5 * time.Minute, 10, 2, 5},
 		// nothing matches: defaults, then built-ins.
-		{"prod.clicks", time.Minute, 2 * time.Second, 10 << 30, 5 * time.Minute, 10, 2, 5},
+		{"prod.clicks", time.Minute, 2 * time.Second, 1 << 30, 5 * time.Minute, 10, 2, 5},
 		// * matches dots: db.* matches a nested namespace.
 		{"db.sub.t", 3 * time.Minute, 3 * time.Second, 3 << 30, 5 * time.Minute, 10, 2, 5},
-		{"other.t", 9 * time.Minute, 2 * time.Second, 10 << 30, 5 * time.Minute, 10, 2, 5},
+		{"other.t", 9 * time.Minute, 2 * time.Second, 1 << 30, 5 * time.Minute, 10, 2, 5},
 	}
 	for _, tt := range tests {
 		e := c.For(tt.table, nil)

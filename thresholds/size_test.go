@@ -100,7 +100,7 @@ func TestSizeString(t *testing.T) {
 		{1536, "1536B"},
 		{512 * MiB, "512MiB"},
 		{DefaultTargetFileSize, "512MiB"},
-		{DefaultMaxGroupSize, "10GiB"},
+		{DefaultMaxGroupSize, "1GiB"},
 		{3 * GiB / 2, "1536MiB"},
 		{1 << 40, "1TiB"},
 		{1000, "1KB"},

@@ -8,15 +8,20 @@ import (
 	"strings"
 
 	"github.com/icereactor/reactor/planner"
+	"github.com/icereactor/reactor/thresholds"
 )
 
-const compactDescription = `Compacts a table now, like Spark's rewrite_data_files with the binpack
-strategy: in each partition (or only those given with --partition), files
-below the small-file size are rewritten into files of the target size, in
-groups of at least min_input_files, deletes applied. Thresholds such as
-small_file_count and the quiet period do not apply; the thresholds file's
-sizes, min_input_files and commit settings do. A commit that conflicts with a
-writer is retried and re-validated as in reactor run.
+const compactDescription = `Compacts a table now, like Spark's rewrite_data_files. With the binpack
+strategy (the default): in each partition (or only those given with
+--partition), files below the small-file size are rewritten into files of the
+target size, in groups of at least min_input_files, deletes applied. With
+--strategy sort or zorder: every file of each partition is rewritten with its
+rows in --sort-order (Spark's syntax: "c1 ASC NULLS LAST, c2 DESC" or
+"zorder(c1, c2)"; default the thresholds' sort_order, else for sort the
+table's default order), in groups of at most max_group_size bytes.
+Thresholds such as small_file_count and the quiet periods do not apply; the
+thresholds file's sizes, min_input_files and commit settings do. A commit that
+conflicts with a writer is retried and re-validated as in reactor run.
 
 Prints Spark's result columns: rewritten_data_files_count,
 added_data_files_count, rewritten_bytes_count, failed_data_files_count,
@@ -29,10 +34,23 @@ func compactCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	var partitions stringList
 	c.fs.Var(&partitions, "partition", "compact only this partition `key` (category=books, as reactor plan shows it), repeatable")
 	dryRun := c.fs.Bool("dry-run", false, "plan the rewrite groups and print what would be rewritten; write nothing")
+	strategy := c.fs.String("strategy", "", "binpack (the default), sort or zorder")
+	sortOrder := c.fs.String("sort-order", "", "the `order` of a sort or zorder rewrite, in Spark's syntax")
 	if err := c.parse(args, stdout); err != nil {
 		return err
 	}
-	return runOneShot(ctx, c, planner.KindCompact, planner.ManualOptions{Partitions: partitions, DryRun: *dryRun}, stdout, stderr)
+	opts := planner.ManualOptions{Partitions: partitions, DryRun: *dryRun, SortOrder: *sortOrder}
+	kind := planner.KindCompact
+	switch s := thresholds.Strategy(*strategy); {
+	case s == "" && *sortOrder != "":
+		return usageErrorf("--sort-order needs --strategy sort or zorder")
+	case s == "" || s == thresholds.StrategyBinpack:
+	case s.Sorts():
+		kind, opts.Strategy = planner.KindSort, s
+	default:
+		return usageErrorf("--strategy must be binpack, sort or zorder, got %q", *strategy)
+	}
+	return runOneShot(ctx, c, kind, opts, stdout, stderr)
 }
 
 // stringList is a repeatable string flag; its environment variable holds

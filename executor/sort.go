@@ -1,0 +1,277 @@
+package executor
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/icereactor/reactor/planner"
+	"github.com/icereactor/reactor/sortorder"
+	"github.com/icereactor/reactor/thresholds"
+)
+
+// ErrSortOrder: the job's sort order cannot be applied to the table (bad
+// syntax, an unknown or unsupported column, no default order to fall back
+// on). The message names the column.
+var ErrSortOrder = errors.New("sort order")
+
+// sortWriteBatchRows bounds how many sorted rows go to the writer at a
+// time, and so the rows of one Parquet row group.
+const sortWriteBatchRows = 1 << 20
+
+// sort rewrites whole partitions with their rows in the job's sort or
+// z-order: every data file of each partition, in groups of at most
+// max_group_size input bytes (each group is read into memory, sorted and
+// written as files of the target size, so the files' column bounds are
+// tight and min/max pruning works). Commits, validation and retries are
+// compaction's.
+func (e *Executor) sort(ctx context.Context, log *slog.Logger, job planner.Job) (planner.Result, Report) {
+	tbl, err := e.cat.LoadTable(ctx, job.Table)
+	if err != nil {
+		return planner.Result{Outcome: planner.Failed, Err: fmt.Errorf("load table: %w", err)}, Report{}
+	}
+	order, err := ResolveSortOrder(job.Settings, tbl)
+	if err != nil {
+		return planner.Result{Outcome: planner.Failed, Err: err}, Report{}
+	}
+	bound, err := order.Bind(tbl.Schema())
+	if err != nil {
+		return planner.Result{Outcome: planner.Failed, Err: fmt.Errorf("%w %q on %s: %w", ErrSortOrder, order, job.TableName, err)}, Report{}
+	}
+	log.Info("sorting partitions", "order", order.String(), "max_group_size", job.Settings.MaxGroupSize)
+	return e.rewrite(ctx, log, job, rewriter{
+		plan: planSortGroups,
+		write: func(ctx context.Context, tbl *table.Table, g table.CompactionTaskGroup) (table.CompactionGroupResult, error) {
+			return writeSortedGroup(ctx, tbl, g, bound, job.Settings.TargetFileSize)
+		},
+		props: iceberg.Properties{planner.SortSnapshotProperty: order.String()},
+	})
+}
+
+// ResolveSortOrder is the order a sort job of a table with settings set
+// writes in: sort_order, else (strategy sort) the table's default order.
+func ResolveSortOrder(set thresholds.Effective, tbl *table.Table) (sortorder.Order, error) {
+	if set.SortOrder != "" {
+		o, err := sortorder.Parse(set.SortOrder)
+		if err != nil {
+			return sortorder.Order{}, fmt.Errorf("%w: %w", ErrSortOrder, err)
+		}
+		return o, nil
+	}
+	if set.Strategy == thresholds.StrategyZOrder {
+		return sortorder.Order{}, fmt.Errorf("%w: strategy zorder needs sort_order zorder(c1, c2[, c3, c4])", ErrSortOrder)
+	}
+	o, err := sortorder.FromTable(tbl.SortOrder(), tbl.Schema())
+	if err != nil {
+		return sortorder.Order{}, fmt.Errorf("%w: no sort_order configured and the table's default order is unusable: %w", ErrSortOrder, err)
+	}
+	return o, nil
+}
+
+// planSortGroups takes every data file of the job's partitions, whatever
+// its size, and packs each partition's files into groups of at most
+// max_group_size input bytes (a file larger than that is a group alone).
+// Files are taken in the order of their smallest value of the first sort
+// column where the statistics say, so consecutive groups overlap little.
+func planSortGroups(ctx context.Context, tbl *table.Table, job planner.Job) ([]table.CompactionTaskGroup, int, error) {
+	want := make(map[string]bool, len(job.Partitions))
+	for _, p := range job.Partitions {
+		want[p.Key] = true
+	}
+	tasks, err := tbl.Scan().PlanFiles(ctx)
+	if err != nil {
+		return nil, 0, fmt.Errorf("plan files: %w", err)
+	}
+	keys := planner.NewKeyer(tbl.Metadata())
+	byPartition := map[string][]table.FileScanTask{}
+	var order []string
+	for _, t := range tasks {
+		key := keys.Key(t.File.SpecID(), t.File.Partition())
+		if !want[key] {
+			continue
+		}
+		if t.Start != 0 || (t.Length != 0 && t.Length != t.File.FileSizeBytes()) {
+			return nil, 0, fmt.Errorf("scan planning split %s into ranges; refusing to rewrite part of a file", t.File.FilePath())
+		}
+		t.Residual = iceberg.AlwaysTrue{}
+		if _, seen := byPartition[key]; !seen {
+			order = append(order, key)
+		}
+		byPartition[key] = append(byPartition[key], t)
+	}
+	leading := leadingSortColumn(tbl, job.Settings)
+	var groups []table.CompactionTaskGroup
+	for _, key := range order {
+		files := byPartition[key]
+		slices.SortStableFunc(files, func(a, b table.FileScanTask) int {
+			if c := cmp.Compare(string(a.File.LowerBoundValues()[leading]), string(b.File.LowerBoundValues()[leading])); c != 0 && leading != 0 {
+				return c
+			}
+			return cmp.Compare(a.File.FilePath(), b.File.FilePath())
+		})
+		var g table.CompactionTaskGroup
+		for _, t := range files {
+			if len(g.Tasks) > 0 && g.TotalSizeBytes+t.File.FileSizeBytes() > job.Settings.MaxGroupSize {
+				groups = append(groups, g)
+				g = table.CompactionTaskGroup{}
+			}
+			g.PartitionKey = key
+			g.Tasks = append(g.Tasks, t)
+			g.TotalSizeBytes += t.File.FileSizeBytes()
+		}
+		if len(g.Tasks) > 0 {
+			groups = append(groups, g)
+		}
+	}
+	return groups, 0, nil
+}
+
+// leadingSortColumn is the field id of the order's first column (0 if it
+// cannot be resolved: files are then taken by path). Lower bounds are
+// compared as bytes, which orders them for strings and big-endian values
+// only; it only arranges groups, never the rows in them.
+func leadingSortColumn(tbl *table.Table, set thresholds.Effective) int {
+	o, err := ResolveSortOrder(set, tbl)
+	if err != nil || len(o.Fields) == 0 {
+		return 0
+	}
+	f, ok := tbl.Schema().FindFieldByName(o.Fields[0].Column)
+	if !ok {
+		return 0
+	}
+	return f.ID
+}
+
+// writeSortedGroup reads a group's rows (deletes applied), sorts them and
+// writes them as files of the target size. The writer sees the table as
+// unsorted: iceberg-go would otherwise re-sort each batch by the table's
+// default order, undoing a z-order.
+func writeSortedGroup(ctx context.Context, tbl *table.Table, g table.CompactionTaskGroup, bound sortorder.Bound, target int64) (table.CompactionGroupResult, error) {
+	res := table.CompactionGroupResult{PartitionKey: g.PartitionKey, BytesBefore: g.TotalSizeBytes,
+		SafePosDeletes: table.CollectSafePositionDeletes(g.Tasks), SafeDeletionVectors: table.CollectSafeDeletionVectors(g.Tasks)}
+	for _, t := range g.Tasks {
+		res.OldDataFiles = append(res.OldDataFiles, t.File)
+	}
+	schema, records, err := tbl.Scan().ReadTasks(ctx, g.Tasks)
+	if err != nil {
+		return res, fmt.Errorf("read group %s: %w", g.PartitionKey, err)
+	}
+	var batches []arrow.RecordBatch
+	defer func() {
+		for _, b := range batches {
+			b.Release()
+		}
+	}()
+	for rec, err := range records {
+		if err != nil {
+			return res, fmt.Errorf("read group %s: %w", g.PartitionKey, err)
+		}
+		batches = append(batches, rec)
+	}
+	all, err := concatBatches(schema, batches)
+	if err != nil {
+		return res, fmt.Errorf("gather group %s: %w", g.PartitionKey, err)
+	}
+	defer all.Release()
+	sorted, err := bound.Sort(ctx, all)
+	if err != nil {
+		return res, fmt.Errorf("sort group %s: %w", g.PartitionKey, err)
+	}
+	defer sorted.Release()
+
+	writeTo, err := unsortedView(tbl)
+	if err != nil {
+		return res, err
+	}
+	// The writer rolls to a new file only between batches, once the bytes
+	// it flushed reach the target, and it flushes at row-group boundaries:
+	// batches and row groups of about an eighth of a target file's rows
+	// (estimated from the input) make files near the target, each with
+	// several row groups whose statistics are as tight as the files'.
+	n := sorted.NumRows()
+	batchRows := int64(sortWriteBatchRows)
+	if g.TotalSizeBytes > 0 && n > 0 {
+		perFile := target * n / g.TotalSizeBytes
+		batchRows = min(max(perFile/8, 256), sortWriteBatchRows)
+	}
+	slices := func(yield func(arrow.RecordBatch, error) bool) {
+		for start := int64(0); start < n; start += batchRows {
+			// WriteRecords releases what it consumes; a slice holds its own
+			// reference to the sorted data.
+			if !yield(sorted.NewSlice(start, min(start+batchRows, n)), nil) {
+				return
+			}
+		}
+	}
+	for df, err := range table.WriteRecords(ctx, writeTo, schema, slices, table.WithClusteredWrite(),
+		table.WithTargetFileSize(target), table.WithParquetRowGroupLimit(int(batchRows))) {
+		if err != nil {
+			return res, fmt.Errorf("write sorted files for group %s: %w", g.PartitionKey, err)
+		}
+		res.NewDataFiles = append(res.NewDataFiles, df)
+		res.BytesAfter += df.FileSizeBytes()
+	}
+	return res, nil
+}
+
+// concatBatches joins a group's batches into one (the sort needs every row
+// at once; max_group_size bounds how many).
+func concatBatches(schema *arrow.Schema, batches []arrow.RecordBatch) (arrow.RecordBatch, error) {
+	cols := make([]arrow.Array, schema.NumFields())
+	var rows int64
+	for _, b := range batches {
+		rows += b.NumRows()
+	}
+	for i := range cols {
+		parts := make([]arrow.Array, 0, len(batches))
+		for _, b := range batches {
+			parts = append(parts, b.Column(i))
+		}
+		if len(parts) == 0 {
+			cols[i] = array.MakeArrayOfNull(memory.DefaultAllocator, schema.Field(i).Type, 0)
+			continue
+		}
+		col, err := array.Concatenate(parts, memory.DefaultAllocator)
+		if err != nil {
+			for _, c := range cols[:i] {
+				c.Release()
+			}
+			return nil, err
+		}
+		cols[i] = col
+	}
+	rec := array.NewRecordBatch(schema, cols, rows)
+	for _, c := range cols {
+		c.Release()
+	}
+	return rec, nil
+}
+
+// unsortedView is tbl with no default sort order, for writing.
+func unsortedView(tbl *table.Table) (*table.Table, error) {
+	meta := tbl.Metadata()
+	if meta.DefaultSortOrder() == table.UnsortedSortOrderID {
+		return tbl, nil
+	}
+	b, err := table.MetadataBuilderFromBase(meta, tbl.MetadataLocation())
+	if err != nil {
+		return nil, fmt.Errorf("metadata builder: %w", err)
+	}
+	if err := b.SetDefaultSortOrderID(table.UnsortedSortOrderID); err != nil {
+		return nil, fmt.Errorf("unsorted view of %v: %w", tbl.Identifier(), err)
+	}
+	unsorted, err := b.Build()
+	if err != nil {
+		return nil, fmt.Errorf("unsorted view of %v: %w", tbl.Identifier(), err)
+	}
+	return table.New(tbl.Identifier(), unsorted, tbl.MetadataLocation(), tbl.FS, nil), nil
+}
