@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -53,13 +55,13 @@ type sortRow struct {
 }
 
 type sortTable struct {
-	t    *testing.T
+	t    testing.TB
 	ctx  context.Context
 	cat  catalog.Catalog
 	exec *executor.Executor
 }
 
-func newSortTable(t *testing.T, props iceberg.Properties) *sortTable {
+func newSortTable(t testing.TB, props iceberg.Properties) *sortTable {
 	t.Helper()
 	ctx := t.Context()
 	cat, err := embedded.OpenCatalog(ctx, t.TempDir())
@@ -77,7 +79,8 @@ func newSortTable(t *testing.T, props iceberg.Properties) *sortTable {
 	if _, err := cat.CreateTable(ctx, ident, sortSchema(), catalog.WithPartitionSpec(&spec), catalog.WithProperties(all)); err != nil {
 		t.Fatal(err)
 	}
-	return &sortTable{t: t, ctx: ctx, cat: cat, exec: executor.New(cat, nil, metrics.New())}
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	return &sortTable{t: t, ctx: ctx, cat: cat, exec: executor.New(cat, quiet, metrics.New())}
 }
 
 func (s *sortTable) load() *table.Table {

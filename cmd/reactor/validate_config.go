@@ -83,6 +83,18 @@ func printEffective(w io.Writer, s thresholds.Effective) {
 	row("commit_retry_time", s.CommitRetryTime, "")
 	row("max_group_size", thresholds.Size(s.MaxGroupSize), "")
 	row("partial_progress_max_commits", s.PartialProgressCommits, "")
+	row("strategy", s.Strategy, "")
+	order := s.SortOrder
+	if order == "" && s.Strategy == thresholds.StrategySort {
+		order = "(the table's default sort order)"
+	}
+	row("sort_order", order, "")
+	row("sort_quiet_period", s.SortQuietPeriod, "")
+	row("delete_file_ratio", s.DeleteFileRatio, "")
+	row("deleted_row_ratio", s.DeletedRowRatio, "")
+	row("delete_file_threshold", s.DeleteFileThreshold, "")
+	row("delete_min_input_files", s.DeleteMinInputFiles, "")
+	row("delete_target_file_size", thresholds.Size(s.DeleteTargetFileSize), s.DeleteTargetFileSizeSource)
 	row("manifest_count", s.ManifestCount, "")
 	row("snapshot_max_age", s.SnapshotMaxAge, s.SnapshotMaxAgeSource)
 	row("retain_last", s.RetainLast, s.RetainLastSource)
