@@ -302,7 +302,10 @@ func TestDemo(t *testing.T) {
 		t.Skip("runs the embedded demo for several seconds")
 	}
 	var stdout, stderr syncBuffer
-	err := demoCmd(t.Context(), []string{"--duration", "3s", "--rate", "10", "--partitions", "2"}, &stdout, &stderr)
+	// Long enough that even a slow machine (-race, shared cores) commits
+	// enough to the hot partition for a compaction: the writer drops ticks
+	// rather than queue them when commits are slow.
+	err := demoCmd(t.Context(), []string{"--duration", "6s", "--rate", "5", "--partitions", "2"}, &stdout, &stderr)
 	out := stdout.String()
 	t.Logf("demo output:\n%s", out)
 	if err != nil {
