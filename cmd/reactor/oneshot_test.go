@@ -296,3 +296,57 @@ func TestValidateConfigCommand(t *testing.T) {
 		})
 	}
 }
+
+func TestRewriteDeletesAndSortCommands(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	cat, err := embedded.OpenCatalog(ctx, filepath.Join(dir, "catalog"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cat.(interface{ Close() error }).Close()
+	ident := table.Identifier{"db", "t"}
+	if _, err := streamwriter.CreateTable(ctx, cat, ident, streamwriter.MergeOnReadProperties); err != nil {
+		t.Fatal(err)
+	}
+	w := streamwriter.New(cat, ident, nil)
+	for range 4 {
+		if _, err := w.Commit(ctx, "a", 20); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, id := range []int64{3, 9, 27, 41, 55, 70} {
+		if _, err := w.DeleteRows(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	o := &oneShotTable{t: t, ctx: ctx, dir: dir, cat: cat, ident: ident, writer: w}
+
+	out, _ := o.run(0, "rewrite-deletes", "db.t", "--dry-run", "--json")
+	if c := counts(t, out); c["rewritten_delete_files_count"] != 6 || c["added_delete_files_count"] != 1 {
+		t.Errorf("dry run counts %v", c)
+	}
+	out, _ = o.run(0, "rewrite-deletes", "db.t", "--json")
+	if c := counts(t, out); c["rewritten_delete_files_count"] != 6 || c["added_delete_files_count"] != 1 || c["added_bytes_count"] <= 0 {
+		t.Errorf("counts %v", c)
+	}
+	o.checkRows()
+
+	_, errOut := o.run(2, "compact", "db.t", "--sort-order", "id")
+	if !strings.Contains(errOut, "--sort-order needs --strategy") {
+		t.Errorf("stderr %s", errOut)
+	}
+	_, errOut = o.run(1, "compact", "db.t", "--strategy", "sort", "--sort-order", "nosuch")
+	if !strings.Contains(errOut, `"nosuch"`) {
+		t.Errorf("an unknown sort column is not named: %s", errOut)
+	}
+	out, _ = o.run(0, "compact", "db.t", "--strategy", "sort", "--sort-order", "id DESC", "--json")
+	if c := counts(t, out); c["rewritten_data_files_count"] != 4 || c["added_data_files_count"] != 1 || c["removed_delete_files_count"] != 1 {
+		t.Errorf("sort counts %v, want 4 files sorted into 1 and the merged delete file gone", c)
+	}
+	o.checkRows()
+	snap := o.load().CurrentSnapshot()
+	if got := snap.Summary.Properties[planner.SortSnapshotProperty]; got != "id DESC NULLS LAST" {
+		t.Errorf("sort snapshot property %q", got)
+	}
+}
