@@ -3,6 +3,7 @@ package planner
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -133,36 +134,47 @@ func sortCheck(c Counters, set thresholds.Effective, now time.Time) Check {
 // delete threshold asked for it), a position-delete rewrite, or, for
 // tables with a sort or zorder strategy, a sort rewrite, in that order of
 // precedence (the cheap fixes first; the sort comes on its own cadence).
-func partitionDue(c Counters, set thresholds.Effective, now time.Time) (checks []Check, kind JobKind, reason Reason, applyDeletes, due bool) {
+// A kind in settled found nothing to do since the partition's last write
+// and is passed over for the next one.
+func partitionDue(c Counters, set thresholds.Effective, now time.Time, settled ...JobKind) (checks []Check, kind JobKind, reason Reason, applyDeletes, due bool) {
 	small := smallFileCheck(c, set)
 	files, rows := deleteChecks(c, set)
 	checks = []Check{small, files, rows}
-	var sorted Check
-	if set.Strategy.Sorts() {
-		sorted = sortCheck(c, set, now)
-		checks = append(checks, sorted)
+	type candidate struct {
+		kind         JobKind
+		reason       Reason
+		applyDeletes bool
 	}
-	switch {
-	case small.Over:
-		kind, reason = KindCompact, Reason{Threshold: small.Threshold, Measured: small.Measured, Limit: small.Limit}
+	var candidates []candidate
+	if small.Over {
+		r := Reason{Threshold: small.Threshold, Measured: small.Measured, Limit: small.Limit}
 		if files.Over || rows.Over {
 			// Compacting anyway: apply the deletes while at it.
-			applyDeletes = true
-			reason.Note = "also over a delete threshold: deletes applied"
+			r.Note = "also over a delete threshold: deletes applied"
 		}
-		return checks, kind, reason, applyDeletes, true
-	case files.Over || rows.Over:
+		candidates = append(candidates, candidate{KindCompact, r, files.Over || rows.Over})
+	}
+	if files.Over || rows.Over {
 		trigger := files
 		if !files.Over {
 			trigger = rows
 		}
-		var note string
-		kind, note = deleteRemedy(c, rows, set)
-		return checks, kind, Reason{Threshold: trigger.Threshold, Measured: trigger.Measured, Limit: trigger.Limit, Note: note},
-			kind == KindCompact, true
-	case sorted.Over:
-		return checks, KindSort, Reason{Threshold: sorted.Threshold, Measured: sorted.Measured, Limit: sorted.Limit, Note: sorted.Note},
-			false, true
+		k, note := deleteRemedy(c, rows, set)
+		candidates = append(candidates, candidate{k, Reason{Threshold: trigger.Threshold, Measured: trigger.Measured,
+			Limit: trigger.Limit, Note: note}, k == KindCompact})
+	}
+	if set.Strategy.Sorts() {
+		sorted := sortCheck(c, set, now)
+		checks = append(checks, sorted)
+		if sorted.Over {
+			candidates = append(candidates, candidate{KindSort, Reason{Threshold: sorted.Threshold, Measured: sorted.Measured,
+				Limit: sorted.Limit, Note: sorted.Note}, false})
+		}
+	}
+	for _, cand := range candidates {
+		if !slices.Contains(settled, cand.kind) {
+			return checks, cand.kind, cand.reason, cand.applyDeletes, true
+		}
 	}
 	return checks, "", Reason{}, false, false
 }

@@ -301,7 +301,11 @@ func (p *Planner) evaluateLocked(st *tableState) {
 	var deleteReasons, sortReasons []Reason
 	for _, k := range keys {
 		ps := st.counters.partitions[k]
-		_, kind, reason, applyDeletes, due := partitionDue(ps.Counters, set, now)
+		var settled []JobKind
+		if ps.settledWrite.Equal(ps.LastWrite) && !ps.settledWrite.IsZero() {
+			settled = ps.settledKinds
+		}
+		_, kind, reason, applyDeletes, due := partitionDue(ps.Counters, set, now, settled...)
 		if !due && set.Strategy.Sorts() && ps.DataFiles > ps.SortedFiles && !ps.LastWrite.IsZero() {
 			// Unsorted but still being written: its sort comes once it
 			// has been quiet for sort_quiet_period.
@@ -312,9 +316,6 @@ func (p *Planner) evaluateLocked(st *tableState) {
 		}
 		if st.running != nil {
 			// One job per table at a time: Finished re-evaluates.
-			continue
-		}
-		if ps.settledWrite.Equal(ps.LastWrite) && !ps.settledWrite.IsZero() {
 			continue
 		}
 		if now.Before(ps.cooldownUntil) {
@@ -614,7 +615,11 @@ func (p *Planner) Finished(ctx context.Context, job Job, res Result) {
 		case res.Outcome == GaveUp:
 			ps.cooldownUntil = now.Add(job.Settings.ConflictCooldown)
 		case res.Outcome == Noop:
+			if !ps.settledWrite.Equal(ps.LastWrite) {
+				ps.settledKinds = nil
+			}
 			ps.settledWrite = ps.LastWrite
+			ps.settledKinds = append(ps.settledKinds, job.Kind)
 			ps.cooldownUntil = now.Add(job.Settings.Cooldown)
 		default:
 			ps.cooldownUntil = now.Add(job.Settings.Cooldown)

@@ -413,3 +413,25 @@ func TestSortScheduling(t *testing.T) {
 		t.Fatalf("new unsorted file, quiet for 30h: %+v, want a sort job", jobs)
 	}
 }
+
+// A compaction that found nothing to do settles only compaction: the
+// partition's sort still comes on its cadence, without a new write.
+func TestNoopCompactionDoesNotBlockSort(t *testing.T) {
+	yaml := strings.Replace(schedYAML, "small_file_count: 5", "small_file_count: 2\n  min_input_files: 2", 1)
+	f := newSchedFixture(t, yaml+"  strategy: zorder\n  sort_order: zorder(id, payload)\n  sort_quiet_period: 24h\n  snapshot_max_age: 1000h\n")
+	f.commit("a", 2)
+	f.at(2 * time.Hour)
+	jobs := f.takeJobs()
+	if len(jobs) != 1 || jobs[0].Kind != KindCompact {
+		t.Fatalf("first job %+v, want compaction", jobs)
+	}
+	f.p.Finished(f.ctx, jobs[0], Result{Outcome: Noop})
+	f.at(5 * time.Hour)
+	if jobs := f.takeJobs(); len(jobs) != 0 {
+		t.Fatalf("a no-op compaction was repeated: %+v", jobs)
+	}
+	f.at(25 * time.Hour)
+	if jobs := f.takeJobs(); len(jobs) != 1 || jobs[0].Kind != KindSort || jobs[0].SortOrder != "zorder(id, payload)" {
+		t.Fatalf("after 25h quiet: %+v, want the z-order job", jobs)
+	}
+}

@@ -143,9 +143,11 @@ type partitionState struct {
 	Counters
 
 	cooldownUntil time.Time
-	// settledWrite is LastWrite as it was when a job found nothing to do in
-	// this partition; until the partition is written again, it is left alone.
+	// settledWrite is LastWrite as it was when jobs of settledKinds found
+	// nothing to do in this partition; until the partition is written
+	// again, those kinds are not scheduled for it.
 	settledWrite time.Time
+	settledKinds []JobKind
 	inJob        bool
 	// waitingSince is when the partition was first found over its
 	// threshold but still being written; max_quiet_wait counts from it.
@@ -302,7 +304,7 @@ func (tc *tableCounters) reset(sz fileSizes) {
 	// Scheduling state (cool-downs, running jobs) survives a rebuild.
 	for k, ps := range old {
 		tc.partitions[k] = &partitionState{Partition: ps.Partition, cooldownUntil: ps.cooldownUntil,
-			settledWrite: ps.settledWrite, inJob: ps.inJob, waitingSince: ps.waitingSince}
+			settledWrite: ps.settledWrite, settledKinds: ps.settledKinds, inJob: ps.inJob, waitingSince: ps.waitingSince}
 	}
 }
 
