@@ -787,40 +787,10 @@ func (e *Executor) commitDeleteMerges(ctx context.Context, log *slog.Logger, job
 // ancestor (a rollback may have dropped sources too). Only the manifests
 // each newer snapshot added are read.
 func sourcesRemovedSince(fs iceio.IO, meta table.Metadata, baseID int64, sources map[string]bool) error {
-	cur := meta.CurrentSnapshot()
-	if cur == nil {
-		return fmt.Errorf("%w: table has no current snapshot", ErrDiverged)
-	}
-	var newer []*table.Snapshot
-	for s := cur; s.SnapshotID != baseID; {
-		newer = append(newer, s)
-		if s.ParentSnapshotID == nil {
-			return fmt.Errorf("%w: snapshot %d is not an ancestor of %d", ErrDiverged, baseID, cur.SnapshotID)
+	return entriesSince(fs, meta, baseID, true, func(snapID int64, entry iceberg.ManifestEntry) error {
+		if entry.Status() == iceberg.EntryStatusDELETED && sources[entry.DataFile().FilePath()] {
+			return fmt.Errorf("%w: snapshot %d removed position-delete file %s", ErrInputsGone, snapID, entry.DataFile().FilePath())
 		}
-		if s = meta.SnapshotByID(*s.ParentSnapshotID); s == nil {
-			return fmt.Errorf("%w: ancestry of %d is incomplete", ErrDiverged, cur.SnapshotID)
-		}
-	}
-	for _, snap := range newer {
-		manifests, err := snap.Manifests(fs)
-		if err != nil {
-			return fmt.Errorf("read manifest list of snapshot %d: %w", snap.SnapshotID, err)
-		}
-		for _, m := range manifests {
-			if m.SnapshotID() != snap.SnapshotID || m.ManifestContent() != iceberg.ManifestContentDeletes {
-				continue
-			}
-			for entry, err := range m.Entries(fs, false) {
-				if err != nil {
-					return fmt.Errorf("read manifest %s: %w", m.FilePath(), err)
-				}
-				if entry.Status() == iceberg.EntryStatusDELETED && entry.SnapshotID() == snap.SnapshotID &&
-					sources[entry.DataFile().FilePath()] {
-					return fmt.Errorf("%w: snapshot %d removed position-delete file %s", ErrInputsGone,
-						snap.SnapshotID, entry.DataFile().FilePath())
-				}
-			}
-		}
-	}
-	return nil
+		return nil
+	})
 }

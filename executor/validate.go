@@ -58,6 +58,15 @@ func newRewriteInputs(meta table.Metadata, files []iceberg.DataFile) rewriteInpu
 // the check iceberg-go runs between a transaction's base and the catalog
 // head, extended back to the snapshot the outputs were actually read from.
 func checkSince(fs iceio.IO, meta table.Metadata, baseID int64, in rewriteInputs) error {
+	return entriesSince(fs, meta, baseID, false, in.conflictsWith)
+}
+
+// entriesSince calls visit with every manifest entry the snapshots
+// committed after baseID (up to meta's current one) wrote, reading only the
+// manifests each of them added (only delete manifests with deletesOnly). A
+// baseID that is no longer an ancestor is ErrDiverged.
+func entriesSince(fs iceio.IO, meta table.Metadata, baseID int64, deletesOnly bool,
+	visit func(snapID int64, entry iceberg.ManifestEntry) error) error {
 	cur := meta.CurrentSnapshot()
 	if cur == nil {
 		return fmt.Errorf("%w: table has no current snapshot", ErrDiverged)
@@ -78,7 +87,7 @@ func checkSince(fs iceio.IO, meta table.Metadata, baseID int64, in rewriteInputs
 			return fmt.Errorf("read manifest list of snapshot %d: %w", snap.SnapshotID, err)
 		}
 		for _, m := range manifests {
-			if m.SnapshotID() != snap.SnapshotID {
+			if m.SnapshotID() != snap.SnapshotID || (deletesOnly && m.ManifestContent() != iceberg.ManifestContentDeletes) {
 				continue
 			}
 			for entry, err := range m.Entries(fs, false) {
@@ -88,7 +97,7 @@ func checkSince(fs iceio.IO, meta table.Metadata, baseID int64, in rewriteInputs
 				if entry.SnapshotID() != snap.SnapshotID {
 					continue
 				}
-				if err := in.conflictsWith(snap.SnapshotID, entry); err != nil {
+				if err := visit(snap.SnapshotID, entry); err != nil {
 					return err
 				}
 			}
