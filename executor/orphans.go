@@ -124,15 +124,33 @@ func (e *Executor) removeListedOrphans(ctx context.Context, tbl *table.Table, jo
 	if err != nil {
 		return fmt.Errorf("plan orphan cleanup (full listing): %w", err)
 	}
+	// Hidden files (.crc sidecars, _temporary directories) are not
+	// orphans, as in Spark's remove_orphan_files: never reported, never
+	// deleted.
 	for _, f := range plan.OrphanFiles() {
+		if planner.HiddenPath(tbl.Location(), f.Path) {
+			continue
+		}
 		or.Orphans = append(or.Orphans, OrphanFile{Location: f.Path, Size: f.SizeBytes})
 		or.OrphanBytes += f.SizeBytes
 	}
 	if or.DryRun || len(or.Orphans) == 0 {
 		return nil
 	}
-	res, err := tbl.ExecuteOrphanCleanup(ctx, plan)
-	or.DeletedFiles = len(res.DeletedFiles)
+	fs, err := tbl.FS(ctx)
+	if err != nil {
+		return fmt.Errorf("open table io: %w", err)
+	}
+	_, err = tbl.ExecuteOrphanCleanup(ctx, plan, table.WithDeleteFunc(func(path string) error {
+		if planner.HiddenPath(tbl.Location(), path) {
+			return nil
+		}
+		if err := fs.Remove(path); err != nil && !errors.Is(err, iofs.ErrNotExist) {
+			return err
+		}
+		or.DeletedFiles++
+		return nil
+	}), table.WithCleanupMaxConcurrency(1))
 	if err != nil {
 		return fmt.Errorf("delete orphans: %w", err)
 	}

@@ -62,6 +62,15 @@ func TestOrphanListingDryRunThenDelete(t *testing.T) {
 	strayMeta := filepath.Join(dir, "metadata", "00000-fell-out-of-the-log.metadata.json")
 	writeFile(t, strayData)
 	writeFile(t, strayMeta)
+	// Hidden files are not orphans (Spark's remove_orphan_files skips
+	// them too): a Hadoop checksum sidecar and a failed job's _temporary.
+	hidden := []string{
+		filepath.Join(dir, "data", "category=a", ".00000-9-failed-write.parquet.crc"),
+		filepath.Join(dir, "data", "_temporary", "0", "part-00000.parquet"),
+	}
+	for _, h := range hidden {
+		writeFile(t, h)
+	}
 	ageTree(t, dir)
 	inFlight := filepath.Join(dir, "data", "category=a", "00000-9-being-written.parquet")
 	writeFile(t, inFlight) // fresh: younger than the margin
@@ -105,6 +114,11 @@ func TestOrphanListingDryRunThenDelete(t *testing.T) {
 	}
 	if got := f.contents().Total; got != rows {
 		t.Errorf("rows %v after cleanup, %v before", got, rows)
+	}
+	for _, h := range hidden {
+		if !fileExists(t, h) {
+			t.Errorf("hidden file %s was deleted", h)
+		}
 	}
 }
 

@@ -115,6 +115,9 @@ func (p *Planner) trackData(tl tableLocation, ev events.ObjectEvent) ObjectOutco
 	default:
 		return ObjectIgnored
 	}
+	if _, key, ok := objectPath(loc); ok && hiddenRelative(strings.TrimPrefix(key, tl.prefix)) {
+		return ObjectIgnored // a .crc sidecar or _temporary file: never an orphan candidate
+	}
 	// Notifications can arrive out of order (versitygw publishes each from
 	// its own goroutine): a creation no later than a removal already seen
 	// is stale. A later one is a new object at the same key.
