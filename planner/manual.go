@@ -64,9 +64,9 @@ func ManualJob(ctx context.Context, tbl *table.Table, cfg *thresholds.Config, ki
 		if _, err := tc.advance(ctx, tbl, sizesOf(set)); err != nil {
 			return Job{}, fmt.Errorf("read %s: %w", name, err)
 		}
-		want := map[string]bool{}
+		want, missing := map[string]bool{}, map[string]bool{}
 		for _, k := range opts.Partitions {
-			want[k] = true
+			want[k], missing[k] = true, true
 		}
 		var known []string
 		for _, ps := range tc.sortedPartitions() {
@@ -74,7 +74,7 @@ func ManualJob(ctx context.Context, tbl *table.Table, cfg *thresholds.Config, ki
 			if len(want) > 0 && !want[ps.Key] {
 				continue
 			}
-			delete(want, ps.Key)
+			delete(missing, ps.Key)
 			reason := Reason{Partition: ps.Key, Threshold: "manual",
 				Measured: int64(ps.SmallFiles), Limit: int64(set.MinInputFiles), Note: "small files; min_input_files"}
 			if kind == KindRewritePositionDeletes {
@@ -87,7 +87,7 @@ func ManualJob(ctx context.Context, tbl *table.Table, cfg *thresholds.Config, ki
 			job.Partitions = append(job.Partitions, ps.Partition)
 			job.Reasons = append(job.Reasons, reason)
 		}
-		for k := range want {
+		for k := range missing {
 			return Job{}, fmt.Errorf("%w: %s has no live files in partition %q (partitions: %s)",
 				ErrUnknownPartition, name, k, strings.Join(known, ", "))
 		}
