@@ -7,6 +7,7 @@ import (
 	iofs "io/fs"
 	"log/slog"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -124,11 +125,38 @@ func (e *Executor) removeListedOrphans(ctx context.Context, tbl *table.Table, jo
 	if err != nil {
 		return fmt.Errorf("plan orphan cleanup (full listing): %w", err)
 	}
+	// Second opinion from reactor's own walk of the history, comparing
+	// paths the way they are spelled on either side: Iceberg Java writes
+	// local paths as file:/ and keeps percent escapes of partition values
+	// literally in file names, which iceberg-go's listing decodes, so its
+	// plan can name live files (the Spark interop harness found it). A file
+	// any spelling of a referenced path matches is never an orphan.
+	fs, err := tbl.FS(ctx)
+	if err != nil {
+		return fmt.Errorf("open table io: %w", err)
+	}
+	refs, err := reachable(ctx, fs, tbl.Metadata())
+	if err != nil {
+		return fmt.Errorf("read table history: %w", err)
+	}
+	referenced := map[string]bool{}
+	for loc := range refs.locations(tbl) {
+		for _, k := range spellings(loc) {
+			referenced[k] = true
+		}
+	}
 	// Hidden files (.crc sidecars, _temporary directories) are not
-	// orphans, as in Spark's remove_orphan_files: never reported, never
-	// deleted.
+	// orphans either, as in Spark's remove_orphan_files: never reported,
+	// never deleted.
+	kept := func(path string) bool {
+		return planner.HiddenPath(tbl.Location(), path) ||
+			slices.ContainsFunc(spellings(path), func(k string) bool { return referenced[k] })
+	}
 	for _, f := range plan.OrphanFiles() {
-		if planner.HiddenPath(tbl.Location(), f.Path) {
+		if kept(f.Path) {
+			if !planner.HiddenPath(tbl.Location(), f.Path) {
+				e.log.Warn("orphan listing named a file the table's history references; kept", "table", job.TableName, "path", f.Path)
+			}
 			continue
 		}
 		or.Orphans = append(or.Orphans, OrphanFile{Location: f.Path, Size: f.SizeBytes})
@@ -137,12 +165,8 @@ func (e *Executor) removeListedOrphans(ctx context.Context, tbl *table.Table, jo
 	if or.DryRun || len(or.Orphans) == 0 {
 		return nil
 	}
-	fs, err := tbl.FS(ctx)
-	if err != nil {
-		return fmt.Errorf("open table io: %w", err)
-	}
 	_, err = tbl.ExecuteOrphanCleanup(ctx, plan, table.WithDeleteFunc(func(path string) error {
-		if planner.HiddenPath(tbl.Location(), path) {
+		if kept(path) {
 			return nil
 		}
 		if err := fs.Remove(path); err != nil && !errors.Is(err, iofs.ErrNotExist) {
@@ -171,6 +195,23 @@ func (r reachableFiles) locations(tbl *table.Table) map[string]bool {
 		out[canonicalLocation(entry.MetadataFile)] = true
 	}
 	return out
+}
+
+// spellings are the forms a location may take on the two sides of an
+// orphan comparison: as written, canonical (s3a/s3n as s3), a local path
+// with file:, file:/ or file:/// stripped, and each of those with percent
+// escapes decoded.
+func spellings(loc string) []string {
+	forms := []string{loc, canonicalLocation(loc)}
+	if rest, ok := strings.CutPrefix(loc, "file:"); ok {
+		forms = append(forms, "/"+strings.TrimLeft(rest, "/"))
+	}
+	for _, f := range forms[:len(forms):len(forms)] {
+		if d, err := url.PathUnescape(f); err == nil && d != f {
+			forms = append(forms, d)
+		}
+	}
+	return forms
 }
 
 // canonicalLocation folds the S3 scheme aliases together, so a file
