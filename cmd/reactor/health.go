@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -29,11 +28,7 @@ func healthCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := c.parse(args, stdout); err != nil {
 		return err
 	}
-	cfg, err := c.thresholds()
-	if err != nil {
-		return err
-	}
-	_, tbl, closeCatalog, err := c.open(ctx, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	cfg, _, tbl, closeCatalog, err := c.load(ctx, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		return err
 	}
@@ -43,9 +38,7 @@ func healthCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	if *c.json {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(h); err != nil {
+		if err := writeJSON(stdout, h); err != nil {
 			return err
 		}
 	} else {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -33,12 +32,8 @@ type oneShotResult struct {
 // the result columns of the equivalent Spark procedure to stdout. A job that
 // failed or gave up on conflicts is an error (exit 1).
 func runOneShot(ctx context.Context, c *tableCommand, kind planner.JobKind, opts planner.ManualOptions, stdout, stderr io.Writer) error {
-	cfg, err := c.thresholds()
-	if err != nil {
-		return err
-	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
-	cat, tbl, closeCatalog, err := c.open(ctx, log)
+	cfg, cat, tbl, closeCatalog, err := c.load(ctx, log)
 	if err != nil {
 		return err
 	}
@@ -57,9 +52,7 @@ func runOneShot(ctx context.Context, c *tableCommand, kind planner.JobKind, opts
 		out.Error = res.Err.Error()
 	}
 	if *c.json {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(out); err != nil {
+		if err := writeJSON(stdout, out); err != nil {
 			return err
 		}
 	} else {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -26,11 +25,7 @@ func planCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err := c.parse(args, stdout); err != nil {
 		return err
 	}
-	cfg, err := c.thresholds()
-	if err != nil {
-		return err
-	}
-	_, tbl, closeCatalog, err := c.open(ctx, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	cfg, _, tbl, closeCatalog, err := c.load(ctx, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		return err
 	}
@@ -40,9 +35,7 @@ func planCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	if *c.json {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(plan)
+		return writeJSON(stdout, plan)
 	}
 	printPlan(stdout, plan)
 	return nil

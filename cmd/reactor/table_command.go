@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -98,4 +99,25 @@ func (c *tableCommand) open(ctx context.Context, log *slog.Logger) (cat catalog.
 		return nil, nil, nil, fmt.Errorf("load %s: %w", c.table, err)
 	}
 	return cat, tbl, close, nil
+}
+
+// writeJSON prints v as indented JSON: the --json output of every command.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// load reads the thresholds and opens the table: what every table command
+// does first. close releases the catalog.
+func (c *tableCommand) load(ctx context.Context, log *slog.Logger) (*thresholds.Config, catalog.Catalog, *table.Table, func(), error) {
+	cfg, err := c.thresholds()
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	cat, tbl, closeCatalog, err := c.open(ctx, log)
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	return cfg, cat, tbl, closeCatalog, nil
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"text/tabwriter"
@@ -45,9 +44,7 @@ func validateConfigCmd(_ context.Context, args []string, stdout, _ io.Writer) er
 	}
 	set := cfg.For(*tableName, props.values)
 	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(set)
+		return writeJSON(stdout, set)
 	}
 	fmt.Fprintf(stdout, "%s: valid; settings for %s:\n", file, *tableName)
 	printEffective(stdout, set)

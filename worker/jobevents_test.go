@@ -1,0 +1,40 @@
+package worker
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/icereactor/reactor/events"
+	"github.com/icereactor/reactor/executor"
+	"github.com/icereactor/reactor/planner"
+)
+
+// Every outcome maps to the phase a subscriber filters on, with the error
+// kept for failures and noops reported as successes.
+func TestFinishedEventPhases(t *testing.T) {
+	job := planner.Job{ID: "j", Kind: planner.KindCompact, TableName: "db.t",
+		Partitions: []planner.Partition{{Key: "category=a"}}, ScheduledAt: time.Unix(100, 0)}
+	for _, tt := range []struct {
+		outcome planner.Outcome
+		err     error
+		phase   string
+	}{
+		{planner.Succeeded, nil, events.JobSucceeded},
+		{planner.Noop, nil, events.JobSucceeded},
+		{planner.GaveUp, errors.New("requirement failed"), events.JobFailed},
+		{planner.Failed, errors.New("load table: down"), events.JobFailed},
+	} {
+		ev := finishedEvent(job, planner.Result{Outcome: tt.outcome, Err: tt.err},
+			executor.Report{RewrittenDataFiles: 3, Attempts: 2}, time.Unix(200, 0))
+		if ev.Phase != tt.phase || ev.Outcome != tt.outcome.String() || !ev.Terminal() {
+			t.Errorf("%v: phase %q outcome %q, want %q", tt.outcome, ev.Phase, ev.Outcome, tt.phase)
+		}
+		if (tt.err != nil) != (ev.Error != "") || ev.Counts["rewritten_data_files_count"] != 3 || ev.Attempts != 2 {
+			t.Errorf("%v: event %+v", tt.outcome, ev)
+		}
+		if got := events.JobSubject(events.DefaultJobSubjectPrefix, ev.Phase, ev.Table); got != "reactor.jobs."+tt.phase+".db.t" {
+			t.Errorf("subject %s", got)
+		}
+	}
+}
