@@ -14,6 +14,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 	"github.com/cenkalti/backoff/v4"
 
+	"github.com/icereactor/reactor/location"
 	"github.com/icereactor/reactor/planner"
 )
 
@@ -159,7 +160,7 @@ func (e *Executor) deleteExpiredFiles(ctx context.Context, log *slog.Logger, job
 	}
 	referenced := refs.locations(tbl)
 	for _, f := range job.Files {
-		if referenced[canonicalLocation(f)] {
+		if referenced[location.Identity(f)] {
 			rep.Orphans.StillReferenced++
 			continue
 		}

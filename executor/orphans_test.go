@@ -8,6 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/icereactor/reactor/executor"
 	"github.com/icereactor/reactor/planner"
 )
 
@@ -122,8 +125,13 @@ func TestOrphanListingDryRunThenDelete(t *testing.T) {
 	}
 }
 
-// Tracked candidates (from bucket notifications) are checked against the
-// history first: a referenced file is never deleted, only untracked.
+// Tracked candidates (from bucket notifications) only nominate: the
+// object store's own LastModified and the table's history, read right
+// before each delete, decide. A referenced file is never deleted, only
+// untracked; a file the notification called old but the store calls fresh
+// is kept and deferred to its real age; a candidate spelled another way
+// than its canonical location, or outside the data location, is refused,
+// counted and kept.
 func TestTrackedOrphansAreVerifiedBeforeDeletion(t *testing.T) {
 	f := newFixture(t, nil)
 	for range 2 {
@@ -136,19 +144,54 @@ func TestTrackedOrphansAreVerifiedBeforeDeletion(t *testing.T) {
 	for loc := range f.dataFiles("a") {
 		live = loc
 	}
-	old := time.Now().Add(-2 * time.Hour)
+	meta := strings.TrimPrefix(f.load().MetadataLocation(), "file://")
+	ageTree(t, dir)
+	inFlight := filepath.Join(dir, "data", "category=a", "in-flight.parquet")
+	writeFile(t, inFlight) // written just now; the notification lies about its age
+	liveDoubled := strings.Replace(live, "/data/", "/data//", 1)
+	forged := time.Now().Add(-1000 * time.Hour)
 	cands := []planner.OrphanCandidate{
-		{Location: "file://" + stray, Size: 26, Created: old},
-		{Location: live, Size: 1, Created: old},
+		{Location: "file://" + stray, Size: 26, Created: forged},
+		{Location: live, Size: 1, Created: forged},
+		{Location: "file://" + inFlight, Size: 26, Created: forged},
+		{Location: liveDoubled, Size: 1, Created: forged},
+		{Location: meta, Size: 1, Created: forged},
 	}
+	rows := f.contents().Total
 	res, rep := f.exec.Run(f.ctx, f.orphanJob(true, planner.OrphansFromTracking, cands...))
-	if res.Outcome != planner.Succeeded || rep.Orphans.DeletedFiles != 1 || rep.Orphans.StillReferenced != 1 {
+	if res.Outcome != planner.Succeeded || rep.Orphans.DeletedFiles != 1 || rep.Orphans.StillReferenced != 1 ||
+		rep.Orphans.TooYoung != 1 || rep.Orphans.RefusedFiles != 2 {
 		t.Fatalf("%v %v %+v", res.Outcome, res.Err, rep.Orphans)
 	}
-	if fileExists(t, stray) || !fileExists(t, live) {
-		t.Errorf("stray exists %v (want false), live exists %v (want true)", fileExists(t, stray), fileExists(t, live))
+	if fileExists(t, stray) || !fileExists(t, live) || !fileExists(t, inFlight) || !fileExists(t, meta) {
+		t.Errorf("stray exists %v (want false), live %v, in-flight %v, metadata %v (want true)",
+			fileExists(t, stray), fileExists(t, live), fileExists(t, inFlight), fileExists(t, meta))
 	}
-	if len(res.Settled) != 2 {
-		t.Errorf("settled %v, want both locations", res.Settled)
+	if got := f.contents().Total; got != rows {
+		t.Errorf("rows %v after cleanup, %v before", got, rows)
+	}
+	// Deleted, referenced and refused-for-good are settled; the young
+	// file stays tracked from the store's LastModified.
+	if len(res.Settled) != 4 || slices.Contains(res.Settled, "file://"+inFlight) {
+		t.Errorf("settled %v, want every candidate but the in-flight file", res.Settled)
+	}
+	info, err := os.Stat(inFlight)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := res.Deferred["file://"+inFlight]; !ok || !got.Equal(info.ModTime()) {
+		t.Errorf("deferred %v, want the in-flight file at its modification time %v", res.Deferred, info.ModTime())
+	}
+	reasons := map[string]string{}
+	for _, r := range rep.Orphans.Refused {
+		reasons[r.Location] = r.Reason
+	}
+	if reasons[liveDoubled] != executor.RefusedNotCanonical || reasons[meta] != executor.RefusedOutsideData {
+		t.Errorf("refusals %v", reasons)
+	}
+	for _, reason := range []string{executor.RefusedNotCanonical, executor.RefusedOutsideData} {
+		if n := testutil.ToFloat64(f.met.OrphansRefused.WithLabelValues("db.events", reason)); n != 1 {
+			t.Errorf("reactor_orphans_refused_total{reason=%q} = %v, want 1", reason, n)
+		}
 	}
 }

@@ -187,9 +187,15 @@ type Result struct {
 	// Table is the table after the job's last commit (nil if none).
 	Table *table.Table
 	Err   error
-	// Settled lists tracked locations the job dealt with (deleted, or
-	// found referenced): the planner stops tracking them.
+	// Settled lists tracked locations the job dealt with (deleted, found
+	// referenced or gone, or refused for good): the planner stops tracking
+	// them.
 	Settled []string
+	// Deferred are tracked locations the object store says are younger
+	// than the orphan margin, with the LastModified it reported: the
+	// planner keeps tracking them from that time instead of the
+	// notification's eventTime.
+	Deferred map[string]time.Time
 	// DeferredDeletes are the files an expiry left for a later pass.
 	DeferredDeletes []string
 }
