@@ -11,7 +11,19 @@ import (
 	"github.com/apache/iceberg-go/catalog"
 
 	"github.com/icereactor/reactor/events"
+	"github.com/icereactor/reactor/location"
 )
+
+// maxLoggedLocation bounds a location quoted in a log line: keys come from
+// notifications anyone on the subject may publish.
+const maxLoggedLocation = 512
+
+func boundedLocation(s string) string {
+	if len(s) <= maxLoggedLocation {
+		return s
+	}
+	return s[:maxLoggedLocation] + "..."
+}
 
 // MaxUnconfirmedPerTable bounds the files tracked per table while no
 // snapshot references them yet. Each entry costs its path plus ~40 bytes;
@@ -29,12 +41,19 @@ const (
 	ObjectConfirmed   ObjectOutcome = "confirmed"     // a data file a snapshot already references
 	ObjectRemoved     ObjectOutcome = "removed"       // a removal, dropped from tracking
 	ObjectIgnored     ObjectOutcome = "ignored"       // other paths under a table (manifests, stats) and other actions
+	ObjectRefused     ObjectOutcome = "refused"       // a key not in canonical form: never tracked, never a candidate
+	ObjectHeld        ObjectOutcome = "held"          // under a watched prefix, no table known yet: redelivered
 	ObjectOutside     ObjectOutcome = "outside"       // under no watched table
 	ObjectUntrackable ObjectOutcome = "tracking_full" // the table's tracking bound was reached
 )
 
 type unconfirmedFile struct {
-	size    int64
+	location string // canonical: the spelling a job stats and deletes by
+	size     int64
+	// created nominates the file: the notification's eventTime (never
+	// later than its arrival). The executor judges the file's age from
+	// the object store's LastModified and, when that is younger, the
+	// planner moves created to it.
 	created time.Time
 }
 
@@ -59,6 +78,17 @@ func (p *Planner) ApplyObject(ctx context.Context, ev events.ObjectEvent) (Objec
 			return ObjectOutside, err
 		}
 		return "", err
+	}
+	if _, err := location.Canonical(ev.Location()); err != nil {
+		if strings.HasSuffix(ev.Key, "/") && !strings.Contains(strings.TrimSuffix(ev.Key, "/"), "//") {
+			return ObjectIgnored, nil // a directory marker
+		}
+		// Another spelling of some key: on a store that resolves it to a
+		// live file, tracking it could make that file an orphan candidate.
+		p.met.OrphansRefused.WithLabelValues(tl.name, "not_canonical").Inc()
+		p.log.Warn("object key not in canonical form: not tracked, never an orphan candidate",
+			"table", tl.name, "location", boundedLocation(ev.Location()), "reason", "not_canonical", "detail", err)
+		return ObjectRefused, nil
 	}
 	rel := strings.TrimPrefix(ev.Key, tl.prefix)
 	switch {
@@ -104,7 +134,8 @@ func (p *Planner) trackData(tl tableLocation, ev events.ObjectEvent) ObjectOutco
 	st := p.state(tl.ident, tl.name)
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	loc := normalizeLocation(ev.Location())
+	canonical, _ := location.Canonical(ev.Location()) // ApplyObject refused the others
+	loc := normalizeLocation(canonical)
 	switch ev.Action {
 	case events.ObjectRemoved:
 		delete(st.unconfirmed, loc)
@@ -138,11 +169,13 @@ func (p *Planner) trackData(tl tableLocation, ev events.ObjectEvent) ObjectOutco
 	if st.unconfirmed == nil {
 		st.unconfirmed = map[string]unconfirmedFile{}
 	}
+	// The producer writes eventTime: it only says when to look first. A
+	// missing or future one is the arrival time.
 	created := ev.Time
-	if created.IsZero() {
-		created = p.now()
+	if now := p.now(); created.IsZero() || created.After(now) {
+		created = now
 	}
-	st.unconfirmed[loc] = unconfirmedFile{size: ev.Size, created: created}
+	st.unconfirmed[loc] = unconfirmedFile{location: canonical, size: ev.Size, created: created}
 	p.met.UnconfirmedFiles.WithLabelValues(tl.name).Set(float64(len(st.unconfirmed)))
 	// Wake when it would become an orphan candidate: nothing else may
 	// happen on this table until then. (Before the table's first commit is
@@ -151,6 +184,24 @@ func (p *Planner) trackData(tl tableLocation, ev events.ObjectEvent) ObjectOutco
 		p.wakeAtLocked(st, created.Add(st.settings.OrphanMargin))
 	}
 	return ObjectTracked
+}
+
+// deferOrphansLocked moves tracked files an orphan job found younger than
+// the margin, by the object store's LastModified, to that time (the next
+// evaluation arms the table's timer for when they come of age): a forged
+// or early eventTime costs one look, not a job per cool-down.
+func (p *Planner) deferOrphansLocked(st *tableState, deferred map[string]time.Time) {
+	for loc, modified := range deferred {
+		key := normalizeLocation(loc)
+		f, ok := st.unconfirmed[key]
+		if !ok || modified.IsZero() {
+			continue
+		}
+		if modified.After(f.created) {
+			f.created = modified
+			st.unconfirmed[key] = f
+		}
+	}
 }
 
 // confirmLocked drops tracked files a newly applied snapshot references.
@@ -204,7 +255,7 @@ func (p *Planner) OrphanCandidates(ctx context.Context, name string, asOf time.T
 			continue
 		}
 		if f.created.Before(cutoff) {
-			out = append(out, OrphanCandidate{Location: loc, Size: f.size, Created: f.created})
+			out = append(out, OrphanCandidate{Location: f.location, Size: f.size, Created: f.created})
 		}
 	}
 	p.met.UnconfirmedFiles.WithLabelValues(name).Set(float64(len(st.unconfirmed)))

@@ -463,9 +463,9 @@ func (p *Planner) orphanJobLocked(st *tableState, now time.Time, deferUntil func
 	deferUntil(st.nextListing)
 	cutoff := now.Add(-set.OrphanMargin)
 	var cands []OrphanCandidate
-	for loc, f := range st.unconfirmed {
+	for _, f := range st.unconfirmed {
 		if f.created.Before(cutoff) {
-			cands = append(cands, OrphanCandidate{Location: loc, Size: f.size, Created: f.created})
+			cands = append(cands, OrphanCandidate{Location: f.location, Size: f.size, Created: f.created})
 		} else {
 			deferUntil(f.created.Add(set.OrphanMargin))
 		}
@@ -476,7 +476,7 @@ func (p *Planner) orphanJobLocked(st *tableState, now time.Time, deferUntil func
 	if !set.OrphanDelete {
 		fresh := false
 		for _, c := range cands {
-			fresh = fresh || !st.dryRunReported[c.Location]
+			fresh = fresh || !st.dryRunReported[normalizeLocation(c.Location)]
 		}
 		if !fresh {
 			return nil // a dry run reported all of them already
@@ -584,13 +584,14 @@ func (p *Planner) Finished(ctx context.Context, job Job, res Result) {
 				st.dryRunReported = map[string]bool{}
 			}
 			for _, c := range job.OrphanCandidates {
-				st.dryRunReported[c.Location] = true
+				st.dryRunReported[normalizeLocation(c.Location)] = true
 			}
 		}
 		for _, loc := range res.Settled {
 			delete(st.unconfirmed, normalizeLocation(loc))
 			delete(st.dryRunReported, normalizeLocation(loc))
 		}
+		p.deferOrphansLocked(st, res.Deferred)
 	}
 	if job.Kind == KindRewriteManifests {
 		st.manifestCooldownUntil = now.Add(job.Settings.Cooldown)
