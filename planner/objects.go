@@ -70,12 +70,16 @@ type OrphanCandidate struct {
 // brought up to date exactly as a commit event would (and applied once, if
 // both arrive). A new file under data/ is tracked until a snapshot
 // references it; a removal drops it. Objects under no watched table return
-// ErrOutsideTables.
+// ErrOutsideTables; objects under a watched warehouse prefix that no table
+// claims even after a refresh of the index return ErrUnclaimed (hold them).
 func (p *Planner) ApplyObject(ctx context.Context, ev events.ObjectEvent) (ObjectOutcome, error) {
 	tl, err := p.locate(ctx, ev.Bucket, ev.Key)
 	if err != nil {
-		if errors.Is(err, ErrOutsideTables) {
+		switch {
+		case errors.Is(err, ErrOutsideTables):
 			return ObjectOutside, err
+		case errors.Is(err, ErrUnclaimed):
+			return ObjectHeld, err
 		}
 		return "", err
 	}

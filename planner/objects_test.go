@@ -17,11 +17,12 @@ import (
 // s3://b/wh/db/t, and will not rebuild (there is no catalog behind it).
 func newIndexedPlanner(t testing.TB) *Planner {
 	t.Helper()
-	p := New(Options{Dispatch: func(Job) {}, LocationRebuildInterval: time.Hour})
+	p := New(Options{Dispatch: func(Job) {}, LocationRebuildInterval: time.Hour, MissRefreshInterval: time.Hour})
 	p.locations.set(map[string][]tableLocation{
-		"b": {{prefix: "wh/db/t/", ident: table.Identifier{"db", "t"}, name: "db.t"}},
+		"b": {{bucket: "b", prefix: "wh/db/t/", ident: table.Identifier{"db", "t"}, name: "db.t"}},
 	})
 	p.locations.builtAt = time.Now()
+	p.locations.missRefreshAt = time.Now() // refreshed a moment ago: unclaimed objects are held at once
 	return p
 }
 
@@ -46,7 +47,13 @@ func TestApplyObjectTracking(t *testing.T) {
 		{"stale creation after the removal", obj(events.ObjectCreated, "wh/db/t/data/p=1/f1.parquet", t0), ObjectIgnored, nil},
 		{"a new object at the same key", obj(events.ObjectCreated, "wh/db/t/data/p=1/f1.parquet", t0.Add(2*time.Second)), ObjectTracked, nil},
 		{"other bucket", obj(events.ObjectCreated, "wh/db/t/data/f.parquet", t0), ObjectOutside, ErrOutsideTables},
-		{"sibling prefix", obj(events.ObjectCreated, "wh/db/t2/data/f.parquet", t0), ObjectOutside, ErrOutsideTables},
+		// Beside the table, where the namespace's next table would be: held.
+		{"sibling prefix", obj(events.ObjectCreated, "wh/db/t2/data/f.parquet", t0), ObjectHeld, ErrUnclaimed},
+		{"outside the namespace", obj(events.ObjectCreated, "elsewhere/t/data/f.parquet", t0), ObjectOutside, ErrOutsideTables},
+		// Another spelling of a key: never tracked.
+		{"doubled slash", obj(events.ObjectCreated, "wh/db/t/data//p=1/f2.parquet", t0), ObjectRefused, nil},
+		{"dot segment", obj(events.ObjectCreated, "wh/db/t/data/./p=1/f2.parquet", t0), ObjectRefused, nil},
+		{"directory marker", obj(events.ObjectCreated, "wh/db/t/data/p=1/", t0), ObjectIgnored, nil},
 	}
 	steps[7].ev.Bucket = "other"
 	for _, s := range steps {

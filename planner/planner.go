@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -51,6 +52,15 @@ type Options struct {
 	// LocationRebuildInterval is the least time between two rebuilds of the
 	// table-location index triggered by objects no table claims (default 30s).
 	LocationRebuildInterval time.Duration
+	// WarehousePrefixes are object-store locations (s3://bucket/prefix)
+	// under which new tables may appear: an object there that no known
+	// table claims refreshes the index at once and is held, not dropped
+	// (see ErrUnclaimed). The parents of known tables' locations and the
+	// namespaces' location properties are watched as well.
+	WarehousePrefixes []string
+	// MissRefreshInterval is the least time between two such refreshes
+	// (default DefaultMissRefreshInterval).
+	MissRefreshInterval time.Duration
 }
 
 // Planner keeps per-table state and schedules jobs.
@@ -117,6 +127,8 @@ func New(opts Options) *Planner {
 	if p.locations.minRebuild <= 0 {
 		p.locations.minRebuild = 30 * time.Second
 	}
+	p.locations.configured = opts.WarehousePrefixes
+	p.locations.missInterval = cmp.Or(opts.MissRefreshInterval, DefaultMissRefreshInterval)
 	if p.log == nil {
 		p.log = slog.Default()
 	}

@@ -31,11 +31,7 @@ func (r *redelivery) later(ctx context.Context, msg jetstream.Msg, cause error, 
 	if md, err := msg.Metadata(); err == nil && md.NumDelivered > 0 {
 		delivered = md.NumDelivered
 	}
-	delay := r.base
-	for i := uint64(1); i < delivered && delay < r.max; i++ {
-		delay *= 2
-	}
-	delay = min(delay, r.max)
+	delay := holdDelay(delivered, r.base, r.max)
 	r.met.Events.WithLabelValues(r.source, metrics.OutcomeRetry).Inc()
 	r.mu.Lock()
 	first := !r.waiting
@@ -72,4 +68,37 @@ func retryDefaults(base, maxDelay time.Duration) (time.Duration, time.Duration) 
 		maxDelay = 30 * time.Second
 	}
 	return base, maxDelay
+}
+
+// holdDelay is the redelivery delay of a held message on its delivered-th
+// delivery: base doubling per delivery, capped at maxDelay.
+func holdDelay(delivered uint64, base, maxDelay time.Duration) time.Duration {
+	delay := base
+	for i := uint64(1); i < delivered && delay < maxDelay; i++ {
+		delay *= 2
+	}
+	return min(delay, maxDelay)
+}
+
+// held is a message waiting for something that is not a fault (a table the
+// catalog does not list yet): redelivered with a short, growing delay
+// until grace has passed since the message was stored, then given up on.
+type held struct {
+	base, max, grace time.Duration
+}
+
+// again negatively acknowledges msg for a later delivery and reports true,
+// or reports false once the grace has passed (the caller acknowledges it).
+// Without delivery metadata the message's age is unknown: it is held, and
+// the delivery count bounds it instead.
+func (h held) again(msg jetstream.Msg) (bool, time.Duration, error) {
+	delivered, age := uint64(1), time.Duration(0)
+	if md, err := msg.Metadata(); err == nil {
+		delivered = max(md.NumDelivered, 1)
+		age = time.Since(md.Timestamp)
+	}
+	if age >= h.grace || time.Duration(delivered)*h.base > h.grace {
+		return false, age, nil
+	}
+	return true, age, msg.NakWithDelay(holdDelay(delivered, h.base, h.max))
 }
