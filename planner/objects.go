@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/table"
 
 	"github.com/icereactor/reactor/events"
 	"github.com/icereactor/reactor/location"
@@ -73,6 +75,9 @@ type OrphanCandidate struct {
 // ErrOutsideTables; objects under a watched warehouse prefix that no table
 // claims even after a refresh of the index return ErrUnclaimed (hold them).
 func (p *Planner) ApplyObject(ctx context.Context, ev events.ObjectEvent) (ObjectOutcome, error) {
+	if _, err := location.Canonical(ev.Location()); err != nil {
+		return p.refuseObject(ev, err)
+	}
 	tl, err := p.locate(ctx, ev.Bucket, ev.Key)
 	if err != nil {
 		switch {
@@ -82,17 +87,6 @@ func (p *Planner) ApplyObject(ctx context.Context, ev events.ObjectEvent) (Objec
 			return ObjectHeld, err
 		}
 		return "", err
-	}
-	if _, err := location.Canonical(ev.Location()); err != nil {
-		if strings.HasSuffix(ev.Key, "/") && !strings.Contains(strings.TrimSuffix(ev.Key, "/"), "//") {
-			return ObjectIgnored, nil // a directory marker
-		}
-		// Another spelling of some key: on a store that resolves it to a
-		// live file, tracking it could make that file an orphan candidate.
-		p.met.OrphansRefused.WithLabelValues(tl.name, "not_canonical").Inc()
-		p.log.Warn("object key not in canonical form: not tracked, never an orphan candidate",
-			"table", tl.name, "location", boundedLocation(ev.Location()), "reason", "not_canonical", "detail", err)
-		return ObjectRefused, nil
 	}
 	rel := strings.TrimPrefix(ev.Key, tl.prefix)
 	switch {
@@ -112,12 +106,84 @@ func (p *Planner) ApplyObject(ctx context.Context, ev events.ObjectEvent) (Objec
 		if err := p.Observe(ctx, tbl); err != nil {
 			return "", err
 		}
+		// A catalog writes the metadata file before it commits it (the
+		// SQL catalog's row, the REST server's swap), so the notification
+		// can come first: until the catalog shows this metadata file (or a
+		// later one), the commit is not applied yet: hold it.
+		if !metadataVisible(tbl, ev.Location()) {
+			return ObjectHeld, fmt.Errorf("%w: %s: the catalog's current metadata of %s is %s", ErrNotYetVisible,
+				boundedLocation(ev.Location()), tl.name, tbl.MetadataLocation())
+		}
 		return ObjectCommit, nil
 	case strings.HasPrefix(rel, "data/"):
 		return p.trackData(tl, ev), nil
 	default:
 		return ObjectIgnored, nil
 	}
+}
+
+// refuseObject handles a key not in canonical form: another spelling of
+// some key, which a store may resolve to a live file, so it is never
+// tracked (it could make that file an orphan candidate) and never held (no
+// table location is spelled that way, so none will ever claim it). Under a
+// table's location it is counted and logged; elsewhere it is just outside.
+func (p *Planner) refuseObject(ev events.ObjectEvent, cause error) (ObjectOutcome, error) {
+	if key := strings.TrimSuffix(ev.Key, "/"); key != ev.Key {
+		if _, err := location.Canonical("s3://" + ev.Bucket + "/" + key); err == nil {
+			return ObjectIgnored, nil // a directory marker
+		}
+	}
+	tl, ok := p.locations.lookup(ev.Bucket, ev.Key)
+	if !ok {
+		_, watched := p.locations.underWatchedPrefix(ev.Bucket, ev.Key)
+		if !watched {
+			return ObjectOutside, fmt.Errorf("%w: %s", ErrOutsideTables, boundedLocation(ev.Location()))
+		}
+		tl.name = "-" // under a watched prefix, no table: counted all the same
+	}
+	p.met.OrphansRefused.WithLabelValues(tl.name, "not_canonical").Inc()
+	p.log.Warn("object key not in canonical form: not tracked, never an orphan candidate",
+		"table", tl.name, "location", boundedLocation(ev.Location()), "reason", "not_canonical", "detail", cause)
+	return ObjectRefused, nil
+}
+
+// ErrNotYetVisible: a new metadata file whose commit the catalog does not
+// show yet. Like ErrUnclaimed, the notification is held and redelivered
+// (a failed commit's metadata file never becomes visible: it is dropped
+// after the grace).
+var ErrNotYetVisible = errors.New("metadata file not visible in the catalog yet")
+
+// metadataVisible reports whether the catalog's table has reached the
+// metadata file at loc: it is the current one, in the metadata log, or
+// older by its version number (iceberg names metadata files
+// NNNNN-uuid.metadata.json) than the current one. A name without a version
+// counts as visible: nothing tells otherwise.
+func metadataVisible(tbl *table.Table, loc string) bool {
+	id := normalizeLocation(loc)
+	if normalizeLocation(tbl.MetadataLocation()) == id {
+		return true
+	}
+	for entry := range tbl.Metadata().PreviousFiles() {
+		if normalizeLocation(entry.MetadataFile) == id {
+			return true
+		}
+	}
+	notified, ok := metadataVersion(loc)
+	if !ok {
+		return true
+	}
+	current, ok := metadataVersion(tbl.MetadataLocation())
+	return ok && notified <= current
+}
+
+func metadataVersion(loc string) (int, bool) {
+	name := loc[strings.LastIndexByte(loc, '/')+1:]
+	num, _, ok := strings.Cut(name, "-")
+	if !ok {
+		return 0, false
+	}
+	v, err := strconv.Atoi(num)
+	return v, err == nil && v >= 0
 }
 
 // metadataApplied reports whether the table's state already includes the

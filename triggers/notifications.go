@@ -100,7 +100,7 @@ type NotificationConsumer struct {
 	cc      jetstream.ConsumeContext
 
 	retry    *redelivery
-	hold     held
+	hold     *holder
 	stopOnce sync.Once
 }
 
@@ -139,7 +139,7 @@ func StartNotifications(ctx context.Context, js jetstream.JetStream, opts Notifi
 	}
 	c := &NotificationConsumer{js: js, opts: opts, applier: applier, log: log, met: met, ctx: ctx,
 		retry: &redelivery{source: "notification", what: "notification", base: opts.RetryBase, max: opts.RetryMax, log: log, met: met},
-		hold:  held{base: opts.HoldBase, max: opts.HoldMax, grace: opts.NewTableGrace}}
+		hold:  &holder{base: opts.HoldBase, max: opts.HoldMax, grace: opts.NewTableGrace}}
 	cc, err := cons.Consume(c.handle)
 	if err != nil {
 		return nil, fmt.Errorf("consume %s: %w", opts.Stream, err)
@@ -187,11 +187,12 @@ func (c *NotificationConsumer) handle(msg jetstream.Msg) {
 		case errors.Is(err, planner.ErrOutsideTables):
 			c.met.Objects.WithLabelValues(string(planner.ObjectOutside)).Inc()
 			c.log.Debug("object outside every watched table", "location", ev.Location())
-		case errors.Is(err, planner.ErrUnclaimed):
-			// Possibly a table the catalog does not list yet: hold the
-			// whole message (what it applied so far re-applies harmlessly).
-			again, age, nakErr := c.hold.again(msg)
-			if again {
+		case errors.Is(err, planner.ErrUnclaimed), errors.Is(err, planner.ErrNotYetVisible):
+			// Possibly a table the catalog does not list yet, or a commit
+			// it does not show yet: hold the whole message (what it
+			// applied so far re-applies harmlessly).
+			held, age, nakErr := c.hold.again(msg)
+			if held == holdRedelivered {
 				c.met.Objects.WithLabelValues(string(planner.ObjectHeld)).Inc()
 				c.log.Debug("object claimed by no table yet; held for redelivery", "error", err, "age", age.Round(time.Millisecond))
 				if nakErr != nil {
@@ -199,9 +200,17 @@ func (c *NotificationConsumer) handle(msg jetstream.Msg) {
 				}
 				return
 			}
-			c.met.Objects.WithLabelValues(string(planner.ObjectOutside)).Inc()
-			c.log.Info("no table claimed the object within the grace; dropped as outside every watched table",
-				"error", err, "grace", c.opts.NewTableGrace)
+			dropped := planner.ObjectOutside
+			if errors.Is(err, planner.ErrNotYetVisible) {
+				dropped = planner.ObjectIgnored // a failed commit's metadata file
+			}
+			c.met.Objects.WithLabelValues(string(dropped)).Inc()
+			if held == holdFull {
+				c.log.Warn("too many notifications held waiting for the catalog; dropped", "error", err, "held", maxHeld)
+			} else {
+				c.log.Info("gave up waiting for the catalog to show the object's table or commit; dropped",
+					"error", err, "grace", c.opts.NewTableGrace)
+			}
 		default:
 			// Transient: redeliver the whole message later. The events
 			// applied so far re-apply harmlessly (tracking and commits are
@@ -211,6 +220,7 @@ func (c *NotificationConsumer) handle(msg jetstream.Msg) {
 		}
 	}
 	c.retry.recovered()
+	c.hold.release(msg)
 	c.met.Events.WithLabelValues("notification", metrics.OutcomeApplied).Inc()
 	_ = msg.Ack()
 }

@@ -80,25 +80,71 @@ func holdDelay(delivered uint64, base, maxDelay time.Duration) time.Duration {
 	return min(delay, maxDelay)
 }
 
-// held is a message waiting for something that is not a fault (a table the
-// catalog does not list yet): redelivered with a short, growing delay
-// until grace has passed since the message was stored, then given up on.
-type held struct {
+// maxHeld bounds the notifications held at once, well below the
+// consumer's MaxAckPending (1024): a flood of keys no table claims (a
+// dropped table's stragglers, a hostile publisher) must not stall the
+// notifications behind it for the whole grace.
+const maxHeld = 256
+
+// holder redelivers messages waiting for something that is not a fault (a
+// table the catalog does not list yet, a commit it does not show yet) with
+// a short, growing delay, until grace has passed since the message was
+// stored; then, or when maxHeld messages are held already, it gives up.
+type holder struct {
 	base, max, grace time.Duration
+
+	mu   sync.Mutex
+	held map[uint64]time.Time // stream sequence -> when first held
 }
 
-// again negatively acknowledges msg for a later delivery and reports true,
-// or reports false once the grace has passed (the caller acknowledges it).
-// Without delivery metadata the message's age is unknown: it is held, and
+// Hold outcomes.
+type holdOutcome int
+
+const (
+	holdRedelivered holdOutcome = iota // negatively acknowledged for later
+	holdExpired                        // the grace has passed: give up
+	holdFull                           // too many held already: give up
+)
+
+// again holds msg again, or says why not (the caller then acknowledges it
+// and forgets it). Without delivery metadata the message's age is unknown:
 // the delivery count bounds it instead.
-func (h held) again(msg jetstream.Msg) (bool, time.Duration, error) {
-	delivered, age := uint64(1), time.Duration(0)
+func (h *holder) again(msg jetstream.Msg) (holdOutcome, time.Duration, error) {
+	delivered, age, seq := uint64(1), time.Duration(0), uint64(0)
 	if md, err := msg.Metadata(); err == nil {
-		delivered = max(md.NumDelivered, 1)
-		age = time.Since(md.Timestamp)
+		delivered, age, seq = max(md.NumDelivered, 1), time.Since(md.Timestamp), md.Sequence.Stream
 	}
 	if age >= h.grace || time.Duration(delivered)*h.base > h.grace {
-		return false, age, nil
+		h.release(msg)
+		return holdExpired, age, nil
 	}
-	return true, age, msg.NakWithDelay(holdDelay(delivered, h.base, h.max))
+	h.mu.Lock()
+	if h.held == nil {
+		h.held = map[uint64]time.Time{}
+	}
+	if _, ok := h.held[seq]; !ok {
+		for s, at := range h.held { // forget messages that went away (purged, taken by another consumer)
+			if time.Since(at) > 2*h.grace {
+				delete(h.held, s)
+			}
+		}
+		if len(h.held) >= maxHeld {
+			h.mu.Unlock()
+			return holdFull, age, nil
+		}
+		h.held[seq] = time.Now()
+	}
+	h.mu.Unlock()
+	return holdRedelivered, age, msg.NakWithDelay(holdDelay(delivered, h.base, h.max))
+}
+
+// release forgets msg: it is being acknowledged.
+func (h *holder) release(msg jetstream.Msg) {
+	md, err := msg.Metadata()
+	if err != nil {
+		return
+	}
+	h.mu.Lock()
+	delete(h.held, md.Sequence.Stream)
+	h.mu.Unlock()
 }
