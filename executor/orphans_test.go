@@ -75,6 +75,11 @@ func TestOrphanListingDryRunThenDelete(t *testing.T) {
 		writeFile(t, h)
 	}
 	ageTree(t, dir)
+	// A name a store might resolve to another object ('?' starts a query
+	// for some clients): listed, old, unreferenced, and still refused.
+	oddName := filepath.Join(dir, "data", "category=a", "odd?name.parquet")
+	writeFile(t, oddName)
+	ageTree(t, dir)
 	inFlight := filepath.Join(dir, "data", "category=a", "00000-9-being-written.parquet")
 	writeFile(t, inFlight) // fresh: younger than the margin
 	rows := f.contents().Total
@@ -122,6 +127,14 @@ func TestOrphanListingDryRunThenDelete(t *testing.T) {
 		if !fileExists(t, h) {
 			t.Errorf("hidden file %s was deleted", h)
 		}
+	}
+	if !fileExists(t, oddName) || rep.Orphans.RefusedFiles != 1 || len(rep.Orphans.Refused) != 1 ||
+		rep.Orphans.Refused[0].Reason != executor.RefusedNotCanonical {
+		t.Errorf("odd name exists %v; refusals %d %+v (want it refused as not canonical)", fileExists(t, oddName),
+			rep.Orphans.RefusedFiles, rep.Orphans.Refused)
+	}
+	if n := testutil.ToFloat64(f.met.OrphansRefused.WithLabelValues("db.events", executor.RefusedNotCanonical)); n != 2 {
+		t.Errorf("reactor_orphans_refused_total{reason=not_canonical} = %v, want 2 (dry run and real run)", n)
 	}
 }
 

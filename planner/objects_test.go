@@ -73,6 +73,36 @@ func TestApplyObjectTracking(t *testing.T) {
 	}
 }
 
+// A notification's eventTime only nominates: a missing or future one never
+// postpones a file (it is tracked from its arrival), an old one nominates
+// it at once, and a deferral moves it to the store's LastModified.
+func TestTrackedEventTimes(t *testing.T) {
+	ctx := context.Background()
+	p := newIndexedPlanner(t)
+	before := time.Now()
+	for key, at := range map[string]time.Time{
+		"wh/db/t/data/future.parquet": before.Add(1000 * time.Hour),
+		"wh/db/t/data/zero.parquet":   {},
+		"wh/db/t/data/old.parquet":    before.Add(-1000 * time.Hour),
+	} {
+		if got, err := p.ApplyObject(ctx, events.ObjectEvent{Action: events.ObjectCreated, Bucket: "b", Key: key, Time: at}); got != ObjectTracked || err != nil {
+			t.Fatalf("%s: %q, %v", key, got, err)
+		}
+	}
+	st := p.tables["db.t"]
+	created := func(key string) time.Time { return st.unconfirmed[normalizeLocation("s3://b/"+key)].created }
+	for _, key := range []string{"wh/db/t/data/future.parquet", "wh/db/t/data/zero.parquet"} {
+		if c := created(key); c.Before(before) || c.After(time.Now()) {
+			t.Errorf("%s tracked from %v, want its arrival", key, c)
+		}
+	}
+	modified := time.Now().Add(-time.Minute)
+	p.deferOrphansLocked(st, map[string]time.Time{"s3://b/wh/db/t/data/old.parquet": modified})
+	if c := created("wh/db/t/data/old.parquet"); !c.Equal(modified) {
+		t.Errorf("deferred file tracked from %v, want the store's %v", c, modified)
+	}
+}
+
 func TestTrackingIsBounded(t *testing.T) {
 	ctx := context.Background()
 	p := newIndexedPlanner(t)

@@ -139,6 +139,11 @@ func TestForgedNotificationsNeverDeleteLiveFiles(t *testing.T) {
 			res.Outcome, res.Err, rep.Orphans.DeletedFiles, h.exists(second))
 	}
 	h.checkLive(live, before)
+	if n := testutil.ToFloat64(w.Metrics.OrphansRefused.WithLabelValues("db.events", executor.RefusedNotCanonical)); n <= refused ||
+		!strings.Contains(h.logs.String(), `msg="orphan candidate refused: not deleted" table=db.events job_id=forged`) ||
+		!strings.Contains(h.logs.String(), "reason=not_canonical") {
+		t.Errorf("the direct job's refusals are not counted (%v, %v before) or logged with their reason", n, refused)
+	}
 	t.Logf("direct job over %d candidates: %d still referenced, %d refused, 1 orphan deleted",
 		len(cands), rep.Orphans.StillReferenced, rep.Orphans.RefusedFiles)
 }
