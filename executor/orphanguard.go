@@ -29,6 +29,17 @@ const (
 	RefusedNoStat         = "stat_unsupported"       // the table's IO cannot stat
 )
 
+// referenceMaxAge caps how old the reference check behind a delete may be.
+// Before each delete the table's history is re-read from the catalog
+// unless it was read less recently than the last read took (and never
+// longer ago than this): any re-read is already that stale when it
+// returns, and loading a table costs what parsing its metadata file costs
+// (212 ms at 10,100 snapshots, BENCHMARKS.md section 6), so re-reading
+// before every one of a thousand deletes would take minutes there and
+// double nothing but the cost. On a small table (a load of a few
+// milliseconds) it is a re-read before every delete.
+const referenceMaxAge = time.Second
+
 // refusalsLogged bounds the per-job warnings about refused candidates; the
 // rest go to debug, and the job's summary line counts them all.
 const refusalsLogged = 20
@@ -85,7 +96,8 @@ type deletionGuard struct {
 // newDeletionGuard prepares the guard for tbl. dataScope selects the
 // table's data location as the scope (tracked candidates); otherwise the
 // whole table location (a listing, which also finds metadata orphans).
-func (e *Executor) newDeletionGuard(ctx context.Context, tbl *table.Table, job planner.Job, dataScope bool) (*deletionGuard, error) {
+func (e *Executor) newDeletionGuard(ctx context.Context, tbl *table.Table, loadedAt time.Time, loadCost time.Duration,
+	job planner.Job, dataScope bool) (*deletionGuard, error) {
 	margin := max(job.Settings.OrphanMargin, job.Settings.OrphanMarginFloor)
 	if margin <= 0 {
 		return nil, errors.New("orphan cleanup without an orphan margin: refusing to delete anything")
@@ -111,15 +123,16 @@ func (e *Executor) newDeletionGuard(ctx context.Context, tbl *table.Table, job p
 		g.outside = RefusedOutsideData
 	}
 	g.stat, _ = fs.(iceio.StatIO)
-	if g.refs, err = readReferences(ctx, fs, tbl); err != nil {
+	if g.refs, err = readReferences(ctx, fs, tbl, loadedAt, loadCost); err != nil {
 		return nil, fmt.Errorf("read table history: %w", err)
 	}
 	return g, nil
 }
 
 // judge decides about the candidate at loc. With deleting set it re-reads
-// the table's history from the catalog after the stat, so the answer holds
-// for a delete made right after it; an error means that re-read failed.
+// the table's history from the catalog after the stat (unless it was read
+// less than referenceMaxAge ago), so the answer holds for a delete made
+// right after it; an error means that re-read failed.
 func (g *deletionGuard) judge(ctx context.Context, loc string, deleting bool) (judgement, error) {
 	canonical, err := location.Canonical(loc)
 	if err != nil {
@@ -162,7 +175,7 @@ func (g *deletionGuard) judge(ctx context.Context, loc string, deleting bool) (j
 		j.verdict = verdictYoung
 		return j, nil
 	}
-	if deleting {
+	if deleting && time.Since(g.refs.readAt) >= min(g.refs.readCost, g.e.referenceMaxAge) {
 		if err := g.refs.refresh(ctx, g.e, g.job.Table); err != nil {
 			return judgement{}, fmt.Errorf("re-read table history before deleting %s: %w", canonical, err)
 		}
@@ -202,14 +215,18 @@ func bounded(s string) string {
 // references, and what was read to find them, so a refresh reads only
 // what the commits since added.
 type references struct {
+	readAt           time.Time     // when the catalog was last asked
+	readCost         time.Duration // how long that load took
 	ids              map[string]bool
 	manifests        map[string]bool
 	snapshots        map[int64]bool
 	metadataLocation string
 }
 
-func readReferences(ctx context.Context, fs iceio.IO, tbl *table.Table) (*references, error) {
-	r := &references{ids: map[string]bool{}, manifests: map[string]bool{}, snapshots: map[int64]bool{}}
+// readReferences reads what tbl's history references; tbl was loaded
+// from the catalog at loadedAt, which took loadCost.
+func readReferences(ctx context.Context, fs iceio.IO, tbl *table.Table, loadedAt time.Time, loadCost time.Duration) (*references, error) {
+	r := &references{readAt: loadedAt, readCost: loadCost, ids: map[string]bool{}, manifests: map[string]bool{}, snapshots: map[int64]bool{}}
 	return r, r.add(ctx, fs, tbl)
 }
 
@@ -218,18 +235,25 @@ func readReferences(ctx context.Context, fs iceio.IO, tbl *table.Table) (*refere
 // files, statistics). References are only ever added: a file referenced
 // once during the job is never deleted by it.
 func (r *references) refresh(ctx context.Context, e *Executor, ident table.Identifier) error {
+	asked := time.Now()
 	tbl, err := e.cat.LoadTable(ctx, ident)
 	if err != nil {
 		return fmt.Errorf("load table: %w", err)
 	}
+	r.readCost = time.Since(asked)
 	if tbl.MetadataLocation() == r.metadataLocation {
+		r.readAt = asked
 		return nil
 	}
 	fs, err := tbl.FS(ctx)
 	if err != nil {
 		return fmt.Errorf("open table io: %w", err)
 	}
-	return r.add(ctx, fs, tbl)
+	if err := r.add(ctx, fs, tbl); err != nil {
+		return err
+	}
+	r.readAt = asked
+	return nil
 }
 
 func (r *references) add(ctx context.Context, fs iceio.IO, tbl *table.Table) error {

@@ -64,18 +64,20 @@ var schemeAliases = map[string]string{"s3": "s3,s3a,s3n"}
 // before it is deleted.
 func (e *Executor) removeOrphans(ctx context.Context, log *slog.Logger, job planner.Job) (planner.Result, Report) {
 	var rep Report
+	loadedAt := time.Now()
 	tbl, err := e.cat.LoadTable(ctx, job.Table)
 	if err != nil {
 		return planner.Result{Outcome: planner.Failed, Err: fmt.Errorf("load table: %w", err)}, rep
 	}
+	loadCost := time.Since(loadedAt)
 	or := OrphanReport{Source: job.OrphanSource, DryRun: !job.Settings.OrphanDelete || job.DryRun}
 	var settled []string
 	var deferred map[string]time.Time
 	switch job.OrphanSource {
 	case planner.OrphansFromTracking:
-		settled, deferred, err = e.removeTrackedOrphans(ctx, log, tbl, job, &or)
+		settled, deferred, err = e.removeTrackedOrphans(ctx, log, tbl, loadedAt, loadCost, job, &or)
 	case planner.OrphansFromListing:
-		err = e.removeListedOrphans(ctx, log, tbl, job, &or)
+		err = e.removeListedOrphans(ctx, log, tbl, loadedAt, loadCost, job, &or)
 	default:
 		err = fmt.Errorf("unknown orphan source %q", job.OrphanSource)
 	}
@@ -104,9 +106,9 @@ func (e *Executor) removeOrphans(ctx context.Context, log *slog.Logger, job plan
 // removeTrackedOrphans deletes tracked candidates (nominated by bucket
 // notifications) the deletion guard clears, one at a time, each right
 // after its stat and reference check.
-func (e *Executor) removeTrackedOrphans(ctx context.Context, log *slog.Logger, tbl *table.Table, job planner.Job,
-	or *OrphanReport) (settled []string, deferred map[string]time.Time, err error) {
-	g, err := e.newDeletionGuard(ctx, tbl, job, true)
+func (e *Executor) removeTrackedOrphans(ctx context.Context, log *slog.Logger, tbl *table.Table, loadedAt time.Time, loadCost time.Duration,
+	job planner.Job, or *OrphanReport) (settled []string, deferred map[string]time.Time, err error) {
+	g, err := e.newDeletionGuard(ctx, tbl, loadedAt, loadCost, job, true)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -155,8 +157,9 @@ func (e *Executor) removeTrackedOrphans(ctx context.Context, log *slog.Logger, t
 // literally in file names, which iceberg-go's listing decodes, so its plan
 // can name live files; the Spark interop harness found it), and the
 // listing's ages are from listing time, not deletion time.
-func (e *Executor) removeListedOrphans(ctx context.Context, log *slog.Logger, tbl *table.Table, job planner.Job, or *OrphanReport) error {
-	g, err := e.newDeletionGuard(ctx, tbl, job, false)
+func (e *Executor) removeListedOrphans(ctx context.Context, log *slog.Logger, tbl *table.Table, loadedAt time.Time, loadCost time.Duration,
+	job planner.Job, or *OrphanReport) error {
+	g, err := e.newDeletionGuard(ctx, tbl, loadedAt, loadCost, job, false)
 	if err != nil {
 		return err
 	}

@@ -208,3 +208,51 @@ func TestTrackedOrphansAreVerifiedBeforeDeletion(t *testing.T) {
 		}
 	}
 }
+
+// The reference check is re-read from the catalog right before a delete:
+// an old file nobody referenced when the job started, which a commit made
+// meanwhile adds to the table (Spark's add_files importing a file already
+// under data/), is kept, and the table stays readable.
+func TestOrphanReferencesAreReReadBeforeDeleting(t *testing.T) {
+	f := newFixture(t, nil)
+	f.commit("a", 10)
+	dir := strings.TrimPrefix(f.load().Location(), "file://")
+	var live string
+	for loc := range f.dataFiles("a") {
+		live = strings.TrimPrefix(loc, "file://")
+	}
+	imported := filepath.Join(dir, "data", "category=a", "imported-by-add-files.parquet")
+	data, err := os.ReadFile(live)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(imported, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ageTree(t, dir)
+	rows := f.contents().Total
+	executor.ReReadReferencesBeforeEveryDelete(f.exec)
+	// The job's first load reads the history without the file; before the
+	// next (the re-read before the delete) a writer commits it.
+	f.icat.beforeLoad = func(n int) {
+		if n != 2 {
+			return
+		}
+		tx := f.load().NewTransaction()
+		if err := tx.AddFiles(f.ctx, []string{"file://" + imported}, nil, false); err != nil {
+			t.Error(err)
+			return
+		}
+		if _, err := tx.Commit(f.ctx); err != nil {
+			t.Error(err)
+		}
+	}
+	cands := []planner.OrphanCandidate{{Location: "file://" + imported, Created: time.Now().Add(-2 * time.Hour)}}
+	res, rep := f.exec.Run(f.ctx, f.orphanJob(true, planner.OrphansFromTracking, cands...))
+	if res.Outcome == planner.Failed || rep.Orphans.DeletedFiles != 0 || rep.Orphans.StillReferenced != 1 || !fileExists(t, imported) {
+		t.Fatalf("%v %v %+v; imported file exists: %v", res.Outcome, res.Err, rep.Orphans, fileExists(t, imported))
+	}
+	if got := f.contents().Total.Rows; got != 2*rows.Rows {
+		t.Errorf("table reads %d rows, want the %d written plus the %d imported", got, rows.Rows, rows.Rows)
+	}
+}

@@ -114,7 +114,15 @@ func Dir(loc string) (string, error) {
 func Identity(loc string) string {
 	scheme, authority, path := splitLoose(loc)
 	path = decodeRepeatedly(path)
-	path = strings.NewReplacer("+", " ", `\`, "/").Replace(path)
+	path = strings.Map(func(r rune) rune {
+		switch r {
+		case '+':
+			return ' '
+		case '\\':
+			return '/'
+		}
+		return r
+	}, path)
 	if i := strings.IndexAny(path, "?#"); i >= 0 {
 		path = path[:i]
 	}
@@ -129,10 +137,22 @@ func Identity(loc string) string {
 // fold applies Unicode compatibility normalisation and full case folding
 // (a Caser is stateful, so one per call).
 func fold(s string) string {
+	if isASCII(s) { // the common case: normalisation changes nothing, folding is lower-casing
+		return strings.ToLower(s)
+	}
 	if !utf8.ValidString(s) {
 		s = strings.ToValidUTF8(s, "\uFFFD")
 	}
 	return norm.NFKC.String(cases.Fold().String(norm.NFKC.String(s)))
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
 }
 
 // badAuthority says why a bucket (or container@account) is not in
@@ -272,6 +292,10 @@ func dirty(p string) string {
 // dots and spaces of a segment are dropped too: Windows file systems, under
 // some S3 gateways, ignore them.
 func cleanSegments(p string) string {
+	p = strings.TrimPrefix(p, "/")
+	if segmentsClean(p) {
+		return p
+	}
 	var out []string
 	for seg := range strings.SplitSeq(p, "/") {
 		if seg != "." && seg != ".." {
@@ -288,6 +312,20 @@ func cleanSegments(p string) string {
 		}
 	}
 	return strings.Join(out, "/")
+}
+
+// segmentsClean reports whether cleanSegments would leave p (without a
+// leading slash) as it is.
+func segmentsClean(p string) bool {
+	if p == "" {
+		return true
+	}
+	for seg := range strings.SplitSeq(p, "/") {
+		if seg == "" || seg == "." || seg == ".." || strings.HasSuffix(seg, ".") || strings.HasSuffix(seg, " ") {
+			return false
+		}
+	}
+	return true
 }
 
 // decodeRepeatedly decodes every valid %XX escape, leaving malformed ones

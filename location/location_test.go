@@ -188,3 +188,19 @@ func FuzzCanonical(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkIdentity: the per-reference cost of comparing by identity (the
+// history walk computes one per data file it reads).
+func BenchmarkIdentity(b *testing.B) {
+	for _, loc := range []string{
+		"s3://lake/warehouse/db.db/events/data/category=a/00000-0-6a0e1c2f-93d1-4c55-8b7e-0f0c8f3f2d11-00001.parquet",
+		"file:///tmp/wh/db.db/events/data/category=it%27s/00000-0-6a0e1c2f-93d1-4c55-8b7e-0f0c8f3f2d11-00001.parquet",
+	} {
+		b.Run(loc[:2], func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				_ = Identity(loc)
+			}
+		})
+	}
+}
