@@ -211,6 +211,13 @@ func (c *interleavingCatalog) CommitTable(ctx context.Context, id table.Identifi
 	return c.Catalog.CommitTable(ctx, id, reqs, updates)
 }
 
+// loadCount is how many tables were loaded through c.
+func (c *interleavingCatalog) loadCount() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.loads
+}
+
 // beforeNextCommits queues actions, one per upcoming reactor commit.
 func (c *interleavingCatalog) beforeNextCommits(actions ...func()) {
 	c.mu.Lock()

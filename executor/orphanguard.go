@@ -31,13 +31,14 @@ const (
 
 // referenceMaxAge caps how old the reference check behind a delete may be.
 // Before each delete the table's history is re-read from the catalog
-// unless it was read less recently than the last read took (and never
-// longer ago than this): any re-read is already that stale when it
-// returns, and loading a table costs what parsing its metadata file costs
-// (212 ms at 10,100 snapshots, BENCHMARKS.md section 6), so re-reading
-// before every one of a thousand deletes would take minutes there and
-// double nothing but the cost. On a small table (a load of a few
-// milliseconds) it is a re-read before every delete.
+// unless the last re-read ended less than it took (and less than this)
+// ago. Any re-read is already as stale as it took when it returns, so the
+// check behind a delete is at most about twice a load old, and re-reading
+// costs at most about half of the job: loading a table costs what parsing
+// its metadata file costs (212 ms at 10,100 snapshots, BENCHMARKS.md
+// section 6), and a re-read before every one of a thousand deletes made a
+// cleanup 20-25 times slower than its dry run at 300 snapshots
+// (BenchmarkOrphanDeletion).
 const referenceMaxAge = time.Second
 
 // refusalsLogged bounds the per-job warnings about refused candidates; the
@@ -130,9 +131,9 @@ func (e *Executor) newDeletionGuard(ctx context.Context, tbl *table.Table, loade
 }
 
 // judge decides about the candidate at loc. With deleting set it re-reads
-// the table's history from the catalog after the stat (unless it was read
-// less than referenceMaxAge ago), so the answer holds for a delete made
-// right after it; an error means that re-read failed.
+// the table's history from the catalog after the stat (unless the last
+// re-read is more recent than referenceMaxAge allows), so the answer holds
+// for a delete made right after it; an error means that re-read failed.
 func (g *deletionGuard) judge(ctx context.Context, loc string, deleting bool) (judgement, error) {
 	canonical, err := location.Canonical(loc)
 	if err != nil {
@@ -215,8 +216,8 @@ func bounded(s string) string {
 // references, and what was read to find them, so a refresh reads only
 // what the commits since added.
 type references struct {
-	readAt           time.Time     // when the catalog was last asked
-	readCost         time.Duration // how long that load took
+	readAt           time.Time     // when the last load from the catalog returned
+	readCost         time.Duration // how long it took
 	ids              map[string]bool
 	manifests        map[string]bool
 	snapshots        map[int64]bool
@@ -241,18 +242,16 @@ func (r *references) refresh(ctx context.Context, e *Executor, ident table.Ident
 		return fmt.Errorf("load table: %w", err)
 	}
 	r.readCost = time.Since(asked)
-	if tbl.MetadataLocation() == r.metadataLocation {
-		r.readAt = asked
-		return nil
+	if tbl.MetadataLocation() != r.metadataLocation {
+		fs, err := tbl.FS(ctx)
+		if err != nil {
+			return fmt.Errorf("open table io: %w", err)
+		}
+		if err := r.add(ctx, fs, tbl); err != nil {
+			return err
+		}
 	}
-	fs, err := tbl.FS(ctx)
-	if err != nil {
-		return fmt.Errorf("open table io: %w", err)
-	}
-	if err := r.add(ctx, fs, tbl); err != nil {
-		return err
-	}
-	r.readAt = asked
+	r.readAt = time.Now()
 	return nil
 }
 

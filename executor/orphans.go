@@ -70,6 +70,7 @@ func (e *Executor) removeOrphans(ctx context.Context, log *slog.Logger, job plan
 		return planner.Result{Outcome: planner.Failed, Err: fmt.Errorf("load table: %w", err)}, rep
 	}
 	loadCost := time.Since(loadedAt)
+	loadedAt = loadedAt.Add(loadCost) // when the load returned
 	or := OrphanReport{Source: job.OrphanSource, DryRun: !job.Settings.OrphanDelete || job.DryRun}
 	var settled []string
 	var deferred map[string]time.Time

@@ -27,7 +27,7 @@ func (f *fixture) orphanJob(del bool, source string, cands ...planner.OrphanCand
 
 // ageTree makes every file under dir look written two hours ago, so only
 // being referenced protects a file from the 1h margin.
-func ageTree(t *testing.T, dir string) {
+func ageTree(t testing.TB, dir string) {
 	t.Helper()
 	old := time.Now().Add(-2 * time.Hour)
 	err := filepath.Walk(dir, func(p string, info os.FileInfo, err error) error {
@@ -41,7 +41,7 @@ func ageTree(t *testing.T, dir string) {
 	}
 }
 
-func writeFile(t *testing.T, path string) {
+func writeFile(t testing.TB, path string) {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		t.Fatal(err)
