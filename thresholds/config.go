@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
 	"path"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -351,8 +351,21 @@ func Default() *Config { return &Config{} }
 // document must be a single YAML document.
 //
 // Errors wrap *FieldError values where a field can be named (see
-// [FieldError]); validation errors are all reported, joined.
-func Parse(data []byte) (*Config, error) {
+// [FieldError]); validation errors are all reported, joined. A document
+// over [MaxFileSize] or [MaxDepth] is refused with a [*LimitError] before
+// it is parsed, and one with a YAML tag (!!str, !x) with a [*FieldError]:
+// go-yaml's decoder crashes on some tagged values. Whatever the input,
+// Parse returns: a panic inside it (a bug here or in go-yaml) comes back as
+// an [*InternalError] carrying the stack.
+func Parse(data []byte) (cfg *Config, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			cfg, err = nil, newInternalError(r)
+		}
+	}()
+	if err := checkLimits(data); err != nil {
+		return nil, err
+	}
 	file, err := parser.ParseBytes(data, 0)
 	if err != nil {
 		return nil, syntaxError(err)
@@ -367,8 +380,14 @@ func Parse(data []byte) (*Config, error) {
 		}
 		body = doc.Body
 	}
-	cfg := Default()
+	cfg = Default()
 	if body != nil {
+		if err := checkTags(body); err != nil {
+			return nil, err
+		}
+		if err := checkUnknownFields(body, reflect.TypeFor[Config]()); err != nil {
+			return nil, err
+		}
 		if err := yaml.NodeToValue(body, cfg, yaml.Strict()); err != nil {
 			return nil, decodeError(body, err)
 		}
@@ -387,11 +406,12 @@ func Parse(data []byte) (*Config, error) {
 	return cfg, nil
 }
 
-// Load reads the file at path and [Parse]s it. Errors name the path.
+// Load reads the file at path ([ReadFile]: at most [MaxFileSize] bytes)
+// and [Parse]s it. Errors name the path.
 func Load(path string) (*Config, error) {
-	data, err := os.ReadFile(path)
+	data, err := ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("thresholds: load: %w", err)
+		return nil, fmt.Errorf("thresholds: load %s: %w", path, err)
 	}
 	cfg, err := Parse(data)
 	if err != nil {
@@ -466,7 +486,7 @@ func (c *Config) Validate() error {
 		}
 		o.Policy.validate(p, []layer{defaults, {name: "built-in default", policy: &builtin}}, add)
 	}
-	return errors.Join(errs...)
+	return joinBounded(errs)
 }
 
 type layer struct {
