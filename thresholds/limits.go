@@ -93,9 +93,9 @@ func checkLimits(data []byte) error {
 func nestingDepth(data []byte, limit int) (maxDepth, overAt int) {
 	var (
 		stack       []opened // the open block collections
-		flow        int   // open '[' and '{'
-		quote       byte  // the quote of a quoted scalar open across lines
-		blockScalar = -2  // > -2: inside a block scalar whose parent is at this column
+		flow        int      // open '[' and '{'
+		quote       byte     // the quote of a quoted scalar open across lines
+		blockScalar = -2     // > -2: inside a block scalar whose parent is at this column
 		line        int
 		atToken     bool // the next non-blank byte starts a node
 		tokenCol    int  // column where the current plain or quoted token began
