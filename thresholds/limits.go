@@ -19,24 +19,31 @@ const (
 	// thresholds document needs three levels (document, tables, one
 	// override); the rest is headroom for flow style and anchors.
 	MaxDepth = 32
+	// MaxNodes bounds the scalars and collections in a document. go-yaml
+	// holds about 1 KB per node while decoding, so a 1 MiB document of
+	// short values would cost 300-500 MB; 100,000 nodes is some 1,200
+	// overrides with every field set.
+	MaxNodes = 100_000
 )
 
 // LimitError reports a document over one of the limits: which one, the
-// limit and the value found. Found is a lower bound for a file read with
-// [ReadFile], which stops reading one byte past MaxFileSize.
+// limit and the value found.
 type LimitError struct {
-	Limit string // "file size" or "nesting depth"
+	Limit string // "file size", "nesting depth" or "nodes"
 	Max   int
 	Found int
 	// Line is where the depth first went over the limit (1-based; 0 for
-	// the file size).
+	// the other limits).
 	Line int
 }
 
 func (e *LimitError) Error() string {
-	if e.Line > 0 {
+	switch e.Limit {
+	case "nesting depth":
 		return fmt.Sprintf("thresholds: nesting depth %d (first over the limit at line %d) exceeds the limit of %d levels",
 			e.Found, e.Line, e.Max)
+	case "nodes":
+		return fmt.Sprintf("thresholds: the document has %d values, lists and mappings, more than the limit of %d", e.Found, e.Max)
 	}
 	return fmt.Sprintf("thresholds: file size %d bytes exceeds the limit of %d bytes (%s, what a ConfigMap holds)",
 		e.Found, e.Max, Size(e.Max))
@@ -64,21 +71,31 @@ func ReadFile(path string) ([]byte, error) {
 	return data, nil
 }
 
-// checkLimits refuses a document over MaxFileSize or MaxDepth before any
-// YAML parser sees it.
+// checkLimits refuses a document over MaxFileSize, MaxDepth or MaxNodes
+// before any YAML parser sees it.
 func checkLimits(data []byte) error {
 	if len(data) > MaxFileSize {
 		return &LimitError{Limit: "file size", Max: MaxFileSize, Found: len(data)}
 	}
-	if depth, line := nestingDepth(data, MaxDepth); depth > MaxDepth {
-		return &LimitError{Limit: "nesting depth", Max: MaxDepth, Found: depth, Line: line}
+	sh := measure(data, MaxDepth)
+	if sh.depth > MaxDepth {
+		return &LimitError{Limit: "nesting depth", Max: MaxDepth, Found: sh.depth, Line: sh.overAt}
+	}
+	if sh.nodes > MaxNodes {
+		return &LimitError{Limit: "nodes", Max: MaxNodes, Found: sh.nodes}
 	}
 	return nil
 }
 
-// nestingDepth estimates the deepest nesting of collections in a YAML
-// stream in one linear pass, without building anything, and returns it with
-// the line where it first exceeded limit (0 if it never did).
+// shape is what measure finds: the deepest nesting, the line where it
+// first went over the limit (0 if it never did), and the number of nodes
+// (scalars, aliases and collections).
+type shape struct {
+	depth, overAt, nodes int
+}
+
+// measure estimates a YAML stream's shape in one linear pass, without
+// building anything.
 //
 // It counts what opens a collection: '[' and '{' (flow style, across
 // lines), and in block style a "- " or "? " entry or a "key:" at an
@@ -89,8 +106,9 @@ func checkLimits(data []byte) error {
 // looks like a key ("a: b: c") and fall short of it where a single-pair
 // mapping sits inside a flow sequence ("[a: [b: 1]]" is four levels, two
 // counted): it stays within a factor of two, which is all a bound on
-// parser cost needs.
-func nestingDepth(data []byte, limit int) (maxDepth, overAt int) {
+// parser cost needs. Nodes are counted where they start: a scalar, a quote,
+// an alias, a block scalar, a '[' or '{', a "- " or "? " entry.
+func measure(data []byte, limit int) (sh shape) {
 	var (
 		stack       []opened // the open block collections
 		flow        int      // open '[' and '{'
@@ -100,11 +118,9 @@ func nestingDepth(data []byte, limit int) (maxDepth, overAt int) {
 		atToken     bool // the next non-blank byte starts a node
 		tokenCol    int  // column where the current plain or quoted token began
 		deeper      = func(d int) {
-			if d > maxDepth {
-				maxDepth = d
-			}
-			if d > limit && overAt == 0 {
-				overAt = line
+			sh.depth = max(sh.depth, d)
+			if d > limit && sh.overAt == 0 {
+				sh.overAt = line
 			}
 		}
 	)
@@ -180,8 +196,10 @@ func nestingDepth(data []byte, limit int) (maxDepth, overAt int) {
 				break scan
 			case (c == '"' || c == '\'') && atToken:
 				quote, atToken, tokenCol = c, false, i
+				sh.nodes++
 			case (c == '[' || c == '{') && (atToken || flow > 0):
 				flow++
+				sh.nodes++
 				deeper(len(stack) + flow)
 				atToken = true
 			case (c == ']' || c == '}') && flow > 0:
@@ -191,6 +209,7 @@ func nestingDepth(data []byte, limit int) (maxDepth, overAt int) {
 				atToken = true
 			case (c == '-' || c == '?') && atToken && flow == 0 && (next == ' ' || next == '\t'):
 				stack = append(stack, opened{col: i})
+				sh.nodes++
 				deeper(len(stack))
 				i++
 			case c == ':' && (next == ' ' || next == '\t' || flow > 0):
@@ -201,6 +220,7 @@ func nestingDepth(data []byte, limit int) (maxDepth, overAt int) {
 				atToken = true
 				tokenCol = i + 1
 			case (c == '|' || c == '>') && atToken && flow == 0:
+				sh.nodes++
 				blockScalar = -1
 				if len(stack) > 0 {
 					blockScalar = stack[len(stack)-1].col
@@ -213,17 +233,21 @@ func nestingDepth(data []byte, limit int) (maxDepth, overAt int) {
 					i++
 				}
 				atToken = c != '*'
+				if c == '*' {
+					sh.nodes++
+				}
 			default:
 				if atToken {
 					atToken, tokenCol = false, i
+					sh.nodes++
 				}
 			}
 		}
 	}
-	return maxDepth, overAt
+	return sh
 }
 
-// opened is a block collection nestingDepth has seen open: at which column,
+// opened is a block collection measure has seen open: at which column,
 // and whether by a key (whose list may share its indentation).
 type opened struct {
 	col int

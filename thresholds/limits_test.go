@@ -51,7 +51,7 @@ func yamlDepth(t testing.TB, data string) int {
 	return d
 }
 
-func TestNestingDepth(t *testing.T) {
+func TestMeasureDepth(t *testing.T) {
 	tests := []struct {
 		doc  string
 		want int
@@ -81,12 +81,12 @@ func TestNestingDepth(t *testing.T) {
 		{"url: http://host:80/x\ntime: 12:30\n", 1},
 	}
 	for _, tt := range tests {
-		got, _ := nestingDepth([]byte(tt.doc), MaxDepth)
+		got := measure([]byte(tt.doc), MaxDepth).depth
 		if got != tt.want {
-			t.Errorf("nestingDepth(%q) = %d, want %d", tt.doc, got, tt.want)
+			t.Errorf("measure(%q).depth = %d, want %d", tt.doc, got, tt.want)
 		}
 		if real := yamlDepth(t, tt.doc); got < real || got > 2*real+1 {
-			t.Errorf("nestingDepth(%q) = %d, real depth %d", tt.doc, got, real)
+			t.Errorf("measure(%q).depth = %d, real depth %d", tt.doc, got, real)
 		}
 	}
 }
@@ -102,6 +102,8 @@ func TestParseRefusesDeepAndLargeDocuments(t *testing.T) {
 		{"flow mappings", "defaults: " + strings.Repeat("{a: ", n) + "1" + strings.Repeat("}", n), "nesting depth 30001"},
 		{"compact block lists", "namespaces:\n" + strings.Repeat("- ", n) + "x\n", "nesting depth 30001 (first over the limit at line 2)"},
 		{"too large", "namespaces: [a]\n" + strings.Repeat("# padding\n", MaxFileSize/10+1), "file size 1048596 bytes exceeds the limit of 1048576 bytes (1MiB"},
+		{"too many values", "namespaces: [" + strings.Repeat("a,", MaxNodes) + "a]\n", "the document has 100003 values, lists and mappings, more than the limit of 100000"},
+		{"too many overrides", "tables:\n" + strings.Repeat("- match: db.t\n  cooldown: 5m\n", MaxNodes/5+1), "more than the limit of 100000"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -115,6 +117,26 @@ func TestParseRefusesDeepAndLargeDocuments(t *testing.T) {
 	deepest := "a:" + strings.Repeat(" [", MaxDepth-1) + strings.Repeat("]", MaxDepth-1) + "\n"
 	if _, err := Parse([]byte(deepest)); errors.As(err, new(*LimitError)) {
 		t.Errorf("a document exactly %d levels deep is refused: %v", MaxDepth, err)
+	}
+}
+
+// measure counts nodes as the parser builds them, within a few: the bound
+// is on parser memory, so the count must not fall far short.
+func TestMeasureNodes(t *testing.T) {
+	tests := []struct {
+		doc  string
+		want int
+	}{
+		{"a: 1\n", 2},
+		{"namespaces: [a, b, \"c\"]\n", 5},
+		{"tables:\n- match: db.t\n  cooldown: 5m\n", 6},
+		{"a: &x [1]\nb: *x\n", 5},
+		{"a: |\n  x\n  y\n", 2},
+	}
+	for _, tt := range tests {
+		if got := measure([]byte(tt.doc), MaxDepth).nodes; got != tt.want {
+			t.Errorf("measure(%q).nodes = %d, want %d", tt.doc, got, tt.want)
+		}
 	}
 }
 
