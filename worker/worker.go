@@ -80,6 +80,9 @@ type Config struct {
 	Concurrency int
 	Logger      *slog.Logger
 	Metrics     *metrics.Metrics
+
+	// parseThresholds replaces thresholds.Parse on reload (tests).
+	parseThresholds func([]byte) (*thresholds.Config, error)
 }
 
 // Worker is a running reactor.
@@ -102,6 +105,8 @@ type Worker struct {
 	jobPrefix string
 	// concurrency is the pool's size (for the reload warning).
 	concurrency int
+	// parseThresholds is Config.parseThresholds.
+	parseThresholds func([]byte) (*thresholds.Config, error)
 }
 
 // HTTPAddr is the address the metrics and probe endpoints listen on ("" if
@@ -331,10 +336,11 @@ func Start(ctx context.Context, cfg Config) (_ *Worker, err error) {
 		return nil, fmt.Errorf("worker: %w", err)
 	}
 	if cfg.ThresholdsFile != "" {
-		initial, err := os.ReadFile(cfg.ThresholdsFile)
+		initial, err := thresholds.ReadFile(cfg.ThresholdsFile)
 		if err != nil {
 			return nil, fmt.Errorf("worker: %w", err)
 		}
+		w.parseThresholds = cfg.parseThresholds
 		every := cfg.ThresholdsReload
 		if every <= 0 {
 			every = 5 * time.Second
