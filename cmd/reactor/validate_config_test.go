@@ -18,7 +18,7 @@ func TestValidateConfigRefusesHostileFiles(t *testing.T) {
 	tests := []struct {
 		name, content, stderr string
 	}{
-		{"sort order ending in a backquote", "defaults:\n  strategy: sort\n  sort_order: \"a`\"\n", `defaults.sort_order: invalid sort order "a`+"`"+`"`},
+		{"sort order ending in a backquote", "defaults:\n  strategy: sort\n  sort_order: \"a`\"\n", `defaults.sort_order: invalid sort order "a` + "`" + `"`},
 		{"tag without a value", "tables: ! \n", "tables: YAML tags are not supported"},
 		{"30,000 levels", "namespaces: " + strings.Repeat("[", 30_000) + strings.Repeat("]", 30_000),
 			"nesting depth 30001 (first over the limit at line 1) exceeds the limit of 32 levels"},
