@@ -17,7 +17,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 
@@ -35,6 +34,7 @@ import (
 	"github.com/icereactor/reactor/executor"
 	"github.com/icereactor/reactor/metrics"
 	"github.com/icereactor/reactor/planner"
+	"github.com/icereactor/reactor/redact"
 	"github.com/icereactor/reactor/thresholds"
 	"github.com/icereactor/reactor/triggers"
 )
@@ -120,7 +120,7 @@ func (w *Worker) Ready(ctx context.Context) error {
 		return errors.New("not connected to NATS")
 	}
 	if _, err := w.Catalog.ListNamespaces(ctx, nil); err != nil {
-		return fmt.Errorf("catalog unreachable: %w", err)
+		return fmt.Errorf("catalog unreachable: %w", redact.Error(err))
 	}
 	return nil
 }
@@ -161,9 +161,10 @@ func OpenCatalog(ctx context.Context, cfg Config) (catalog.Catalog, error) {
 	}
 	cat, err := catalog.Load(ctx, cfg.CatalogName, cfg.CatalogProps)
 	if err != nil {
-		return nil, err
+		// A REST catalog's error quotes the URL it could not reach.
+		return nil, redact.Error(err)
 	}
-	log.Info("opened catalog", "name", cfg.CatalogName, "type", cfg.CatalogProps["type"], "uri", redactURI(cfg.CatalogProps["uri"]))
+	log.Info("opened catalog", "name", cfg.CatalogName, "type", cfg.CatalogProps["type"], "uri", redact.String(cfg.CatalogProps["uri"]))
 	return cat, nil
 }
 
@@ -259,16 +260,16 @@ func Start(ctx context.Context, cfg Config) (_ *Worker, err error) {
 	opts := []nats.Option{nats.Name("reactor"), nats.MaxReconnects(-1),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, derr error) {
 			if derr != nil {
-				cfg.Logger.Warn("disconnected from NATS; reconnecting", "error", derr)
+				cfg.Logger.Warn("disconnected from NATS; reconnecting", "error", redact.Error(derr))
 			}
 		}),
-		nats.ReconnectHandler(func(c *nats.Conn) { cfg.Logger.Info("reconnected to NATS", "url", c.ConnectedUrl()) })}
+		nats.ReconnectHandler(func(c *nats.Conn) { cfg.Logger.Info("reconnected to NATS", "url", redact.String(c.ConnectedUrl())) })}
 	if cfg.NATSCreds != "" {
 		opts = append(opts, nats.UserCredentials(cfg.NATSCreds))
 	}
 	w.Conn, err = nats.Connect(url, opts...)
 	if err != nil {
-		return nil, fmt.Errorf("worker: connect to NATS at %s: %w", url, err)
+		return nil, fmt.Errorf("worker: connect to NATS at %s: %w", redact.String(url), redact.Error(err))
 	}
 	w.JS, err = jetstream.New(w.Conn)
 	if err != nil {
@@ -439,14 +440,4 @@ func (w *Worker) close() {
 	if w.NATS != nil {
 		w.NATS.Shutdown()
 	}
-}
-
-// redactURI drops credentials from a URI before it is logged.
-func redactURI(uri string) string {
-	if i := strings.Index(uri, "@"); i >= 0 {
-		if j := strings.Index(uri, "://"); j >= 0 && j < i {
-			return uri[:j+3] + "***" + uri[i:]
-		}
-	}
-	return uri
 }
