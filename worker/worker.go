@@ -257,7 +257,7 @@ func Start(ctx context.Context, cfg Config) (_ *Worker, err error) {
 		url = w.NATS.URL()
 		cfg.Logger.Info("started embedded NATS server", "url", url, "store", store)
 	}
-	opts := []nats.Option{nats.Name("reactor"), nats.MaxReconnects(-1),
+	opts := []nats.Option{nats.Name("reactor"), nats.MaxReconnects(-1), nats.CustomInboxPrefix(InboxPrefix),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, derr error) {
 			if derr != nil {
 				cfg.Logger.Warn("disconnected from NATS; reconnecting", "error", redact.Error(derr))
