@@ -64,13 +64,30 @@ type Batch struct {
 }
 
 // Ref names a stored batch; its due time is in the name, so a listing
-// says what is due without reading the batches.
+// says what is due without reading the batches. An Intent ref names an
+// expiry that was about to commit when it was written: if its batch is not
+// there, the process died between the commit and the batch, and the next
+// deletion pass rebuilds the batch from the metadata the expiry started on.
 type Ref struct {
 	Location string
 	Due      time.Time
+	Intent   bool
 }
 
-var nameRE = regexp.MustCompile(`^(\d{13})-([A-Za-z0-9_-]{1,64})\.json$`)
+// Intent records an expiry about to commit, before its batch exists.
+type Intent struct {
+	Table string `json:"table"`
+	JobID string `json:"job_id"`
+	// BaseMetadata is the metadata file the expiry started from: the
+	// snapshots it may remove are in it.
+	BaseMetadata string    `json:"base_metadata"`
+	Written      time.Time `json:"written_at"`
+}
+
+var (
+	nameRE   = regexp.MustCompile(`^(\d{13})-([A-Za-z0-9_-]{1,64})\.json$`)
+	intentRE = regexp.MustCompile(`^intent-([A-Za-z0-9_-]{1,64})\.json$`)
+)
 
 // Dir is the batch directory of the table at tableLocation.
 func Dir(tableLocation string) string {
@@ -104,7 +121,8 @@ func Write(fs iceio.IO, tableLocation string, b Batch) (Ref, error) {
 	return Ref{Location: loc, Due: due}, nil
 }
 
-// List returns the table's batches, earliest due first. A table with none
+// List returns the table's batches, earliest due first (intents, due at
+// once, before them). A table with none
 // (no directory at all) returns an empty list; files in the directory that
 // are not batches are ignored.
 func List(fs iceio.IO, tableLocation string) ([]Ref, error) {
@@ -123,6 +141,10 @@ func List(fs iceio.IO, tableLocation string) ([]Ref, error) {
 		if d.IsDir() {
 			return nil
 		}
+		if intentRE.MatchString(path.Base(p)) {
+			refs = append(refs, Ref{Location: p, Intent: true})
+			return nil
+		}
 		m := nameRE.FindStringSubmatch(path.Base(p))
 		if m == nil {
 			return nil
@@ -137,26 +159,60 @@ func List(fs iceio.IO, tableLocation string) ([]Ref, error) {
 	slices.SortFunc(refs, func(a, b Ref) int {
 		return cmp.Or(a.Due.Compare(b.Due), strings.Compare(a.Location, b.Location))
 	})
+	// Intents have a zero due time: they sort first, due at once.
 	return refs, nil
+}
+
+// WriteIntent records an expiry about to commit.
+func WriteIntent(fs iceio.IO, tableLocation string, in Intent) (Ref, error) {
+	w, ok := fs.(iceio.WriteFileIO)
+	if !ok {
+		return Ref{}, ErrNotWritable
+	}
+	id := sanitize(in.JobID)
+	if id == "" {
+		return Ref{}, errors.New("deletions: an intent needs a job id")
+	}
+	data, err := json.Marshal(in)
+	if err != nil {
+		return Ref{}, fmt.Errorf("deletions: encode intent: %w", err)
+	}
+	loc := Dir(tableLocation) + "/intent-" + id + ".json"
+	if err := w.WriteFile(loc, data); err != nil {
+		return Ref{}, fmt.Errorf("deletions: write %s: %w", loc, err)
+	}
+	return Ref{Location: loc, Intent: true}, nil
 }
 
 // Read loads a stored batch.
 func Read(fs iceio.IO, ref Ref) (Batch, error) {
-	var data []byte
-	var err error
-	if r, ok := fs.(iceio.ReadFileIO); ok {
-		data, err = r.ReadFile(ref.Location)
-	} else {
-		data, err = readAll(fs, ref.Location)
-	}
-	if err != nil {
-		return Batch{}, fmt.Errorf("deletions: read %s: %w", ref.Location, err)
-	}
 	var b Batch
-	if err := json.Unmarshal(data, &b); err != nil {
-		return Batch{}, fmt.Errorf("deletions: decode %s: %w", ref.Location, err)
+	return b, readJSON(fs, ref, &b)
+}
+
+// ReadIntent loads a stored intent.
+func ReadIntent(fs iceio.IO, ref Ref) (Intent, error) {
+	var in Intent
+	return in, readJSON(fs, ref, &in)
+}
+
+func readJSON(fs iceio.IO, ref Ref, v any) error {
+	data, err := ReadFile(fs, ref.Location)
+	if err != nil {
+		return fmt.Errorf("deletions: read %s: %w", ref.Location, err)
 	}
-	return b, nil
+	if err := json.Unmarshal(data, v); err != nil {
+		return fmt.Errorf("deletions: decode %s: %w", ref.Location, err)
+	}
+	return nil
+}
+
+// ReadFile reads a whole file through the table's IO.
+func ReadFile(fs iceio.IO, loc string) ([]byte, error) {
+	if r, ok := fs.(iceio.ReadFileIO); ok {
+		return r.ReadFile(loc)
+	}
+	return readAll(fs, loc)
 }
 
 // Remove deletes a stored batch once its files are dealt with. A batch

@@ -79,7 +79,11 @@ func (e *Executor) expireSnapshots(ctx context.Context, log *slog.Logger, job pl
 	)
 	olderThan := max(job.ExpireOlderThan, 0)
 	retainLast := max(job.ExpireRetainLast, job.Settings.RetainLast, 1)
-	var attemptStart time.Time
+	delay := max(job.Settings.MinReaderMargin, job.Settings.ExpireDeletionDelay)
+	var (
+		attemptStart time.Time
+		intent       deletions.Ref
+	)
 	op := func() error {
 		rep.Attempts++
 		attemptStart = time.Now()
@@ -104,6 +108,13 @@ func (e *Executor) expireSnapshots(ctx context.Context, log *slog.Logger, job pl
 			pre, post = tbl, staged.Table
 			return nil
 		}
+		if intent.Location == "" && delay > 0 {
+			// Between the commit and the pending list a crash would leave
+			// the unlinked files to nobody: say first what is about to go.
+			if intent, err = writeIntent(ctx, tbl, job); err != nil {
+				return backoff.Permanent(err)
+			}
+		}
 		next, err := txn.Commit(ctx)
 		if err != nil {
 			return e.commitFailure(job, &rep, "expiry", err)
@@ -111,7 +122,17 @@ func (e *Executor) expireSnapshots(ctx context.Context, log *slog.Logger, job pl
 		pre, post = tbl, next
 		return nil
 	}
-	if err := e.retryCommits(ctx, log, job, op, func() (int, time.Time) { return rep.Attempts, attemptStart }); err != nil {
+	err := e.retryCommits(ctx, log, job, op, func() (int, time.Time) { return rep.Attempts, attemptStart })
+	if err != nil || post == nil || len(removed) == 0 {
+		if intent.Location != "" {
+			// Nothing committed: the intent has nothing to recover. If the
+			// commit's outcome is unknown, the pass's recovery decides.
+			if rerr := e.dropIntent(ctx, job, intent, errors.Is(err, errUnknownCommitState)); rerr != nil {
+				log.Warn("could not remove the expiry's intent; the next deletion pass will", "error", rerr)
+			}
+		}
+	}
+	if err != nil {
 		return retryOutcome(err, rep.Attempts), rep
 	}
 	if len(removed) == 0 {
@@ -119,7 +140,6 @@ func (e *Executor) expireSnapshots(ctx context.Context, log *slog.Logger, job pl
 		return planner.Result{Outcome: planner.Noop}, rep
 	}
 	leftAt := time.Now()
-	delay := max(job.Settings.MinReaderMargin, job.Settings.ExpireDeletionDelay)
 	fs, err := pre.FS(ctx)
 	var files []deletions.File
 	if err == nil {
@@ -142,13 +162,17 @@ func (e *Executor) expireSnapshots(ctx context.Context, log *slog.Logger, job pl
 	rep.CommittedSnapshotID = post.CurrentSnapshot().SnapshotID
 	res := planner.Result{Outcome: planner.Succeeded, Table: post}
 	if err != nil {
-		// The expiry stands; the files it unlinked are unreferenced, and
-		// the orphan listing (with its own margin) is their owner now.
-		log.Warn("expiry committed, but the files it unlinked could not be listed; orphan cleanup will find them",
+		// The expiry stands; its intent stays and the next deletion pass
+		// lists the unlinked files from the metadata it started on.
+		log.Warn("expiry committed, but the files it unlinked could not be listed yet; the deletion pass will retry",
 			"expired_snapshots", len(removed), "error", err)
+		if intent.Location != "" {
+			res.PendingDeletes = []deletions.Ref{intent}
+		}
 		return res, rep
 	}
 	if len(files) == 0 {
+		e.removeIntent(fs, intent, log)
 		return res, rep
 	}
 	if delay <= 0 {
@@ -165,10 +189,12 @@ func (e *Executor) expireSnapshots(ctx context.Context, log *slog.Logger, job pl
 	batch := deletions.Batch{Table: job.TableName, JobID: job.ID, LeftAt: leftAt, Due: leftAt.Add(delay), Files: files}
 	ref, err := deletions.Write(fs, post.Location(), batch)
 	if err != nil {
-		log.Error("expiry committed, but its pending-deletion list could not be written; orphan cleanup will find the files",
+		log.Error("expiry committed, but its pending-deletion list could not be written; the deletion pass will rebuild it",
 			"files", len(files), "error", err)
+		res.PendingDeletes = []deletions.Ref{intent}
 		return res, rep
 	}
+	e.removeIntent(fs, intent, log)
 	rep.Expiry.Deferred, rep.Expiry.DeletionDue = true, ref.Due
 	log.Info("files unlinked by the expiry wait for min_reader_margin before deletion", "files", len(files),
 		"min_reader_margin", delay, "due", ref.Due, "list", ref.Location)
@@ -196,6 +222,14 @@ func (e *Executor) deleteExpiredFiles(ctx context.Context, log *slog.Logger, job
 	var left []deletions.Ref
 	var gone int
 	for i, ref := range job.PendingDeletes {
+		if ref.Intent {
+			rebuilt, err := e.recoverIntent(ctx, log, job, tbl, fs, ref)
+			if err != nil {
+				return planner.Result{Outcome: planner.Failed, Err: err, PendingDeletes: append(left, job.PendingDeletes[i:]...)}, rep
+			}
+			left = append(left, rebuilt...)
+			continue
+		}
 		b, err := deletions.Read(fs, ref)
 		if errors.Is(err, iofs.ErrNotExist) {
 			continue // another pass finished it
@@ -222,7 +256,7 @@ func (e *Executor) deleteExpiredFiles(ctx context.Context, log *slog.Logger, job
 		// reactor removed these.
 		log.Warn("files due for deletion were already gone", "files", gone)
 	}
-	log.Info("unlinked files deleted", "batches", len(job.PendingDeletes)-len(left), "deleted", rep.Expiry.Files(),
+	log.Info("unlinked files deleted", "batches", len(job.PendingDeletes), "left", len(left), "deleted", rep.Expiry.Files(),
 		"still_referenced", rep.Orphans.StillReferenced)
 	return planner.Result{Outcome: planner.Succeeded, PendingDeletes: left}, rep
 }
@@ -522,4 +556,90 @@ func pendingLocations(fs iceio.IO, tbl *table.Table) (map[string]bool, error) {
 		}
 	}
 	return out, nil
+}
+
+func writeIntent(ctx context.Context, tbl *table.Table, job planner.Job) (deletions.Ref, error) {
+	fs, err := tbl.FS(ctx)
+	if err != nil {
+		return deletions.Ref{}, fmt.Errorf("open table io: %w", err)
+	}
+	ref, err := deletions.WriteIntent(fs, tbl.Location(), deletions.Intent{Table: job.TableName, JobID: job.ID,
+		BaseMetadata: tbl.MetadataLocation(), Written: time.Now()})
+	if err != nil {
+		return deletions.Ref{}, fmt.Errorf("record the expiry's intent: %w", err)
+	}
+	return ref, nil
+}
+
+func (e *Executor) removeIntent(fs iceio.IO, ref deletions.Ref, log *slog.Logger) {
+	if ref.Location == "" {
+		return
+	}
+	if err := deletions.Remove(fs, ref); err != nil {
+		log.Warn("could not remove the expiry's intent; the next deletion pass will", "error", err)
+	}
+}
+
+// dropIntent removes the intent of an expiry that did not commit; with an
+// unknown outcome it is left for the deletion pass, which can tell.
+func (e *Executor) dropIntent(ctx context.Context, job planner.Job, ref deletions.Ref, unknown bool) error {
+	if unknown {
+		return nil
+	}
+	tbl, err := e.cat.LoadTable(ctx, job.Table)
+	if err != nil {
+		return err
+	}
+	fs, err := tbl.FS(ctx)
+	if err != nil {
+		return err
+	}
+	return deletions.Remove(fs, ref)
+}
+
+// recoverIntent rebuilds the pending list of an expiry that committed but
+// died before writing it: the files the snapshots of its base metadata
+// referenced that the table's history no longer does. An expiry that never
+// committed unlinked nothing and leaves an empty result. The rebuilt batch
+// is due a whole margin from now: the commit's time is not known, only
+// that it was before now.
+func (e *Executor) recoverIntent(ctx context.Context, log *slog.Logger, job planner.Job, tbl *table.Table, fs iceio.IO,
+	ref deletions.Ref) ([]deletions.Ref, error) {
+	in, err := deletions.ReadIntent(fs, ref)
+	if errors.Is(err, iofs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	data, err := deletions.ReadFile(fs, in.BaseMetadata)
+	if err != nil {
+		if !errors.Is(err, iofs.ErrNotExist) {
+			return nil, fmt.Errorf("read the expiry's base metadata %s: %w", in.BaseMetadata, err)
+		}
+		log.Warn("the metadata an interrupted expiry started from is gone; its files are left to orphan cleanup",
+			"metadata", in.BaseMetadata)
+		return nil, deletions.Remove(fs, ref)
+	}
+	base, err := table.ParseMetadataBytes(data)
+	if err != nil {
+		return nil, fmt.Errorf("parse the expiry's base metadata %s: %w", in.BaseMetadata, err)
+	}
+	files, err := unlinkedFiles(ctx, fs, base, tbl.Metadata())
+	if err != nil {
+		return nil, fmt.Errorf("list what the interrupted expiry unlinked: %w", err)
+	}
+	var out []deletions.Ref
+	if len(files) > 0 {
+		now := time.Now()
+		delay := max(job.Settings.MinReaderMargin, job.Settings.ExpireDeletionDelay)
+		batch, err := deletions.Write(fs, tbl.Location(), deletions.Batch{Table: in.Table, JobID: in.JobID, LeftAt: now,
+			Due: now.Add(delay), Files: files})
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, batch)
+		log.Info("rebuilt the pending list of an interrupted expiry", "job_id", in.JobID, "files", len(files), "due", batch.Due)
+	}
+	return out, deletions.Remove(fs, ref)
 }

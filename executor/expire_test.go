@@ -412,3 +412,78 @@ func TestOrphanCleanupLeavesPendingFiles(t *testing.T) {
 		}
 	}
 }
+
+// A crash between an expiry's commit and its pending list: the intent it
+// wrote before committing lets the next deletion pass rebuild the list from
+// the metadata the expiry started on (due a whole margin later); an intent
+// whose expiry never committed is dropped with nothing unlinked.
+func TestInterruptedExpiryIsRecoveredFromItsIntent(t *testing.T) {
+	f := newFixture(t, nil)
+	for range 6 {
+		f.commit("a", 10)
+	}
+	old := f.dataFiles("a")
+	if res, _ := f.exec.Run(f.ctx, f.job("defaults: {target_file_size: 1MiB, small_file_count: 5}", "a")); res.Outcome != planner.Succeeded {
+		t.Fatalf("compaction: %v %v", res.Outcome, res.Err)
+	}
+	base := f.load()
+	fs, err := base.FS(f.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// An intent whose expiry never committed, and one whose did.
+	never, err := deletions.WriteIntent(fs, base.Location(), deletions.Intent{Table: "db.t", JobID: "never", BaseMetadata: base.MetadataLocation()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pass := func(refs ...deletions.Ref) planner.Result {
+		j := f.job("defaults: {min_reader_margin: 1h}")
+		j.Kind, j.PendingDeletes = planner.KindDeleteExpiredFiles, refs
+		res, _ := f.exec.Run(f.ctx, j)
+		if res.Outcome != planner.Succeeded {
+			t.Fatalf("pass: %v %v", res.Outcome, res.Err)
+		}
+		return res
+	}
+	if res := pass(never); len(res.PendingDeletes) != 0 {
+		t.Errorf("an expiry that never committed left %v", res.PendingDeletes)
+	}
+	crashed, err := deletions.WriteIntent(fs, base.Location(), deletions.Intent{Table: "db.t", JobID: "crashed", BaseMetadata: base.MetadataLocation()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(5 * time.Millisecond)
+	txn := base.NewTransaction()
+	if err := txn.ExpireSnapshots(table.WithOlderThan(time.Millisecond), table.WithRetainLast(1), table.WithPostCommit(false)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := txn.Commit(f.ctx); err != nil {
+		t.Fatal(err)
+	}
+	res := pass(crashed)
+	if len(res.PendingDeletes) != 1 || res.PendingDeletes[0].Intent || time.Until(res.PendingDeletes[0].Due) < 59*time.Minute {
+		t.Fatalf("rebuilt %v, want one batch due in about an hour", res.PendingDeletes)
+	}
+	batch, err := deletions.Read(fs, res.PendingDeletes[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed := map[string]bool{}
+	for _, file := range batch.Files {
+		listed[file.Path] = true
+	}
+	for loc := range old {
+		if !listed[loc] || !fileExists(t, loc) {
+			t.Errorf("%s: listed %v, exists %v; want listed and kept", loc, listed[loc], fileExists(t, loc))
+		}
+	}
+	refs, err := deletions.List(fs, base.Location())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range refs {
+		if r.Intent {
+			t.Errorf("intent %s left after recovery", r.Location)
+		}
+	}
+}

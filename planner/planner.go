@@ -655,14 +655,11 @@ func (p *Planner) Finished(ctx context.Context, job Job, res Result) {
 		if res.Outcome == Failed {
 			st.pendingRetryAt = now.Add(job.Settings.Cooldown)
 		}
-		// Batches the pass finished are gone from storage; a failed pass
-		// keeps the rest (res.PendingDeletes lists what is left).
+		// The pass's batches are done, but for what it left (a failure,
+		// a batch not due after all, batches rebuilt from an intent).
 		done := map[string]bool{}
 		for _, r := range job.PendingDeletes {
 			done[r.Location] = true
-		}
-		for _, r := range res.PendingDeletes {
-			done[r.Location] = false
 		}
 		kept := st.pending[:0]
 		for _, r := range st.pending {
@@ -670,7 +667,7 @@ func (p *Planner) Finished(ctx context.Context, job Job, res Result) {
 				kept = append(kept, r)
 			}
 		}
-		st.pending = kept
+		st.pending = mergeRefs(kept, res.PendingDeletes)
 	}
 	if job.Kind == KindRemoveOrphans {
 		st.orphanCooldownUntil = now.Add(job.Settings.Cooldown)
