@@ -162,6 +162,13 @@ func partitionDue(c Counters, set thresholds.Effective, now time.Time, settled .
 		k, note := deleteRemedy(c, rows, set)
 		candidates = append(candidates, candidate{k, Reason{Threshold: trigger.Threshold, Measured: trigger.Measured,
 			Limit: trigger.Limit, Note: note}, k == KindCompact})
+		if k == KindRewritePositionDeletes {
+			// Once the delete rewrite found nothing to merge (files of
+			// other partitions, already merged), only a compaction
+			// applying the deletes can still remove them.
+			candidates = append(candidates, candidate{KindCompact, Reason{Threshold: trigger.Threshold, Measured: trigger.Measured,
+				Limit: trigger.Limit, Note: "the position-delete rewrite found nothing to merge: compaction applies the deletes"}, true})
+		}
 	}
 	if set.Strategy.Sorts() {
 		sorted := sortCheck(c, set, now)
@@ -240,8 +247,7 @@ func Explain(ctx context.Context, tbl *table.Table, cfg *thresholds.Config, now 
 	default:
 		ageCheck.Note = fmt.Sprintf("nothing to expire beyond retain_last %d and branch/tag heads", set.RetainLast)
 	}
-	manifests := Check{Threshold: "manifest_count", Measured: int64(tc.dataManifests), Limit: int64(set.ManifestCount),
-		Unit: "manifests", Over: tc.dataManifests >= set.ManifestCount}
+	manifests := manifestCheck(tc.dataManifests, tc.manifestFloor(), set.ManifestCount)
 	plan.TableWide = append(plan.TableWide, ageCheck, countCheck, manifests, Check{Threshold: "orphan_margin",
 		Limit: int64(set.OrphanMargin / time.Second), Unit: "seconds",
 		Note: fmt.Sprintf("not assessed here: needs a listing (reactor orphans --dry-run); run lists every %s, dry run: %v",

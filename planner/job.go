@@ -192,4 +192,9 @@ type Result struct {
 	Settled []string
 	// DeferredDeletes are the files an expiry left for a later pass.
 	DeferredDeletes []string
+	// NothingToDo names the job's partitions (by key) where it found
+	// nothing whose rewrite would change the partition, with why: the
+	// planner settles the job's kind for them until they are written
+	// again, whatever the job's outcome elsewhere.
+	NothingToDo map[string]string
 }
