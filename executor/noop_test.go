@@ -72,8 +72,8 @@ func TestDeleteCompactionRemovesADeleteThatAppliesToNothing(t *testing.T) {
 // file's range and that file is older.
 func TestDeadDeleteSweepKeepsDeletesThatApply(t *testing.T) {
 	f := newFixture(t, streamwriter.MergeOnReadProperties)
-	f.commit("p0", 2000) // C
-	f.commit("p0", 5)    // A
+	f.commit("p0", 2000)                                                // C
+	f.commit("p0", 5)                                                   // A
 	if _, err := f.writer.DeleteKeysIn(f.ctx, "p0", 1500); err != nil { // in C
 		t.Fatal(err)
 	}
