@@ -179,7 +179,11 @@ type Policy struct {
 	// ManifestCount: a table whose current snapshot has this many data
 	// manifests gets its manifests rewritten, clustered by partition (every
 	// streaming append adds one, and every later job pays for reading them).
-	// Default 100; must be >= 2.
+	// A rewrite cannot go below one manifest per partition, so a table is
+	// rewritten only while it has more data manifests than partitions with
+	// data, whatever this says (a table's partition count is not known
+	// here: the planner logs when the value cannot be reached). Default
+	// 100; must be >= 2.
 	ManifestCount *int `yaml:"manifest_count"`
 	// MaxQuietWait bounds how long a partition over its threshold waits for
 	// a quiet period: a partition that is written continuously (the current
@@ -515,7 +519,7 @@ func (p *Policy) validate(prefix string, parents []layer, add func(path string, 
 		add(f("snapshot_count"), *v, "must be >= 2")
 	}
 	if v := p.ManifestCount; v != nil && *v < 2 {
-		add(f("manifest_count"), *v, "must be >= 2 (one manifest cannot be merged)")
+		add(f("manifest_count"), *v, "must be >= 2 (one manifest cannot be merged; a partitioned table needs more than one per partition)")
 	}
 	for _, d := range []struct {
 		name     string

@@ -428,7 +428,7 @@ func TestValidationRules(t *testing.T) {
 		{"max ratio inf", "defaults:\n  max_file_ratio: .inf\n", "defaults.max_file_ratio", math.Inf(1), "got +Inf"},
 		{"min input zero", "defaults:\n  min_input_files: 0\n", "defaults.min_input_files", 0, "defaults.min_input_files: must be >= 1, got 0"},
 		{"small count zero", "tables:\n  - match: db.a\n    small_file_count: 0\n", "tables[0].small_file_count", 0, "tables[0].small_file_count: must be >= 1, got 0"},
-		{"manifest count one", "defaults:\n  manifest_count: 1\n", "defaults.manifest_count", 1, "defaults.manifest_count: must be >= 2 (one manifest cannot be merged), got 1"},
+		{"manifest count one", "defaults:\n  manifest_count: 1\n", "defaults.manifest_count", 1, "defaults.manifest_count: must be >= 2 (one manifest cannot be merged; a partitioned table needs more than one per partition), got 1"},
 		{"count below min, same level", "defaults:\n  min_input_files: 8\n  small_file_count: 6\n", "defaults.small_file_count", 6, "defaults.small_file_count: must be >= min_input_files (8) or a triggered job would plan nothing, got 6"},
 		{"count below builtin min", "defaults:\n  small_file_count: 3\n", "defaults.small_file_count", 3, "defaults.small_file_count: must be >= min_input_files (5, from built-in default)"},
 		{"min above builtin count", "defaults:\n  min_input_files: 11\n", "defaults.min_input_files", 11, "defaults.min_input_files: must be <= small_file_count (10, from built-in default)"},
