@@ -31,9 +31,8 @@ const maxJobsPerKind = 3
 // and equality deletes, equality deletes of keys the table never held,
 // several partitions) under random thresholds within their valid ranges,
 // reactor with no writer settles within maxJobsPerKind jobs per partition
-// and kind, rows and checksum exact; then a fresh reactor on the settled
-// table commits nothing, and the first reactor re-evaluating it schedules
-// nothing.
+// and kind, rows and checksum exact; then neither the first reactor
+// looking again nor a fresh one on the settled table schedules anything.
 func TestConvergence(t *testing.T) {
 	n := *convergenceSeeds
 	if n == 0 {
@@ -121,14 +120,12 @@ func convergenceRun(t testing.TB, seed uint64) {
 		t.Errorf("second look scheduled %d jobs on a settled table\n%s\njobs:\n%s", len(again), describe(), jobLog(again))
 	}
 
-	// A fresh reactor (a restart) commits nothing on the settled table.
+	// A fresh reactor (a restart) schedules nothing on the settled table:
+	// the planner's due rules agree with what the executor would plan.
 	fresh := newConvergenceReactor(t, cat, cfg)
 	defer fresh.close()
-	for _, j := range fresh.runUntilQuiet(ctx, ident) {
-		if j.rep.Commits > 0 {
-			t.Errorf("a fresh reactor committed on the settled table: %s %v (%s)\n%s", j.job.Kind, j.job.PartitionKeys(),
-				j.job.ReasonText(), describe())
-		}
+	if again := fresh.runUntilQuiet(ctx, ident); len(again) > 0 {
+		t.Errorf("a fresh reactor scheduled %d jobs on the settled table\n%s\njobs:\n%s", len(again), describe(), jobLog(again))
 	}
 }
 
@@ -185,6 +182,7 @@ func writeRandomTable(t testing.TB, ctx context.Context, rng *rand.Rand, w *stre
   max_file_ratio: %.2f
   min_input_files: %d
   small_file_count: %d
+  tier_fan_in: %d
   delete_file_ratio: %.2f
   deleted_row_ratio: %.2f
   delete_file_threshold: %d
@@ -199,7 +197,7 @@ func writeRandomTable(t testing.TB, ctx context.Context, rng *rand.Rand, w *stre
   cooldown: 0s
   conflict_cooldown: 0s
   orphan_listing_interval: 100000h
-`, 2+rng.IntN(62), 0.1+0.8*rng.Float64(), 1.1+2*rng.Float64(), minInput, minInput+rng.IntN(10),
+`, 2+rng.IntN(62), 0.1+0.8*rng.Float64(), 1.1+2*rng.Float64(), minInput, minInput+rng.IntN(10), 2+rng.IntN(9),
 		0.1+rng.Float64(), 0.05+0.95*rng.Float64(), 1+rng.IntN(5), 1+rng.IntN(5), 2+rng.IntN(30),
 		1+rng.IntN(3), strategy)
 	return ct

@@ -158,7 +158,9 @@ func (e *Executor) compact(ctx context.Context, log *slog.Logger, job planner.Jo
 			return groups, skipped, err
 		},
 		write: func(ctx context.Context, tbl *table.Table, g table.CompactionTaskGroup) (table.CompactionGroupResult, error) {
-			return table.ExecuteCompactionGroup(ctx, tbl, g, table.WithCompactionTargetFileSize(0))
+			// Outputs roll at reactor's target, not only the table
+			// property's: a tier merge may hold several targets' worth.
+			return table.ExecuteCompactionGroup(ctx, tbl, g, table.WithCompactionTargetFileSize(job.Settings.TargetFileSize))
 		},
 	})
 	res.NothingToDo = idlePartitions(job, planned, "no rewrite group: no set of files whose rewrite would change the partition "+
@@ -338,12 +340,13 @@ func planGroups(ctx context.Context, tbl *table.Table, job planner.Job) ([]table
 	// be dropped once nothing they apply to survives.
 	deletesCfg := cfg
 	deletesCfg.DeleteFileThreshold, deletesCfg.MinInputFiles = 1, 1
-	var groups []table.CompactionTaskGroup
-	skipped := 0
+	// Small-file compaction follows the tier rule the planner scheduled
+	// the partitions by (planner.SelectTiered).
+	groups, skipped := tierGroups(selected, keys, job.Settings)
 	for _, p := range []struct {
 		cfg   compaction.Config
 		tasks []table.FileScanTask
-	}{{cfg, selected}, {deletesCfg, withDeletes}} {
+	}{{deletesCfg, withDeletes}} {
 		if len(p.tasks) == 0 {
 			continue
 		}

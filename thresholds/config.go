@@ -27,6 +27,7 @@ const (
 	DefaultMaxFileRatio           = 1.8
 	DefaultMinInputFiles          = 5
 	DefaultSmallFileCount         = 10
+	DefaultTierFanIn              = 10
 	DefaultQuietPeriod            = 2 * time.Second
 	DefaultMaxQuietWait           = 10 * time.Minute
 	DefaultOrphanMargin           = 72 * time.Hour
@@ -129,6 +130,12 @@ type Policy struct {
 	// SmallFileCount: a partition with this many small files is scheduled
 	// for compaction. Default 10; must be >= 1 and >= MinInputFiles.
 	SmallFileCount *int `yaml:"small_file_count"`
+	// TierFanIn: small files are tiered by size from the small size down,
+	// each tier TierFanIn times smaller than the one above; a tier holding
+	// this many files (at least min_input_files) merges into the next, so a
+	// compacted file is not rewritten with every trickle of new ones.
+	// Default 10; must be >= 2.
+	TierFanIn *int `yaml:"tier_fan_in"`
 	// QuietPeriod: partitions written more recently than this are skipped.
 	// Default 2s; must be >= 0.
 	QuietPeriod *Duration `yaml:"quiet_period"`
@@ -266,6 +273,7 @@ type Effective struct {
 	MaxFileSize            int64  // files above this are never rewritten: TargetFileSize * MaxFileRatio
 	MinInputFiles          int
 	SmallFileCount         int
+	TierFanIn              int
 	QuietPeriod            time.Duration
 	MaxQuietWait           time.Duration
 	OrphanMargin           time.Duration
@@ -310,6 +318,7 @@ func Builtin() Policy {
 		MaxFileRatio:           ptr(DefaultMaxFileRatio),
 		MinInputFiles:          ptr(DefaultMinInputFiles),
 		SmallFileCount:         ptr(DefaultSmallFileCount),
+		TierFanIn:              ptr(DefaultTierFanIn),
 		QuietPeriod:            ptr(Duration(DefaultQuietPeriod)),
 		MaxQuietWait:           ptr(Duration(DefaultMaxQuietWait)),
 		OrphanMargin:           ptr(Duration(DefaultOrphanMargin)),
@@ -498,6 +507,9 @@ func (p *Policy) validate(prefix string, parents []layer, add func(path string, 
 	if v := p.SmallFileCount; v != nil && *v < 1 {
 		add(f("small_file_count"), *v, "must be >= 1")
 	}
+	if v := p.TierFanIn; v != nil && *v < 2 {
+		add(f("tier_fan_in"), *v, "must be >= 2 (a tier of one file merges into nothing)")
+	}
 	if v := p.OrphanMargin; v != nil && *v > 0 {
 		floor, fromLayer := inherit(p, parents, func(q *Policy) *Duration { return q.OrphanMarginFloor })
 		if *v < floor {
@@ -681,6 +693,7 @@ func (c *Config) For(table string, props map[string]string) Effective {
 	e.MaxFileSize = scale(e.TargetFileSize, maxRatio)
 	e.MinInputFiles = *first(layers, func(p *Policy) *int { return p.MinInputFiles })
 	e.SmallFileCount = max(*first(layers, func(p *Policy) *int { return p.SmallFileCount }), e.MinInputFiles)
+	e.TierFanIn = *first(layers, func(p *Policy) *int { return p.TierFanIn })
 	e.QuietPeriod = time.Duration(*first(layers, func(p *Policy) *Duration { return p.QuietPeriod }))
 	e.MaxQuietWait = time.Duration(*first(layers, func(p *Policy) *Duration { return p.MaxQuietWait }))
 	e.OrphanMargin = time.Duration(*first(layers, func(p *Policy) *Duration { return p.OrphanMargin }))
