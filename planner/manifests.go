@@ -28,6 +28,13 @@ func manifestCheck(manifests, floor, limit int) Check {
 	return c
 }
 
+// manifestsOverBound reports whether a manifest rewrite is due and can
+// reduce the table's data manifests.
+func (st *tableState) manifestsOverBound() bool {
+	n := st.counters.dataManifests
+	return manifestCheck(n, st.counters.manifestFloor(), st.settings.ManifestCount).Over && n != st.manifestSettledAt
+}
+
 // manifestRewriteDueLocked decides whether the table's manifests need a
 // rewrite now, and says once (per manifest count) when manifest_count
 // cannot be reached.
@@ -39,5 +46,5 @@ func (p *Planner) manifestRewriteDueLocked(st *tableState) bool {
 		p.log.Warn("manifest_count reached but no rewrite can reduce the manifests", "table", st.name,
 			"reason", "manifest_count", "manifests", n, "manifest_count", st.settings.ManifestCount, "note", c.Note)
 	}
-	return c.Over && n != st.manifestSettledAt
+	return st.manifestsOverBound()
 }

@@ -101,4 +101,3 @@ func BenchmarkTierWriteAmplification(b *testing.B) {
 		})
 	}
 }
-
