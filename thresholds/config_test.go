@@ -56,6 +56,7 @@ func builtinEffective(table string) Effective {
 		MaxFileSize:                966367641, // 1.8 * 512MiB, truncated
 		MinInputFiles:              5,
 		SmallFileCount:             10,
+		TierFanIn:                  10,
 		QuietPeriod:                2 * time.Second,
 		MaxQuietWait:               10 * time.Minute,
 		OrphanMargin:               72 * time.Hour,
@@ -209,6 +210,7 @@ func TestParseFullDocument(t *testing.T) {
 		MaxFileSize:                1342177280,
 		MinInputFiles:              2,
 		SmallFileCount:             4,
+		TierFanIn:                  10,
 		QuietPeriod:                0,
 		MaxQuietWait:               10 * time.Minute,
 		OrphanMargin:               72 * time.Hour,
@@ -252,6 +254,7 @@ func TestParseFullDocument(t *testing.T) {
 		MaxFileSize:                512 << 20,
 		MinInputFiles:              3,
 		SmallFileCount:             7,
+		TierFanIn:                  10,
 		QuietPeriod:                500 * time.Millisecond,
 		MaxQuietWait:               10 * time.Minute,
 		OrphanMargin:               72 * time.Hour,
