@@ -107,6 +107,11 @@ type Worker struct {
 	concurrency int
 	// parseThresholds is Config.parseThresholds.
 	parseThresholds func([]byte) (*thresholds.Config, error)
+
+	// mu guards Conn, JS, consumer and objects, which a worker started
+	// before NATS was reachable sets once it connects, and closing.
+	mu      sync.Mutex
+	closing bool
 }
 
 // HTTPAddr is the address the metrics and probe endpoints listen on ("" if
@@ -116,7 +121,7 @@ func (w *Worker) HTTPAddr() string { return w.httpAddr }
 // Ready reports whether the worker can do its work: connected to NATS and
 // able to reach the catalog.
 func (w *Worker) Ready(ctx context.Context) error {
-	if w.Conn == nil || !w.Conn.IsConnected() {
+	if conn, _, _ := w.link(); conn == nil || !conn.IsConnected() {
 		return errors.New("not connected to NATS")
 	}
 	if _, err := w.Catalog.ListNamespaces(ctx, nil); err != nil {
@@ -195,9 +200,14 @@ const DefaultOrphanSubjectPrefix = "reactor.orphans"
 
 // publish sends a report as JSON, best effort: reports are also logged.
 func (w *Worker) publish(subject string, v any) {
+	conn, _, _ := w.link()
+	if conn == nil {
+		w.log.Debug("not connected to NATS yet; report not published", "subject", subject)
+		return
+	}
 	data, err := json.Marshal(v)
 	if err == nil {
-		err = w.Conn.Publish(subject, data)
+		err = conn.Publish(subject, data)
 	}
 	if err != nil {
 		w.log.Warn("could not publish a report", "subject", subject, "error", err)
@@ -282,24 +292,6 @@ func Start(ctx context.Context, cfg Config) (_ *Worker, err error) {
 		url = w.NATS.URL()
 		cfg.Logger.Info("started embedded NATS server", "url", url, "store", store)
 	}
-	opts := []nats.Option{nats.Name("reactor"), nats.MaxReconnects(-1), nats.CustomInboxPrefix(InboxPrefix),
-		nats.DisconnectErrHandler(func(_ *nats.Conn, derr error) {
-			if derr != nil {
-				cfg.Logger.Warn("disconnected from NATS; reconnecting", "error", redact.Error(derr))
-			}
-		}),
-		nats.ReconnectHandler(func(c *nats.Conn) { cfg.Logger.Info("reconnected to NATS", "url", redact.String(c.ConnectedUrl())) })}
-	if cfg.NATSCreds != "" {
-		opts = append(opts, nats.UserCredentials(cfg.NATSCreds))
-	}
-	w.Conn, err = nats.Connect(url, opts...)
-	if err != nil {
-		return nil, fmt.Errorf("worker: connect to NATS at %s: %w", redact.String(url), redact.Error(err))
-	}
-	w.JS, err = jetstream.New(w.Conn)
-	if err != nil {
-		return nil, fmt.Errorf("worker: jetstream: %w", err)
-	}
 
 	w.Catalog, err = OpenCatalog(ctx, cfg)
 	if err != nil {
@@ -357,12 +349,6 @@ func Start(ctx context.Context, cfg Config) (_ *Worker, err error) {
 			return nil, fmt.Errorf("worker: %w", err)
 		}
 	}
-	w.consumer, err = triggers.StartCommits(runCtx, w.JS, cfg.Commits, w.Planner, cfg.Logger, cfg.Metrics)
-	if err != nil {
-		return nil, fmt.Errorf("worker: %w", err)
-	}
-	w.bg.Add(1)
-	go w.discover(runCtx)
 	if cfg.ThresholdsFile != "" {
 		initial, err := thresholds.ReadFile(cfg.ThresholdsFile)
 		if err != nil {
@@ -376,24 +362,23 @@ func Start(ctx context.Context, cfg Config) (_ *Worker, err error) {
 		w.bg.Add(1)
 		go w.watchThresholds(runCtx, cfg.ThresholdsFile, every, initial)
 	}
-	if !cfg.DisableNotifications {
-		if cfg.Notifications.DeadLetterSubject == "" {
-			cfg.Notifications.DeadLetterSubject = cfg.Commits.DeadLetterSubject
-		}
-		if _, err := w.Planner.RefreshLocations(ctx); err != nil {
-			// Not fatal: the index is rebuilt when an object misses.
-			cfg.Logger.Warn("table location index not built yet; will retry on demand", "error", err)
-		}
-		w.objects, err = triggers.StartNotifications(runCtx, w.JS, cfg.Notifications, w.Planner, cfg.Logger, cfg.Metrics)
-		if err != nil {
+	if cfg.Notifications.DeadLetterSubject == "" {
+		cfg.Notifications.DeadLetterSubject = cfg.Commits.DeadLetterSubject
+	}
+	// Discovery reads the catalog only: it need not wait for NATS.
+	w.bg.Add(1)
+	go w.discover(runCtx)
+	connect := func(ctx context.Context) error { return w.connectNATS(ctx, runCtx, cfg, url) }
+	if err := connect(ctx); err != nil {
+		if cfg.NATSURL == "" || !natsRetryable(err) {
 			return nil, fmt.Errorf("worker: %w", err)
 		}
-		every := cfg.LocationRefresh
-		if every <= 0 {
-			every = 5 * time.Minute
-		}
+		// A NATS server that is down or restarting is a transient fault,
+		// as the catalog's is: wait for it, and say not-ready meanwhile.
+		cfg.Logger.Warn("NATS is not reachable; waiting for it (not ready until connected)",
+			"url", redact.String(url), "error", err)
 		w.bg.Add(1)
-		go w.refreshLocations(runCtx, every)
+		go w.awaitNATS(runCtx, connect, redact.String(url))
 	}
 	return w, nil
 }
@@ -409,11 +394,11 @@ func (w *Worker) Close() {
 // rest cleanly (their uncommitted outputs are deleted) and closes. It
 // reports whether every job finished within the grace period.
 func (w *Worker) Shutdown(grace time.Duration) bool {
-	if w.consumer != nil {
-		w.consumer.Stop()
-	}
-	if w.objects != nil {
-		w.objects.Stop()
+	if _, commits, objects := w.link(); commits != nil {
+		commits.Stop()
+		if objects != nil {
+			objects.Stop()
+		}
 	}
 	if w.Planner != nil {
 		w.Planner.Close()
@@ -442,11 +427,15 @@ func (w *Worker) close() {
 		_ = w.http.Shutdown(shutdownCtx)
 		cancel()
 	}
-	if w.consumer != nil {
-		w.consumer.Stop()
+	w.mu.Lock()
+	w.closing = true
+	w.mu.Unlock()
+	conn, commits, objects := w.link()
+	if commits != nil {
+		commits.Stop()
 	}
-	if w.objects != nil {
-		w.objects.Stop()
+	if objects != nil {
+		objects.Stop()
 	}
 	if w.Planner != nil {
 		w.Planner.Close()
@@ -461,8 +450,8 @@ func (w *Worker) close() {
 	if c, ok := w.Catalog.(interface{ Close() error }); ok {
 		_ = c.Close()
 	}
-	if w.Conn != nil {
-		w.Conn.Close()
+	if conn != nil {
+		conn.Close()
 	}
 	if w.NATS != nil {
 		w.NATS.Shutdown()

@@ -247,7 +247,11 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		log.Error("reactor could not start", "error", err)
 		return fmt.Errorf("start: %w", err)
 	}
-	log.Info("reactor running; send SIGINT or SIGTERM to stop")
+	if w.Connected() {
+		log.Info("reactor running; send SIGINT or SIGTERM to stop")
+	} else {
+		log.Info("reactor running, waiting for NATS (/readyz says not ready until it connects); send SIGINT or SIGTERM to stop")
+	}
 	<-ctx.Done()
 	log.Info("reactor shutting down: no new events or jobs; waiting for running jobs", "grace", cfg.shutdownGrace)
 	if !w.Shutdown(cfg.shutdownGrace) {
