@@ -111,13 +111,13 @@ func TestNoSecretsInAnyCommandOutput(t *testing.T) {
 	type tc struct {
 		name  string
 		args  []string
-		until string // the command keeps running: stop it once this is logged
+		until string // the command keeps running (run waits for NATS): stop it once this is logged
 		code  int    // -1: any
 	}
 	cases := []tc{
-		{"run, NATS down (password)", append([]string{"run", "--nats-url", natsWithPassword, "--http-addr", ""}, dataDir...), "", -1},
-		{"run, NATS down (token)", append([]string{"run", "--nats-url", natsWithToken, "--http-addr", ""}, dataDir...), "", -1},
-		{"run, NATS down, URL list", append([]string{"run", "--nats-url", natsWithPassword + "," + natsWithToken, "--http-addr", ""}, dataDir...), "", -1},
+		{"run, NATS down (password)", append([]string{"run", "--nats-url", natsWithPassword, "--http-addr", ""}, dataDir...), "NATS is not reachable; waiting", -1},
+		{"run, NATS down (token)", append([]string{"run", "--nats-url", natsWithToken, "--http-addr", ""}, dataDir...), "NATS is not reachable; waiting", -1},
+		{"run, NATS down, URL list", append([]string{"run", "--nats-url", natsWithPassword + "," + natsWithToken, "--http-addr", ""}, dataDir...), "NATS is not reachable; waiting", -1},
 		{"run, invalid NATS URL", []string{"run", "--nats-url", "nats://reactor:" + natsPassword + " x@" + natsDown}, "", 2},
 		{"run, catalog down", append(append([]string{"run", "--http-addr", "127.0.0.1:0"}, dataDir...), restCatalog...), "", -1},
 		{"run, SQL catalog with _auth_pass", append(append([]string{"run", "--http-addr", "127.0.0.1:0"}, dataDir...), sqlCatalog...), "reactor running", -1},
