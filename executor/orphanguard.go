@@ -127,6 +127,16 @@ func (e *Executor) newDeletionGuard(ctx context.Context, tbl *table.Table, loade
 	if g.refs, err = readReferences(ctx, fs, tbl, loadedAt, loadCost); err != nil {
 		return nil, fmt.Errorf("read table history: %w", err)
 	}
+	// Files waiting in the table's pending-deletion list belong to the
+	// deletion pass (which checks them against the history again when
+	// due): orphan cleanup never deletes them.
+	pending, err := pendingLocations(fs, tbl)
+	if err != nil {
+		return nil, fmt.Errorf("read pending deletions: %w", err)
+	}
+	for id := range pending {
+		g.refs.ids[id] = true
+	}
 	return g, nil
 }
 
