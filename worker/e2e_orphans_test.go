@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -78,21 +79,15 @@ func TestForgedNotificationsNeverDeleteLiveFiles(t *testing.T) {
 
 	rng := rand.New(rand.NewPCG(12, 2026))
 	published := 0
-	// Data files are what tracking can nominate: most spellings go to them.
-	spellings := func(key string) int {
-		if strings.Contains(key, "/data/") {
-			return 40
-		}
-		return 4
-	}
+	// Every spelling once with a random eventTime and once with an old one,
+	// so that every spelling tracking accepts is nominated.
+	spellings := map[string][]string{}
 	for _, key := range live {
-		for range spellings(key) {
-			spelled := spell(rng, key)
-			if spelled == key {
-				continue
-			}
+		spellings[key] = spellingsOf(rng, key)
+		for _, spelled := range spellings[key] {
 			h.publishForged(rng, spelled, "")
-			published++
+			h.publishForged(rng, spelled, "2000-01-01T00:00:00Z")
+			published += 2
 		}
 	}
 	// The genuine orphan, nominated by a forged old eventTime: deleted
@@ -118,13 +113,16 @@ func TestForgedNotificationsNeverDeleteLiveFiles(t *testing.T) {
 	put(t, h, second, "left by another failed write")
 	ageBucket(t, h.bucket, 2*time.Hour)
 	var cands []planner.OrphanCandidate
+	old := time.Now().Add(-1000 * time.Hour)
 	for _, key := range live {
-		for range spellings(key) {
-			scheme := []string{"s3", "s3a", "s3n", "S3", "S3A"}[rng.IntN(5)]
-			cands = append(cands, planner.OrphanCandidate{Location: scheme + "://" + h.bucket + "/" + spell(rng, key),
-				Size: 1, Created: time.Now().Add(-1000 * time.Hour)})
+		for _, spelled := range spellings[key] {
+			for _, scheme := range []string{"s3", []string{"s3a", "s3n", "S3", "S3A"}[rng.IntN(4)]} {
+				cands = append(cands, planner.OrphanCandidate{Location: scheme + "://" + h.bucket + "/" + spelled, Size: 1, Created: old})
+			}
 		}
-		cands = append(cands, planner.OrphanCandidate{Location: "s3a://" + h.bucket + "/" + key, Created: time.Now().Add(-1000 * time.Hour)})
+		for _, scheme := range []string{"s3a", "s3n", "S3", "S3A"} {
+			cands = append(cands, planner.OrphanCandidate{Location: scheme + "://" + h.bucket + "/" + key, Created: old})
+		}
 	}
 	cands = append(cands, planner.OrphanCandidate{Location: "s3a://" + h.bucket + "/" + second})
 	cfg, err := thresholds.Parse([]byte(orphanThresholds))
@@ -395,40 +393,65 @@ func ageBucket(t *testing.T, bucket string, age time.Duration) {
 	}
 }
 
-// spell returns another spelling of key, one to three transformations deep,
-// each one some object store or IO resolves to the same object.
+// slashForms replace one slash of a key by another spelling of it.
+var slashForms = []string{"//", "/./", "/zz/../", "/%2E/", "/zz/%2e%2e/", "%2F", `\`, "/./zz/%2E%2E/"}
+
+// spellingsOf returns other spellings of key, each one some object store or
+// IO resolves to the same object: every slash form at every slash, every
+// other transformation once, and random compositions of two or three.
+// Data files (what tracking can nominate) get them all; other keys only
+// the random compositions.
+func spellingsOf(rng *rand.Rand, key string) []string {
+	var out []string
+	if strings.Contains(key, "/data/") {
+		for i := range len(key) {
+			if key[i] != '/' {
+				continue
+			}
+			for _, f := range slashForms {
+				out = append(out, key[:i]+f+key[i+1:])
+			}
+		}
+		for _, t := range otherSpellings(rng) {
+			out = append(out, t(key))
+		}
+	}
+	for range 4 {
+		k := key
+		for range 2 + rng.IntN(2) {
+			k = spell(rng, k)
+		}
+		out = append(out, k)
+	}
+	return slices.DeleteFunc(out, func(k string) bool { return k == key })
+}
+
+// spell applies one random transformation.
 func spell(rng *rand.Rand, key string) string {
-	slashes := func(s string) []int {
+	if rng.IntN(2) == 0 {
 		var at []int
-		for i := range len(s) {
-			if s[i] == '/' {
+		for i := range len(key) {
+			if key[i] == '/' {
 				at = append(at, i)
 			}
 		}
-		return at
-	}
-	atSlash := func(s string, f func(before, after string) string) string {
-		at := slashes(s)
-		if len(at) == 0 {
-			return s
+		if len(at) > 0 {
+			i := at[rng.IntN(len(at))]
+			return key[:i] + slashForms[rng.IntN(len(slashForms))] + key[i+1:]
 		}
-		i := at[rng.IntN(len(at))]
-		return f(s[:i], s[i+1:])
 	}
+	others := otherSpellings(rng)
+	return others[rng.IntN(len(others))](key)
+}
+
+func otherSpellings(rng *rand.Rand) []func(string) string {
 	lastSegment := func(s string, f func(string) string) string {
 		i := strings.LastIndexByte(s, '/')
 		return s[:i+1] + f(s[i+1:])
 	}
-	transforms := []func(string) string{
-		func(s string) string { return atSlash(s, func(a, b string) string { return a + "//" + b }) },
+	return []func(string) string{
 		func(s string) string { return "/" + s },
 		func(s string) string { return s + "/" },
-		func(s string) string { return atSlash(s, func(a, b string) string { return a + "/./" + b }) },
-		func(s string) string { return atSlash(s, func(a, b string) string { return a + "/zz/../" + b }) },
-		func(s string) string { return atSlash(s, func(a, b string) string { return a + "/%2E/" + b }) },
-		func(s string) string { return atSlash(s, func(a, b string) string { return a + "/zz/%2e%2e/" + b }) },
-		func(s string) string { return atSlash(s, func(a, b string) string { return a + "%2F" + b }) },
-		func(s string) string { return atSlash(s, func(a, b string) string { return a + `\` + b }) },
 		func(s string) string { // one character of the file name percent-encoded
 			return lastSegment(s, func(seg string) string {
 				if seg == "" {
@@ -445,11 +468,8 @@ func spell(rng *rand.Rand, key string) string {
 		func(s string) string { return strings.NewReplacer("+", " ", " ", "+").Replace(s) },
 		func(s string) string { return strings.NewReplacer("+", "%20", "'", "%27").Replace(s) },
 		func(s string) string { return strings.ReplaceAll(s, "Ü", "U\u0308") }, // NFD
+		func(s string) string { return strings.ReplaceAll(s, "%C3%9C", "U%CC%88") },
 		func(s string) string { return s + "." },
 		func(s string) string { return s + "?versionId=1" },
 	}
-	for range 1 + rng.IntN(3) {
-		key = transforms[rng.IntN(len(transforms))](key)
-	}
-	return key
 }
