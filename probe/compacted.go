@@ -1,0 +1,199 @@
+package probe
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/icereactor/reactor/embedded"
+)
+
+// ScanSample compares a full scan of a table with a full scan of the same
+// rows fully compacted. Both times include what a reader pays: loading the
+// table (parsing its metadata), planning (reading its manifests) and reading
+// every row.
+type ScanSample struct {
+	Rows      int64
+	Live      time.Duration
+	Compacted time.Duration
+	// CompactedFiles is the copy's data file count (its ideal count, as
+	// iceberg-go's writer rolls files at the target size).
+	CompactedFiles int
+	// Build is the time spent writing the copy, part of neither scan.
+	Build time.Duration
+}
+
+// Ratio is the live scan's time over the compacted copy's: read
+// amplification as a reader feels it.
+func (s ScanSample) Ratio() float64 {
+	if s.Compacted <= 0 {
+		return 0
+	}
+	return float64(s.Live) / float64(s.Compacted)
+}
+
+// Compacted builds the compacted copies full scans are compared against, in
+// an embedded SQLite catalog of its own (reactor never sees them, and they
+// never contend for the live catalog's lock).
+//
+// A copy holds exactly the rows of the live snapshot it is compared with:
+// the rows the live scan just read are appended in one commit to a fresh
+// table with the same schema, partition spec and target file size, which
+// leaves one snapshot, one manifest and ceil(bytes/target) files per
+// partition. Rebuilding it per sample costs one write of the table's rows
+// (reported as Build); keeping one copy up to date instead would need the
+// same rewrite of its last file per partition on every sample.
+type Compacted struct {
+	mu  sync.Mutex
+	cat catalog.Catalog
+	seq int
+}
+
+// compactedNamespace holds the copies.
+const compactedNamespace = "compacted"
+
+// NewCompacted opens (creating) the copies' catalog under dir.
+func NewCompacted(ctx context.Context, dir string) (*Compacted, error) {
+	cat, err := embedded.OpenCatalog(ctx, dir)
+	if err != nil {
+		return nil, fmt.Errorf("probe: compacted copies: %w", err)
+	}
+	if err := cat.CreateNamespace(ctx, table.Identifier{compactedNamespace}, nil); err != nil &&
+		!errors.Is(err, catalog.ErrNamespaceAlreadyExists) {
+		return nil, fmt.Errorf("probe: compacted copies: %w", err)
+	}
+	return &Compacted{cat: cat}, nil
+}
+
+// Close closes the copies' catalog.
+func (c *Compacted) Close() error {
+	if cl, ok := c.cat.(interface{ Close() error }); ok {
+		return cl.Close()
+	}
+	return nil
+}
+
+// Compare times a full scan of the table load returns, builds its
+// compacted copy from the rows read, times a full scan of the copy, and
+// drops the copy. targetFileSize is the live table's effective target.
+func (c *Compacted) Compare(ctx context.Context, load func(context.Context) (*table.Table, error), targetFileSize int64) (ScanSample, error) {
+	var s ScanSample
+	start := time.Now()
+	live, err := load(ctx)
+	if err != nil {
+		return s, fmt.Errorf("probe: load the live table: %w", err)
+	}
+	sc, recs, rows, err := readAll(ctx, live, true)
+	if err != nil {
+		return s, err
+	}
+	s.Live = time.Since(start)
+	s.Rows = rows
+	defer func() {
+		for _, r := range recs {
+			r.Release()
+		}
+	}()
+
+	build := time.Now()
+	c.mu.Lock()
+	c.seq++
+	ident := table.Identifier{compactedNamespace, "copy_" + strconv.Itoa(c.seq)}
+	c.mu.Unlock()
+	spec := live.Spec()
+	props := map[string]string{
+		table.PropertyFormatVersion:         strconv.Itoa(live.Metadata().Version()),
+		table.WriteTargetFileSizeBytesKey:   strconv.FormatInt(targetFileSize, 10),
+		"reactor.probe.compacted-copy-of":   live.Identifier()[len(live.Identifier())-1],
+		"reactor.probe.compacted-copy-rows": strconv.FormatInt(rows, 10),
+	}
+	cp, err := c.cat.CreateTable(ctx, ident, live.Schema(), catalog.WithPartitionSpec(&spec), catalog.WithProperties(props))
+	if err != nil {
+		return s, fmt.Errorf("probe: create compacted copy: %w", err)
+	}
+	defer c.drop(ident, cp.Location())
+	if len(recs) > 0 {
+		rdr, err := array.NewRecordReader(sc, recs)
+		if err != nil {
+			return s, fmt.Errorf("probe: compacted copy: %w", err)
+		}
+		_, err = cp.Append(ctx, rdr, nil)
+		rdr.Release()
+		if err != nil {
+			return s, fmt.Errorf("probe: write compacted copy: %w", err)
+		}
+	}
+	s.Build = time.Since(build)
+
+	start = time.Now()
+	cp, err = c.cat.LoadTable(ctx, ident)
+	if err != nil {
+		return s, fmt.Errorf("probe: load compacted copy: %w", err)
+	}
+	_, _, copyRows, err := readAll(ctx, cp, false)
+	if err != nil {
+		return s, err
+	}
+	s.Compacted = time.Since(start)
+	if copyRows != rows {
+		return s, fmt.Errorf("probe: compacted copy holds %d rows, the live scan read %d", copyRows, rows)
+	}
+	if snap := cp.CurrentSnapshot(); snap != nil && snap.Summary != nil {
+		s.CompactedFiles, _ = strconv.Atoi(snap.Summary.Properties["total-data-files"])
+	}
+	return s, nil
+}
+
+// readAll reads every row of tbl's current snapshot, keeping the records
+// if keep is set.
+func readAll(ctx context.Context, tbl *table.Table, keep bool) (*arrow.Schema, []arrow.RecordBatch, int64, error) {
+	if tbl.CurrentSnapshot() == nil {
+		sc, err := table.SchemaToArrowSchema(tbl.Schema(), nil, false, false)
+		return sc, nil, 0, err
+	}
+	sc, it, err := tbl.Scan().ToArrowRecords(ctx)
+	if err != nil {
+		return nil, nil, 0, fmt.Errorf("probe: scan %v: %w", tbl.Identifier(), err)
+	}
+	var (
+		recs []arrow.RecordBatch
+		rows int64
+	)
+	for rec, err := range it {
+		if err != nil {
+			for _, r := range recs {
+				r.Release()
+			}
+			return nil, nil, 0, fmt.Errorf("probe: read %v: %w", tbl.Identifier(), err)
+		}
+		rows += rec.NumRows()
+		if keep {
+			recs = append(recs, rec)
+		} else {
+			rec.Release()
+		}
+	}
+	return sc, recs, rows, nil
+}
+
+// drop removes a copy from the catalog and its files from disk. Best
+// effort: a copy left behind costs disk space, never a measurement.
+func (c *Compacted) drop(ident table.Identifier, location string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_ = c.cat.DropTable(ctx, ident)
+	if u, err := url.Parse(location); err == nil && u.Scheme == "file" && filepath.IsAbs(u.Path) {
+		_ = os.RemoveAll(filepath.FromSlash(u.Path))
+	}
+}
