@@ -56,6 +56,12 @@ func (s ScanSample) Ratio() float64 {
 // (reported as Build); keeping one copy up to date instead would need the
 // same rewrite of its last file per partition on every sample.
 type Compacted struct {
+	// MaxRuns and RunBudget bound how often each full scan is repeated
+	// (the fastest run is kept): up to MaxRuns runs while the runs so far
+	// took less than RunBudget. Zero: 5 runs, 1 s.
+	MaxRuns   int
+	RunBudget time.Duration
+
 	mu  sync.Mutex
 	cat catalog.Catalog
 	seq int
@@ -85,14 +91,14 @@ func (c *Compacted) Close() error {
 	return nil
 }
 
-// A full scan is repeated, up to scanRepeats times while the runs so far
-// took less than scanRepeatBudget, and the fastest run is kept, for the live
-// table and the copy alike: on a shared machine one run can be slowed
-// several-fold by a neighbour's burst, and the fastest of a few is the
-// scan's own cost. A slow (fragmented) live scan runs once.
+// A full scan is repeated, up to MaxRuns times while the runs so far took
+// less than RunBudget, and the fastest run is kept, for the live table and
+// the copy alike: on a shared machine one run can be slowed several-fold by
+// a neighbour's burst, and the fastest of a few is the scan's own cost. A
+// slow (fragmented) live scan runs once.
 const (
-	scanRepeats      = 5
-	scanRepeatBudget = time.Second
+	defaultRuns      = 5
+	defaultRunBudget = time.Second
 )
 
 // Compare times a full scan of the table load returns, builds its
@@ -128,7 +134,7 @@ func (c *Compacted) Compare(ctx context.Context, load func(context.Context) (*ta
 		return rows, err
 	}
 	var err error
-	if s.Live, s.Rows, err = fastest(ctx, liveScan); err != nil {
+	if s.Live, s.Rows, err = c.fastest(ctx, liveScan); err != nil {
 		return s, err
 	}
 
@@ -172,7 +178,7 @@ func (c *Compacted) Compare(ctx context.Context, load func(context.Context) (*ta
 		return rows, err
 	}
 	copyRows := int64(0)
-	if s.Compacted, copyRows, err = fastest(ctx, copyScan); err != nil {
+	if s.Compacted, copyRows, err = c.fastest(ctx, copyScan); err != nil {
 		return s, err
 	}
 	if copyRows != s.Rows {
@@ -184,17 +190,24 @@ func (c *Compacted) Compare(ctx context.Context, load func(context.Context) (*ta
 	return s, nil
 }
 
-// fastest runs scan as scanRepeats and scanRepeatBudget allow and returns
+// fastest runs scan as MaxRuns and RunBudget allow and returns
 // the fastest run's time and the rows it read. A run that read another
 // number of rows than the first is not counted (it cannot happen on a
 // pinned snapshot; the check keeps the figure honest if it did).
-func fastest(ctx context.Context, scan func(context.Context) (int64, error)) (time.Duration, int64, error) {
+func (c *Compacted) fastest(ctx context.Context, scan func(context.Context) (int64, error)) (time.Duration, int64, error) {
+	runs, budget := c.MaxRuns, c.RunBudget
+	if runs <= 0 {
+		runs = defaultRuns
+	}
+	if budget <= 0 {
+		budget = defaultRunBudget
+	}
 	var (
 		best  time.Duration
 		rows  int64
 		spent time.Duration
 	)
-	for i := 0; i < scanRepeats && (i == 0 || spent < scanRepeatBudget); i++ {
+	for i := 0; i < runs && (i == 0 || spent < budget); i++ {
 		t0 := time.Now()
 		n, err := scan(ctx)
 		took := time.Since(t0)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"sync"
+	"time"
 
 	"github.com/nats-io/nats.go"
 
@@ -27,11 +28,15 @@ type JobTally struct {
 	AddedFiles     int64 // data files written by rewrites
 	// ExpiredSnapshots counts snapshots expiry removed.
 	ExpiredSnapshots int64
-	// ExpiryDeletedFiles counts data and delete files expiry deleted when it
-	// committed; DeferredDeletedFiles those a later pass deleted
-	// (delete_expired_files).
-	ExpiryDeletedFiles   int64
+	// ExpiryFiles counts the data and delete files expiry took out of the
+	// table's history (its deleted_*_files_count): deleted when it
+	// committed, or, with a deletion delay, left for a later pass.
+	ExpiryFiles int64
+	// DeferredDeletedFiles counts the files (data, delete, manifests,
+	// manifest lists) later deletion passes deleted (delete_expired_files).
 	DeferredDeletedFiles int64
+	// LastFinished is when the latest job of each kind finished.
+	LastFinished map[string]time.Time
 	// LastError is the error of the latest job of each kind that gave up
 	// or failed.
 	LastError map[string]string
@@ -79,6 +84,9 @@ func (t *JobTally) add(ev events.JobEvent) {
 		return
 	}
 	t.Finished[JobOutcome{ev.Kind, ev.Outcome}]++
+	if ev.Time.After(t.LastFinished[ev.Kind]) {
+		t.LastFinished[ev.Kind] = ev.Time
+	}
 	if ev.Error != "" {
 		t.LastError[ev.Kind] = ev.Error
 	}
@@ -90,7 +98,7 @@ func (t *JobTally) add(ev events.JobEvent) {
 		t.AddedFiles += c["added_data_files_count"]
 	case "expire_snapshots":
 		t.ExpiredSnapshots += c["expired_snapshots_count"]
-		t.ExpiryDeletedFiles += c["deleted_data_files_count"] + c["deleted_position_delete_files_count"] +
+		t.ExpiryFiles += c["deleted_data_files_count"] + c["deleted_position_delete_files_count"] +
 			c["deleted_equality_delete_files_count"]
 	case "delete_expired_files":
 		t.DeferredDeletedFiles += c["deleted_files_count"]
@@ -102,6 +110,7 @@ func (t JobTally) clone() JobTally {
 	t.Started = maps.Clone(t.Started)
 	t.Finished = maps.Clone(t.Finished)
 	t.LastError = maps.Clone(t.LastError)
+	t.LastFinished = maps.Clone(t.LastFinished)
 	return t
 }
 
@@ -121,7 +130,7 @@ func WatchJobs(conn *nats.Conn, prefix string) (*Jobs, error) {
 	}
 	j := &Jobs{conn: conn, tally: JobTally{
 		Scheduled: map[string]int{}, Started: map[string]int{},
-		Finished: map[JobOutcome]int{}, LastError: map[string]string{},
+		Finished: map[JobOutcome]int{}, LastError: map[string]string{}, LastFinished: map[string]time.Time{},
 	}}
 	sub, err := conn.Subscribe(prefix+".>", func(m *nats.Msg) {
 		var ev events.JobEvent

@@ -93,11 +93,12 @@ func TestJobTally(t *testing.T) {
 		{Phase: events.JobSucceeded, Kind: "expire_snapshots", Outcome: "succeeded",
 			Counts: map[string]int64{"expired_snapshots_count": 7, "deleted_data_files_count": 3, "deleted_manifest_files_count": 9}},
 		{Phase: events.JobScheduled, Kind: "delete_expired_files"},
-		{Phase: events.JobSucceeded, Kind: "delete_expired_files", Outcome: "succeeded",
+		{Phase: events.JobSucceeded, Kind: "delete_expired_files", Outcome: "succeeded", Time: time.Unix(50, 0),
 			Counts: map[string]int64{"deleted_files_count": 4}},
 		{Phase: events.JobScheduled, Kind: "rewrite_manifests"},
 	}
-	tally := JobTally{Scheduled: map[string]int{}, Started: map[string]int{}, Finished: map[JobOutcome]int{}, LastError: map[string]string{}}
+	tally := JobTally{Scheduled: map[string]int{}, Started: map[string]int{}, Finished: map[JobOutcome]int{},
+		LastError: map[string]string{}, LastFinished: map[string]time.Time{}}
 	for _, ev := range evs {
 		tally.add(ev)
 	}
@@ -113,13 +114,16 @@ func TestJobTally(t *testing.T) {
 		{"rewritten files", tally.RewrittenFiles, 10},
 		{"added files", tally.AddedFiles, 1},
 		{"expired snapshots", tally.ExpiredSnapshots, 7},
-		{"expiry deleted files", tally.ExpiryDeletedFiles, 3},
+		{"expiry files", tally.ExpiryFiles, 3},
 		{"deferred deleted files", tally.DeferredDeletedFiles, 4},
 	}
 	for _, c := range checks {
 		if c.got != c.want {
 			t.Errorf("%s = %d, want %d", c.name, c.got, c.want)
 		}
+	}
+	if !tally.LastFinished["delete_expired_files"].Equal(time.Unix(50, 0)) {
+		t.Errorf("last finished = %v", tally.LastFinished)
 	}
 	if tally.LastError["compact"] != "conflicts" {
 		t.Errorf("last error = %q", tally.LastError["compact"])

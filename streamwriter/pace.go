@@ -16,6 +16,9 @@ type PaceOptions struct {
 	// duration at most ceil(Rate*Duration) commits are started, so the
 	// count does not depend on how the last tick and the deadline race.
 	Duration time.Duration
+	// Commits, if positive, is the most commits Pace starts (with or
+	// without a duration).
+	Commits int
 	// Rows is the number of rows per commit.
 	Rows int
 	// Concurrency is how many commits may be in flight at once (default 1:
@@ -64,11 +67,14 @@ func (w *Writer) Pace(ctx context.Context, o PaceOptions) (PaceStats, error) {
 		stop, cancel = context.WithTimeout(ctx, o.Duration)
 	}
 	defer cancel()
-	planned := -1
+	slots, commitsLeft := math.MaxInt, math.MaxInt
 	if o.Duration > 0 {
-		planned = int(math.Ceil(o.Rate * o.Duration.Seconds()))
+		slots = int(math.Ceil(o.Rate * o.Duration.Seconds()))
 	}
-	slots := make(chan struct{}, max(o.Concurrency, 1))
+	if o.Commits > 0 {
+		commitsLeft = o.Commits
+	}
+	busy := make(chan struct{}, max(o.Concurrency, 1))
 	var (
 		wg       sync.WaitGroup
 		mu       sync.Mutex
@@ -81,7 +87,7 @@ func (w *Writer) Pace(ctx context.Context, o PaceOptions) (PaceStats, error) {
 	defer timer.Stop()
 	<-timer.C
 loop:
-	for slot, i := 0, 0; planned < 0 || slot < planned; i++ {
+	for slot, i := 0, 0; slot < slots && i < commitsLeft; i++ {
 		due := start.Add(time.Duration(slot) * interval)
 		if wait := time.Until(due); wait > 0 {
 			timer.Reset(wait)
@@ -92,7 +98,7 @@ loop:
 			}
 		}
 		select {
-		case slots <- struct{}{}:
+		case busy <- struct{}{}:
 		case <-stop.Done():
 			break loop
 		}
@@ -105,7 +111,7 @@ loop:
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
-			defer func() { <-slots }()
+			defer func() { <-busy }()
 			part := o.Partition(i)
 			t0 := time.Now()
 			// Commits run under ctx, not stop: a commit cut off half-way
@@ -129,7 +135,7 @@ loop:
 			}
 		}(i)
 	}
-	if planned >= 0 {
+	if o.Duration > 0 {
 		<-stop.Done() // wait out the duration (or the first error)
 	}
 	wg.Wait()

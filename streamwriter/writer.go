@@ -37,8 +37,9 @@ type Writer struct {
 	live      map[int64]string
 	commits   int
 	conflicts int
-	// bytes is the size of every data file the writer committed, from
-	// its snapshots' added-files-size.
+	// files and bytes count the data files the writer committed, from its
+	// snapshots' added-data-files and added-files-size.
+	files int
 	bytes int64
 }
 
@@ -90,13 +91,16 @@ func (w *Writer) Commit(ctx context.Context, category string, rows int) (int64, 
 
 	snap := committed.CurrentSnapshot()
 	var added int64
+	var files int
 	if snap.Summary != nil {
-		// A missing or malformed size leaves the byte count short, never
-		// the rows: it is a statistic for benchmarks.
+		// A missing or malformed figure leaves the count short, never the
+		// rows: these are statistics for benchmarks and the demo.
 		added, _ = strconv.ParseInt(snap.Summary.Properties["added-files-size"], 10, 64)
+		files, _ = strconv.Atoi(snap.Summary.Properties["added-data-files"])
 	}
 	w.mu.Lock()
 	w.bytes += added
+	w.files += files
 	for id := first; id < first+int64(rows); id++ {
 		w.written.Add(id, category, Payload(id))
 		if w.live != nil {
@@ -183,6 +187,13 @@ func (w *Writer) WrittenBytes() int64 {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.bytes
+}
+
+// WrittenFiles is the number of data files the writer committed.
+func (w *Writer) WrittenFiles() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.files
 }
 
 // Stats reports the writer's commits and the conflicts it retried.

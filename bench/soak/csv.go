@@ -80,7 +80,7 @@ func sampleColumns() []column[sample] {
 	}
 	cols = append(cols,
 		column[sample]{"expired_snapshots", func(s sample) string { return num(s.Jobs.ExpiredSnapshots) }},
-		column[sample]{"expiry_deleted_files", func(s sample) string { return num(s.Jobs.ExpiryDeletedFiles) }},
+		column[sample]{"expiry_files", func(s sample) string { return num(s.Jobs.ExpiryFiles) }},
 		column[sample]{"deferred_deleted_files", func(s sample) string { return num(s.Jobs.DeferredDeletedFiles) }},
 		column[sample]{"sample_ms", func(s sample) string { return ms(s.SampleTime) }},
 	)

@@ -255,8 +255,8 @@ func (s *soak) summary(checks []rowCheck, interrupted bool) string {
 	fmt.Fprintf(&b, ", %d commit slots missed (writer busy), %d conflicts retried\n", missed, end.WriterConflicts)
 	tally := s.jobs.Tally()
 	fmt.Fprintf(&b, "jobs: %s\n", jobsText(tally))
-	fmt.Fprintf(&b, "expiry: %d snapshots expired, %d files deleted at once, %d by deferred passes\n",
-		tally.ExpiredSnapshots, tally.ExpiryDeletedFiles, tally.DeferredDeletedFiles)
+	fmt.Fprintf(&b, "expiry: %d snapshots expired, %d data and delete files taken out of the history, %d files deleted by deferred passes\n",
+		tally.ExpiredSnapshots, tally.ExpiryFiles, tally.DeferredDeletedFiles)
 	for kind, msg := range tally.LastError {
 		fmt.Fprintf(&b, "last error of %s: %s\n", kind, truncate(msg, 300))
 	}
