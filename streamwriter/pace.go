@@ -102,6 +102,10 @@ loop:
 		case <-stop.Done():
 			break loop
 		}
+		if stop.Err() != nil { // both were ready; the end wins
+			<-busy
+			break
+		}
 		if late := time.Since(due); late >= interval {
 			n := int(late / interval)
 			missed += n
