@@ -39,6 +39,7 @@ type config struct {
 	keepData          bool
 	logLevel          slog.Level
 	grace             time.Duration
+	replot            string // redraw this results directory's plot and exit
 }
 
 const usageText = `Usage: go run ./bench/soak [flags]
@@ -105,12 +106,16 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 	keepData := fs.Bool("keep-data", false, "keep the warehouse, catalog and NATS store under -out/data")
 	logLevel := fs.String("log-level", "info", "reactor's log `level` in -out/reactor.log: debug, info, warn or error")
 	grace := fs.Duration("grace", 30*time.Second, "at the end, how long reactor may finish its running jobs")
+	replot := fs.String("replot", "", "redraw `dir`/soak.png from dir/samples.csv (with -warmup) and exit")
 	smoke := fs.Bool("smoke", false, "a short run to check the soak works: 20s, samples every 2s, 4s warm-up, 5s latency windows (flags given explicitly win)")
 	if err := fs.Parse(args); err != nil {
 		return config{}, err
 	}
 	if fs.NArg() > 0 {
 		return config{}, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if *replot != "" {
+		return config{replot: *replot, warmup: *warmup}, nil
 	}
 	if *smoke {
 		given := map[string]bool{}

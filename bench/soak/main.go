@@ -31,6 +31,13 @@ func main() {
 		fmt.Fprintf(os.Stderr, "soak: %v\n", err)
 		os.Exit(2)
 	}
+	if cfg.replot != "" {
+		if err := replot(cfg.replot, cfg.warmup); err != nil {
+			fmt.Fprintf(os.Stderr, "soak: replot: %v\n", err)
+			os.Exit(1)
+		}
+		return
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, cfg, os.Stdout, os.Stderr); err != nil {

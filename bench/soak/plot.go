@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"image/color"
 	"math"
 	"os"
@@ -102,13 +103,24 @@ func panels(samples []sample) []panel {
 			{name: "p50", value: committed(func(s sample) float64 { return s.CommitP50.Seconds() * 1000 })},
 			{name: "p99", value: committed(func(s sample) float64 { return s.CommitP99.Seconds() * 1000 })},
 		}},
-		{"Reactor CPU and machine load", "% of one core / load x 100", false, []series{
-			{name: "reactor CPU", value: always(func(s sample) float64 { return s.ReactorCPUPct })},
-			{name: "load1 x 100", value: always(func(s sample) float64 { return 100 * s.Load1 }), dashed: true},
+		{"Reactor CPU (machine load1 " + loadRange(samples) + ")", "% of one core", false, []series{
+			{name: "reactor process", value: always(func(s sample) float64 { return s.ReactorCPUPct })},
 		}},
 		{"Jobs succeeded (cumulative)", "jobs", false, jobLines("succeeded")},
 		{"Jobs gave up or failed (cumulative)", "jobs", false, jobLines("gave_up", "failed")},
 	}
+}
+
+// loadRange is the lowest and highest load average the samples saw.
+func loadRange(samples []sample) string {
+	if len(samples) == 0 {
+		return "unknown"
+	}
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, s := range samples {
+		lo, hi = min(lo, s.Load1), max(hi, s.Load1)
+	}
+	return fmt.Sprintf("%.1f-%.1f", lo, hi)
 }
 
 // plotSamples draws the figure to path as a PNG.
