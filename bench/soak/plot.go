@@ -141,7 +141,7 @@ func plotSamples(path string, samples []sample, warmup time.Duration, subtitle s
 		grid[i/cols][i%cols] = p
 	}
 	width, height := vg.Points(1100), vg.Points(float64(rows)*260+30)
-	img := vgimg.NewWith(vgimg.UseWH(width, height), vgimg.UseDPI(96))
+	img := vgimg.NewWith(vgimg.UseWH(width, height), vgimg.UseDPI(80))
 	dc := draw.New(img)
 	title := draw.TextStyle{Color: color.Black, Font: font.From(plot.DefaultFont, 11), Handler: plot.DefaultTextHandler,
 		XAlign: draw.XCenter, YAlign: draw.YTop}
