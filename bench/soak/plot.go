@@ -80,7 +80,7 @@ func panels(samples []sample) []panel {
 		return out
 	}
 	return []panel{
-		{"Live data files", "files", false, []series{
+		{"Live data files (all tables)", "files", false, []series{
 			{name: "live", value: always(func(s sample) float64 { return float64(s.DataFiles) })},
 			{name: "ideal", value: always(func(s sample) float64 { return float64(s.IdealFiles) })},
 			{name: "allowed", value: always(func(s sample) float64 { return float64(s.AllowedFiles) }), dashed: true},
