@@ -222,8 +222,8 @@ func Explain(ctx context.Context, tbl *table.Table, cfg *thresholds.Config, now 
 	}
 
 	snaps := summarizeSnapshots(tbl.Metadata())
-	due, reason, olderThan, next := snaps.expiry(now, set)
-	ageCheck := Check{Threshold: "snapshot_max_age", Limit: int64(max(set.SnapshotMaxAge, set.MinReaderMargin) / time.Second), Unit: "seconds"}
+	due, reason, olderThan, retainLast, next := snaps.expiry(now, set)
+	ageCheck := Check{Threshold: "snapshot_max_age", Limit: int64(set.SnapshotMaxAge / time.Second), Unit: "seconds"}
 	if n := len(snaps.times); n > 0 {
 		ageCheck.Measured = int64(now.Sub(snaps.times[n-1]) / time.Second)
 	}
@@ -232,7 +232,8 @@ func Explain(ctx context.Context, tbl *table.Table, cfg *thresholds.Config, now 
 		Unit: "snapshots", Over: due && reason.Threshold == "snapshot_count"}
 	switch {
 	case due:
-		note := fmt.Sprintf("expire snapshots older than %s (retain_last %d)", olderThan, set.RetainLast)
+		note := fmt.Sprintf("expire snapshots older than %s beyond the newest %d; their files are deleted %s after the expiry (min_reader_margin)",
+			olderThan.Round(time.Second), retainLast, set.MinReaderMargin)
 		ageCheck.Note, countCheck.Note = note, note
 		plan.Jobs = append(plan.Jobs, PlannedJob{Kind: KindExpireSnapshots, Reasons: []Reason{reason}})
 	case !next.IsZero():

@@ -155,18 +155,25 @@ type Policy struct {
 	// snapshots are kept whatever their age. The table property
 	// history.expire.min-snapshots-to-keep wins over it. Default 1; >= 1.
 	RetainLast *int `yaml:"retain_last"`
-	// MinReaderMargin is the longest legitimate reader: no snapshot younger
-	// than this is ever expired, whatever the retention says (seed 000: a
-	// 6-hour horizon deleted files under a 15-minute reader). Default 48h.
+	// MinReaderMargin is the longest legitimate reader: a file that left
+	// the table (expiry removed the last snapshot that referenced it) is
+	// deleted only once this long has passed since, whatever the
+	// retention (seed 000: a 6-hour horizon deleted files under a
+	// 15-minute reader). It protects files, not snapshots: retention bounds
+	// the metadata, this margin bounds what a reader can lose. The list of
+	// files waiting for it is stored under the table's metadata location
+	// and survives restarts. 0 deletes at the expiry. Default 48h.
 	MinReaderMargin *Duration `yaml:"min_reader_margin"`
-	// ExpireDeletionDelay: 0 (the default) deletes the files expiry made
-	// unreachable once the expiry commits; a positive delay keeps them that
-	// long and deletes them in a later pass (after checking again that no
-	// snapshot references them), for readers that planned before the expiry.
+	// ExpireDeletionDelay: files expiry unlinked wait at least this long
+	// before deletion, on top of nothing: the wait is the longer of it and
+	// min_reader_margin. Kept for configurations written before the margin
+	// applied to files; new ones set min_reader_margin. Default 0.
 	ExpireDeletionDelay *Duration `yaml:"expire_deletion_delay"`
-	// SnapshotCount: a table with this many snapshots has every snapshot
-	// older than min_reader_margin expired (beyond retain_last), without
-	// waiting for snapshot_max_age. Default 500; >= 2.
+	// SnapshotCount bounds the history: a table with this many snapshots
+	// has its oldest expired (beyond retain_last and branch or tag heads)
+	// until the newest half remain, without waiting for snapshot_max_age.
+	// A table committing every second carries at most this many snapshots
+	// in the metadata every commit reads and writes. Default 500; >= 2.
 	SnapshotCount *int `yaml:"snapshot_count"`
 	// Health check (seed 000's DAG step): a table is unhealthy with more
 	// than HealthMaxTinyFiles files below TinyFileSize (default 200 below

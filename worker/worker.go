@@ -217,6 +217,31 @@ func (w *Worker) refreshLocations(ctx context.Context, every time.Duration) {
 	}
 }
 
+// discover brings the catalog's tables into the planner once at start, in
+// the background, retrying while the catalog is unreachable: a table that
+// nobody writes to still has deadlines (expiry, orphan listing) and files
+// waiting for deletion, and after a restart no event would bring it in.
+func (w *Worker) discover(ctx context.Context) {
+	defer w.bg.Done()
+	start := time.Now()
+	for wait := time.Second; ; wait = min(2*wait, time.Minute) {
+		n, err := w.Planner.Discover(ctx)
+		if err == nil {
+			w.log.Info("tables discovered", "tables", n, "duration", time.Since(start).Round(time.Millisecond))
+			return
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		w.log.Warn("table discovery failed; retrying", "error", err, "retry_in", wait)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+	}
+}
+
 // Start brings a worker up. On error everything it started is stopped.
 func Start(ctx context.Context, cfg Config) (_ *Worker, err error) {
 	if cfg.Logger == nil {
@@ -330,6 +355,8 @@ func Start(ctx context.Context, cfg Config) (_ *Worker, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("worker: %w", err)
 	}
+	w.bg.Add(1)
+	go w.discover(runCtx)
 	if cfg.ThresholdsFile != "" {
 		initial, err := os.ReadFile(cfg.ThresholdsFile)
 		if err != nil {
