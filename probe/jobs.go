@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"strings"
 	"sync"
 	"time"
 
@@ -28,13 +29,17 @@ type JobTally struct {
 	AddedFiles     int64 // data files written by rewrites
 	// ExpiredSnapshots counts snapshots expiry removed.
 	ExpiredSnapshots int64
-	// ExpiryFiles counts the data and delete files expiry took out of the
-	// table's history (its deleted_*_files_count): deleted when it
-	// committed, or, with a deletion delay, left for a later pass.
-	ExpiryFiles int64
-	// DeferredDeletedFiles counts the files (data, delete, manifests,
-	// manifest lists) later deletion passes deleted (delete_expired_files).
+	// The files expiry took out of the table's history (data and delete
+	// files, manifests, manifest lists, statistics files): ExpiryDeletedFiles
+	// were deleted when it committed (its deleted_*_count), ExpiryDeferredFiles
+	// wait for min_reader_margin (deletion_deferred_files_count).
+	ExpiryDeletedFiles  int64
+	ExpiryDeferredFiles int64
+	// DeferredDeletedFiles counts the files the later deletion passes
+	// (delete_expired_files) deleted; DeferredKeptFiles those they found
+	// referenced again and kept (still_referenced_files_count).
 	DeferredDeletedFiles int64
+	DeferredKeptFiles    int64
 	// LastFinished is when the latest job of each kind finished.
 	LastFinished map[string]time.Time
 	// LastError is the error of the latest job of each kind that gave up
@@ -98,11 +103,31 @@ func (t *JobTally) add(ev events.JobEvent) {
 		t.AddedFiles += c["added_data_files_count"]
 	case "expire_snapshots":
 		t.ExpiredSnapshots += c["expired_snapshots_count"]
-		t.ExpiryFiles += c["deleted_data_files_count"] + c["deleted_position_delete_files_count"] +
-			c["deleted_equality_delete_files_count"]
+		t.ExpiryDeletedFiles += deletedFiles(c)
+		t.ExpiryDeferredFiles += c["deletion_deferred_files_count"]
 	case "delete_expired_files":
-		t.DeferredDeletedFiles += c["deleted_files_count"]
+		t.DeferredDeletedFiles += deletedFiles(c)
+		t.DeferredKeptFiles += c["still_referenced_files_count"]
 	}
+}
+
+// PendingDeletion is the number of files expiry left for a later pass that
+// no pass has dealt with yet.
+func (t JobTally) PendingDeletion() int64 {
+	return max(t.ExpiryDeferredFiles-t.DeferredDeletedFiles-t.DeferredKeptFiles, 0)
+}
+
+// deletedFiles adds up a job's deleted_*_count figures (data, position and
+// equality delete files, manifests, manifest lists, statistics files: Spark's
+// expire_snapshots columns).
+func deletedFiles(counts map[string]int64) int64 {
+	var n int64
+	for k, v := range counts {
+		if strings.HasPrefix(k, "deleted_") && strings.HasSuffix(k, "_count") {
+			n += v
+		}
+	}
+	return n
 }
 
 func (t JobTally) clone() JobTally {

@@ -92,9 +92,12 @@ func TestJobTally(t *testing.T) {
 		{Phase: events.JobScheduled, Kind: "expire_snapshots"},
 		{Phase: events.JobSucceeded, Kind: "expire_snapshots", Outcome: "succeeded",
 			Counts: map[string]int64{"expired_snapshots_count": 7, "deleted_data_files_count": 3, "deleted_manifest_files_count": 9}},
+		{Phase: events.JobScheduled, Kind: "expire_snapshots"},
+		{Phase: events.JobSucceeded, Kind: "expire_snapshots", Outcome: "succeeded",
+			Counts: map[string]int64{"expired_snapshots_count": 2, "deleted_data_files_count": 0, "deletion_deferred_files_count": 10}},
 		{Phase: events.JobScheduled, Kind: "delete_expired_files"},
 		{Phase: events.JobSucceeded, Kind: "delete_expired_files", Outcome: "succeeded", Time: time.Unix(50, 0),
-			Counts: map[string]int64{"deleted_files_count": 4}},
+			Counts: map[string]int64{"deleted_data_files_count": 4, "deleted_manifest_lists_count": 2, "still_referenced_files_count": 1}},
 		{Phase: events.JobScheduled, Kind: "rewrite_manifests"},
 	}
 	tally := JobTally{Scheduled: map[string]int{}, Started: map[string]int{}, Finished: map[JobOutcome]int{},
@@ -113,9 +116,12 @@ func TestJobTally(t *testing.T) {
 		{"rewritten bytes", tally.RewrittenBytes, 1000},
 		{"rewritten files", tally.RewrittenFiles, 10},
 		{"added files", tally.AddedFiles, 1},
-		{"expired snapshots", tally.ExpiredSnapshots, 7},
-		{"expiry files", tally.ExpiryFiles, 3},
-		{"deferred deleted files", tally.DeferredDeletedFiles, 4},
+		{"expired snapshots", tally.ExpiredSnapshots, 9},
+		{"deleted by expiry", tally.ExpiryDeletedFiles, 12},
+		{"deferred by expiry", tally.ExpiryDeferredFiles, 10},
+		{"deleted by the pass", tally.DeferredDeletedFiles, 6},
+		{"kept by the pass", tally.DeferredKeptFiles, 1},
+		{"pending", tally.PendingDeletion(), 3},
 	}
 	for _, c := range checks {
 		if c.got != c.want {

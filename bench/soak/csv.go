@@ -80,8 +80,10 @@ func sampleColumns() []column[sample] {
 	}
 	cols = append(cols,
 		column[sample]{"expired_snapshots", func(s sample) string { return num(s.Jobs.ExpiredSnapshots) }},
-		column[sample]{"expiry_files", func(s sample) string { return num(s.Jobs.ExpiryFiles) }},
+		column[sample]{"expiry_deleted_files", func(s sample) string { return num(s.Jobs.ExpiryDeletedFiles) }},
+		column[sample]{"expiry_deferred_files", func(s sample) string { return num(s.Jobs.ExpiryDeferredFiles) }},
 		column[sample]{"deferred_deleted_files", func(s sample) string { return num(s.Jobs.DeferredDeletedFiles) }},
+		column[sample]{"pending_deletion_files", func(s sample) string { return num(s.Jobs.PendingDeletion()) }},
 		column[sample]{"sample_ms", func(s sample) string { return ms(s.SampleTime) }},
 	)
 	return cols

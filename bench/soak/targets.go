@@ -255,8 +255,9 @@ func (s *soak) summary(checks []rowCheck, interrupted bool) string {
 	fmt.Fprintf(&b, ", %d commit slots missed (writer busy), %d conflicts retried\n", missed, end.WriterConflicts)
 	tally := s.jobs.Tally()
 	fmt.Fprintf(&b, "jobs: %s\n", jobsText(tally))
-	fmt.Fprintf(&b, "expiry: %d snapshots expired, %d data and delete files taken out of the history, %d files deleted by deferred passes\n",
-		tally.ExpiredSnapshots, tally.ExpiryFiles, tally.DeferredDeletedFiles)
+	fmt.Fprintf(&b, "expiry: %d snapshots expired; of the files they held, %d deleted at once, %d deferred to min_reader_margin, of which %d deleted, %d kept (referenced again), %d pending\n",
+		tally.ExpiredSnapshots, tally.ExpiryDeletedFiles, tally.ExpiryDeferredFiles, tally.DeferredDeletedFiles,
+		tally.DeferredKeptFiles, tally.PendingDeletion())
 	for kind, msg := range tally.LastError {
 		fmt.Fprintf(&b, "last error of %s: %s\n", kind, truncate(msg, 300))
 	}

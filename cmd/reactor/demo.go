@@ -48,14 +48,13 @@ const (
 	demoCommitRetryTime  = 20 * time.Second
 	// Every append adds a data manifest; 20 of them get merged.
 	demoManifestCount = 20
-	// Snapshots older than 4 s are expired (the built-ins: 5 days, and none
-	// younger than the 48 h reader margin); the demo's only readers are its
-	// own full scans, which take well under a second.
-	demoSnapshotMaxAge  = 4 * time.Second
-	demoMinReaderMargin = 4 * time.Second
-	// Files expiry unlinks are deleted 3 s later, by a second pass, so a
-	// reader that planned before the expiry can still read them.
-	demoDeletionDelay = 3 * time.Second
+	// Snapshots older than 4 s are expired (built-in: 5 days).
+	demoSnapshotMaxAge = 4 * time.Second
+	// The files an expiry unlinks are deleted 3 s after it, by a second
+	// pass, so a reader that planned before the expiry can still read them
+	// (built-in: 48 h); the demo's only readers are its own full scans,
+	// which take well under a second.
+	demoMinReaderMargin = 3 * time.Second
 	// demoBacklog commits are written before reactor starts: the table a
 	// streaming job left behind before anyone maintained it (seed 000's
 	// worked example starts from 60 micro-batches).
@@ -86,12 +85,13 @@ The writer first leaves a backlog of small commits, as a pipeline that ran
 before anyone maintained its table would; then reactor starts and the writer
 goes on committing small batches (half of them to the hot partition p0),
 publishing a commit event for each. reactor compacts the partitions, merges
-manifests, expires snapshots and deletes the files they held after a delay.
+manifests, expires snapshots and deletes the files they held once the reader
+margin has passed.
 
 One line per second shows the table as a reader sees it: live data files
 against the ideal count, files on disk, snapshots, data manifests, a full
 scan's time against the same rows compacted, bytes rewritten, snapshots
-expired, files deleted and the table's health. The summary compares the
+expired, files unlinked and deleted, and the table's health. The summary compares the
 table before reactor and after, and checks that the table holds exactly the
 rows written (exit status 1 if not). reactor's own log goes to a file
 (--log-file), not between the lines.`
@@ -134,17 +134,16 @@ func demoThresholds() (*thresholds.Config, error) {
 	cfg := &thresholds.Config{
 		Namespaces: []string{demoNamespace},
 		Defaults: thresholds.Policy{
-			SmallFileCount:      &small,
-			MinInputFiles:       &minInputs,
-			QuietPeriod:         dur(demoQuietPeriod),
-			MaxQuietWait:        dur(demoMaxQuietWait),
-			Cooldown:            dur(demoCooldown),
-			ConflictCooldown:    dur(demoConflictCooldown),
-			CommitRetryTime:     dur(demoCommitRetryTime),
-			ManifestCount:       &manifests,
-			SnapshotMaxAge:      dur(demoSnapshotMaxAge),
-			MinReaderMargin:     dur(demoMinReaderMargin),
-			ExpireDeletionDelay: dur(demoDeletionDelay),
+			SmallFileCount:   &small,
+			MinInputFiles:    &minInputs,
+			QuietPeriod:      dur(demoQuietPeriod),
+			MaxQuietWait:     dur(demoMaxQuietWait),
+			Cooldown:         dur(demoCooldown),
+			ConflictCooldown: dur(demoConflictCooldown),
+			CommitRetryTime:  dur(demoCommitRetryTime),
+			ManifestCount:    &manifests,
+			SnapshotMaxAge:   dur(demoSnapshotMaxAge),
+			MinReaderMargin:  dur(demoMinReaderMargin),
 		},
 	}
 	if err := cfg.Validate(); err != nil {
@@ -288,8 +287,8 @@ func (d *demo) run(ctx context.Context, startReactor func() error) error {
 	fmt.Fprintf(d.out, "reactor: compacts a partition at %d small files (< %s), quiet period %s, cool-down %s; merges manifests at %d\n",
 		demoSmallFileCount, thresholds.Size(float64(demoTargetFileSize)*thresholds.DefaultSmallFileRatio),
 		demoQuietPeriod, demoCooldown, demoManifestCount)
-	fmt.Fprintf(d.out, "demo margins (built-ins in brackets): snapshots expire at %s [5d], reader margin %s [48h], files deleted %s after expiry [at once]\n",
-		demoSnapshotMaxAge, demoMinReaderMargin, demoDeletionDelay)
+	fmt.Fprintf(d.out, "demo margins (built-ins in brackets): snapshots expire at %s old [5d]; the files they held are deleted %s later (min_reader_margin) [48h]\n",
+		demoSnapshotMaxAge, demoMinReaderMargin)
 	fmt.Fprintf(d.out, "reactor's log: %s\n", d.cfg.logFile)
 
 	backlog := time.Now()
@@ -342,6 +341,8 @@ func (d *demo) run(ctx context.Context, startReactor func() error) error {
 	if serr != nil {
 		return serr
 	}
+	// The summary's scans get the probe's full repetitions.
+	d.copies.MaxRuns, d.copies.RunBudget = 0, 0
 	after, err := d.observe(ctx, true)
 	if err != nil {
 		return err

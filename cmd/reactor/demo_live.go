@@ -12,7 +12,6 @@ import (
 
 	"github.com/apache/iceberg-go/table"
 
-	"github.com/icereactor/reactor/planner"
 	"github.com/icereactor/reactor/probe"
 )
 
@@ -71,8 +70,9 @@ func (d *demo) header() string {
 	}
 	return "files/ideal: live data files and ceil(bytes/target) per partition; on disk: data files in storage\n" +
 		"(live, kept for old snapshots, awaiting deletion, or left by failed commits); scan: a full scan's time\n" +
-		"over the same rows compacted; expired: snapshots; unlinked: data files expiry took out of the history;\n" +
-		"deleted: files the deletion pass removed after the delay; jobs: finished+due\n\n" + demoRow(names...)
+		"over the same rows compacted; expired: snapshots; unlinked: files (data, manifests, manifest lists)\n" +
+		"expiry took out of the history; deleted: those deleted once min_reader_margin passed; jobs: finished+due\n\n" +
+		demoRow(names...)
 }
 
 // line is one progress line. The full scan is timed on every other line,
@@ -107,8 +107,8 @@ func (d *demo) line(ctx context.Context) string {
 		scan,
 		byteSize(tally.RewrittenBytes),
 		fmt.Sprint(tally.ExpiredSnapshots),
-		fmt.Sprint(tally.ExpiryFiles),
-		fmt.Sprint(tally.DeferredDeletedFiles),
+		fmt.Sprint(tally.ExpiryDeletedFiles+tally.ExpiryDeferredFiles),
+		fmt.Sprint(tally.ExpiryDeletedFiles+tally.DeferredDeletedFiles),
 		jobs,
 		d.health(),
 	)
@@ -191,37 +191,30 @@ func (d *demo) live(ctx context.Context) (stop func()) {
 	}
 }
 
-// settle waits until reactor has nothing left to do: every event applied, no
-// job due or running, every partition below the threshold and every file
-// expiry unlinked deleted; or no new job for longer than the expiry and
-// deletion margins (a partition can stay over the threshold when its files
-// cannot be grouped, and then no job comes).
+// settle waits until reactor has nothing left to do (settledNow, twice in
+// a row half a second apart: one job finishing and the next being scheduled
+// are two events), or until no job has finished for longer than the expiry
+// and deletion margins (a partition can stay over the threshold when its
+// files cannot be grouped, and then no job comes).
 func (d *demo) settle(ctx context.Context) (string, error) {
 	deadline := time.Now().Add(demoSettleLimit)
-	idleFor := demoSnapshotMaxAge + demoDeletionDelay + 2*time.Second
-	lastFinished := -1
+	idleFor := demoSnapshotMaxAge + demoMinReaderMargin + 2*time.Second
+	lastFinished, stable := -1, 0
 	lastChange := time.Now()
 	for {
 		tally := d.jobs.Tally()
 		if n := finishedCount(tally); n != lastFinished {
 			lastFinished, lastChange = n, time.Now()
 		}
-		if tally.Running() == 0 && d.caughtUp(ctx) {
-			_, parts := d.w.Planner.TableCounters(d.tableName())
-			below := true
-			for _, p := range parts {
-				below = below && p.SmallFiles < demoSmallFileCount
+		if d.settledNow(ctx, tally) {
+			if stable++; stable >= 2 {
+				return "compacted, expired, every unlinked file deleted", nil
 			}
-			// Deletion is pending while an expiry finished after the last
-			// deletion pass.
-			pending := tally.LastFinished[string(planner.KindExpireSnapshots)].After(
-				tally.LastFinished[string(planner.KindDeleteExpiredFiles)])
-			if below && !pending {
-				return "every partition below the threshold, every unlinked file deleted", nil
-			}
-			if time.Since(lastChange) > idleFor {
-				return "no further job scheduled", nil
-			}
+		} else {
+			stable = 0
+		}
+		if tally.Running() == 0 && time.Since(lastChange) > idleFor {
+			return "no further job scheduled", nil
 		}
 		if time.Now().After(deadline) {
 			return fmt.Sprintf("stopped waiting after %s", demoSettleLimit), nil
@@ -229,20 +222,40 @@ func (d *demo) settle(ctx context.Context) (string, error) {
 		select {
 		case <-ctx.Done():
 			return "", ctx.Err()
-		case <-time.After(250 * time.Millisecond):
+		case <-time.After(500 * time.Millisecond):
 		}
 	}
 }
 
-// caughtUp reports whether the planner's counters describe the table's
-// current snapshot, i.e. every commit event has been applied.
-func (d *demo) caughtUp(ctx context.Context) bool {
+// settledNow reports whether reactor has nothing left to do at this
+// moment: no job due or running, every commit event applied, every
+// partition below the threshold, no snapshot but the current one older than
+// snapshot_max_age (with a moment's slack for the expiry to run), and no
+// file waiting for deletion.
+func (d *demo) settledNow(ctx context.Context, tally probe.JobTally) bool {
+	if tally.Running() > 0 || tally.PendingDeletion() > 0 {
+		return false
+	}
 	tbl, err := d.cat.LoadTable(ctx, d.ident)
 	if err != nil || tbl.CurrentSnapshot() == nil {
 		return false
 	}
-	snap, _ := d.w.Planner.TableCounters(d.tableName())
-	return snap == tbl.CurrentSnapshot().SnapshotID
+	current := tbl.CurrentSnapshot().SnapshotID
+	snap, parts := d.w.Planner.TableCounters(d.tableName())
+	if snap != current {
+		return false
+	}
+	for _, p := range parts {
+		if p.SmallFiles >= demoSmallFileCount {
+			return false
+		}
+	}
+	for _, s := range tbl.Metadata().Snapshots() {
+		if s.SnapshotID != current && time.Since(time.UnixMilli(s.TimestampMs)) > demoSnapshotMaxAge+2*time.Second {
+			return false
+		}
+	}
+	return true
 }
 
 // levelCounter counts what reactor logs at warning and error, by message,

@@ -43,8 +43,9 @@ func (d *demo) summary(ctx context.Context, before, after observation, writeTime
 	}
 	fmt.Fprintf(out, "compaction: %d files rewritten into %d, %s of %s written (write amplification %.2fx)\n",
 		tally.RewrittenFiles, tally.AddedFiles, byteSize(tally.RewrittenBytes), byteSize(written), wa)
-	fmt.Fprintf(out, "expiry: %d snapshots expired, %d data files taken out of the history; %d files (data, manifests, manifest lists) deleted by the pass %s later\n",
-		tally.ExpiredSnapshots, tally.ExpiryFiles, tally.DeferredDeletedFiles, demoDeletionDelay)
+	fmt.Fprintf(out, "expiry: %d snapshots expired; %d files (data, manifests, manifest lists) unlinked, %d deleted once min_reader_margin (%s) had passed, %d still waiting\n",
+		tally.ExpiredSnapshots, tally.ExpiryDeletedFiles+tally.ExpiryDeferredFiles,
+		tally.ExpiryDeletedFiles+tally.DeferredDeletedFiles, demoMinReaderMargin, tally.PendingDeletion())
 	if n := after.table.DiskDataFiles - after.table.DataFiles; n > 0 && after.table.Snapshots == 1 {
 		fmt.Fprintf(out, "        %d data files on disk belong to no snapshot: the writer's failed commit attempts leave theirs, for orphan cleanup (orphan_margin, 3 days by default)\n", n)
 	}
