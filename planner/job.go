@@ -198,4 +198,9 @@ type Result struct {
 	// PendingDeletes are the batches of files an expiry unlinked, due for
 	// deletion once min_reader_margin has passed.
 	PendingDeletes []deletions.Ref
+	// NothingToDo names the job's partitions (by key) where it found
+	// nothing whose rewrite would change the partition, with why: the
+	// planner settles the job's kind for them until they are written
+	// again, whatever the job's outcome elsewhere.
+	NothingToDo map[string]string
 }

@@ -48,6 +48,10 @@ func ManualJob(ctx context.Context, tbl *table.Table, cfg *thresholds.Config, ki
 	if s := tbl.CurrentSnapshot(); s != nil {
 		job.BaseSnapshotID = s.SnapshotID
 	}
+	if kind == KindCompact {
+		// Asked for now: the tier rule's count trigger is min_input_files.
+		job.Settings.SmallFileCount = job.Settings.MinInputFiles
+	}
 	manual := Reason{Partition: tableWide, Threshold: "manual", Note: "requested on the command line"}
 	switch kind {
 	case KindCompact, KindRewritePositionDeletes, KindSort:

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -105,6 +106,7 @@ type tableState struct {
 	dryRunReported        map[string]bool // candidates a dry run already reported
 
 	manifestSettledAt int // manifest count a no-op rewrite left; 0: none
+	manifestFloorSaid int // manifest count the "cannot reach manifest_count" line was logged at
 }
 
 // New creates a planner.
@@ -316,7 +318,7 @@ func (p *Planner) evaluateLocked(st *tableState) {
 	for _, k := range keys {
 		ps := st.counters.partitions[k]
 		var settled []JobKind
-		if ps.settledWrite.Equal(ps.LastWrite) && !ps.settledWrite.IsZero() {
+		if ps.settledWrite.Equal(ps.LastWrite) {
 			settled = ps.settledKinds
 		}
 		_, kind, reason, applyDeletes, due := partitionDue(ps.Counters, set, now, settled...)
@@ -415,7 +417,7 @@ func (p *Planner) evaluateLocked(st *tableState) {
 func (st *tableState) metadataOverBounds() bool {
 	set := st.settings
 	return (set.SnapshotCount > 0 && len(st.snapshots.times) >= set.SnapshotCount) ||
-		(st.counters.dataManifests >= set.ManifestCount && st.counters.dataManifests != st.manifestSettledAt)
+		st.manifestsOverBound()
 }
 
 // tableWideLocked schedules the first due table-wide job, in the seeds'
@@ -448,7 +450,7 @@ func (p *Planner) tableWideLocked(st *tableState, now time.Time, deferUntil func
 			return true
 		}
 	}
-	if st.counters.dataManifests >= set.ManifestCount && st.counters.dataManifests != st.manifestSettledAt {
+	if p.manifestRewriteDueLocked(st) {
 		if now.Before(st.manifestCooldownUntil) {
 			deferUntil(st.manifestCooldownUntil)
 		} else {
@@ -702,6 +704,13 @@ func (p *Planner) Finished(ctx context.Context, job Job, res Result) {
 			continue
 		}
 		ps.inJob = false
+		if why, idle := res.NothingToDo[part.Key]; idle && res.Outcome == Succeeded {
+			// The job changed other partitions but found nothing to do
+			// in this one: settle it like a no-op.
+			p.settleLocked(st, ps, job, why)
+			ps.cooldownUntil = now.Add(job.Settings.Cooldown)
+			continue
+		}
 		switch {
 		case job.Kind == KindSort && res.Outcome == Failed:
 			// An order that does not fit the schema fails every time:
@@ -710,11 +719,11 @@ func (p *Planner) Finished(ctx context.Context, job Job, res Result) {
 		case res.Outcome == GaveUp:
 			ps.cooldownUntil = now.Add(job.Settings.ConflictCooldown)
 		case res.Outcome == Noop:
-			if !ps.settledWrite.Equal(ps.LastWrite) {
-				ps.settledKinds = nil
+			why := res.NothingToDo[part.Key]
+			if why == "" {
+				why = "the job found nothing to do"
 			}
-			ps.settledWrite = ps.LastWrite
-			ps.settledKinds = append(ps.settledKinds, job.Kind)
+			p.settleLocked(st, ps, job, why)
 			ps.cooldownUntil = now.Add(job.Settings.Cooldown)
 		default:
 			ps.cooldownUntil = now.Add(job.Settings.Cooldown)
@@ -728,6 +737,22 @@ func (p *Planner) Finished(ctx context.Context, job Job, res Result) {
 		return
 	}
 	p.evaluateLocked(st)
+}
+
+// settleLocked records that jobs of job's kind find nothing to do in ps
+// until it is written again, and says so: a partition over a threshold
+// that no job of this kind can fix is left alone rather than rewritten
+// into the same files every cool-down.
+func (p *Planner) settleLocked(st *tableState, ps *partitionState, job Job, why string) {
+	if !ps.settledWrite.Equal(ps.LastWrite) {
+		ps.settledKinds = nil
+	}
+	ps.settledWrite = ps.LastWrite
+	if !slices.Contains(ps.settledKinds, job.Kind) {
+		ps.settledKinds = append(ps.settledKinds, job.Kind)
+	}
+	p.log.Info("partition settled: not scheduled for this kind again until it is written", "table", st.name,
+		"partition", ps.Key, "kind", job.Kind, "job_id", job.ID, "reason", why)
 }
 
 // PartitionCounters is a snapshot of one partition's counters (for the

@@ -27,8 +27,8 @@ func (s *soak) header() string {
 	fmt.Fprintf(&b, "soak: %d table(s) x %d partitions, %g commits/s per table of %d rows, %s; sample every %s, targets after %s\n",
 		c.tables, c.partitions, c.rate, c.rows, c.duration, c.interval, c.warmup)
 	e := s.tables[0].eff
-	fmt.Fprintf(&b, "reactor (pid %d, its own process; log %s/reactor.log): target_file_size %s (%s), small_file_count %d, min_input_files %d,\n",
-		s.rx.Pid(), c.out, sizeText(e.TargetFileSize), e.TargetFileSizeSource, e.SmallFileCount, e.MinInputFiles)
+	fmt.Fprintf(&b, "reactor (pid %d, its own process; log %s/reactor.log): target_file_size %s (%s), small_file_count %d, min_input_files %d, tier_fan_in %d,\n",
+		s.rx.Pid(), c.out, sizeText(e.TargetFileSize), e.TargetFileSizeSource, e.SmallFileCount, e.MinInputFiles, e.TierFanIn)
 	fmt.Fprintf(&b, "  quiet_period %s, max_quiet_wait %s, cooldown %s, conflict_cooldown %s, commit_retry_time %s,\n",
 		e.QuietPeriod, e.MaxQuietWait, e.Cooldown, e.ConflictCooldown, e.CommitRetryTime)
 	fmt.Fprintf(&b, "  manifest_count %d, snapshot_count %d, snapshot_max_age %s, retain_last %d, min_reader_margin %s, expire_deletion_delay %s\n",

@@ -20,6 +20,7 @@ import (
 	"github.com/icereactor/reactor/events"
 	"github.com/icereactor/reactor/metrics"
 	"github.com/icereactor/reactor/probe"
+	"github.com/icereactor/reactor/redact"
 	"github.com/icereactor/reactor/streamwriter"
 	"github.com/icereactor/reactor/thresholds"
 	"github.com/icereactor/reactor/worker"
@@ -185,8 +186,8 @@ func demoCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (err 
 	defer logOut.Close()
 	logCount := &levelCounter{}
 	log := slog.New(slog.NewMultiHandler(
-		logCount.wrap(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: cfg.logLevel})),
-		slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelError}),
+		logCount.wrap(redact.Handler(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: cfg.logLevel}))),
+		redact.Handler(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelError})),
 	))
 
 	// The writer's catalog handle opens the catalog first: the backlog is

@@ -11,6 +11,7 @@ import (
 	"github.com/icereactor/reactor/executor"
 	"github.com/icereactor/reactor/metrics"
 	"github.com/icereactor/reactor/planner"
+	"github.com/icereactor/reactor/redact"
 )
 
 // oneShotResult is what a one-shot job prints with --json.
@@ -32,7 +33,7 @@ type oneShotResult struct {
 // the result columns of the equivalent Spark procedure to stdout. A job that
 // failed or gave up on conflicts is an error (exit 1).
 func runOneShot(ctx context.Context, c *tableCommand, kind planner.JobKind, opts planner.ManualOptions, stdout, stderr io.Writer) error {
-	log := slog.New(slog.NewTextHandler(stderr, nil))
+	log := slog.New(redact.Handler(slog.NewTextHandler(stderr, nil)))
 	cfg, cat, tbl, closeCatalog, err := c.load(ctx, log)
 	if err != nil {
 		return err
