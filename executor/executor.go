@@ -33,6 +33,9 @@ type Executor struct {
 	// referenceMaxAge: see the constant (tests set 0: re-read before
 	// every delete).
 	referenceMaxAge time.Duration
+	opts            Options
+	// tokens bound the output files written at once (datapath.go).
+	tokens tokens
 }
 
 // New creates an executor committing through cat.
@@ -43,7 +46,7 @@ func New(cat catalog.Catalog, log *slog.Logger, met *metrics.Metrics) *Executor 
 	if met == nil {
 		met = metrics.New()
 	}
-	return &Executor{cat: cat, log: log, met: met, referenceMaxAge: referenceMaxAge}
+	return &Executor{cat: cat, log: log, met: met, referenceMaxAge: referenceMaxAge, tokens: newTokens(1)}
 }
 
 // Report is what a job did, in the terms the Spark procedures report
@@ -147,7 +150,7 @@ func (e *Executor) Run(ctx context.Context, job planner.Job) (planner.Result, Re
 // the rest: batches, commit validation and retries, cleanup.
 type rewriter struct {
 	plan  func(ctx context.Context, tbl *table.Table, job planner.Job) ([]table.CompactionTaskGroup, int, error)
-	write func(ctx context.Context, tbl *table.Table, g table.CompactionTaskGroup) (table.CompactionGroupResult, error)
+	write groupWriter
 	// props are extra snapshot summary properties of the commits.
 	props iceberg.Properties
 }
@@ -160,11 +163,7 @@ func (e *Executor) compact(ctx context.Context, log *slog.Logger, job planner.Jo
 			planned = groups
 			return groups, skipped, err
 		},
-		write: func(ctx context.Context, tbl *table.Table, g table.CompactionTaskGroup) (table.CompactionGroupResult, error) {
-			// Outputs roll at reactor's target, not only the table
-			// property's: a tier merge may hold several targets' worth.
-			return table.ExecuteCompactionGroup(ctx, tbl, g, table.WithCompactionTargetFileSize(job.Settings.TargetFileSize))
-		},
+		write: e.compactionGroupWriter(job.Settings.TargetFileSize, e.newJobPool()),
 	})
 	res.NothingToDo = idlePartitions(job, planned, "no rewrite group: no set of files whose rewrite would change the partition "+
 		"(candidates fewer than min_input_files, or one file with no delete applying)")
@@ -401,23 +400,17 @@ func batch(groups []table.CompactionTaskGroup, n int) [][]table.CompactionTaskGr
 	return out
 }
 
-// writeBatch reads each group (deletes applied) and writes its outputs once.
-// Each group gets a progress line: a large partition takes minutes.
+// writeBatch reads each group (deletes applied) and writes its outputs
+// once, the groups at once (datapath.go). Each group gets a progress line:
+// a large partition takes minutes.
 func (e *Executor) writeBatch(ctx context.Context, log *slog.Logger, tbl *table.Table, groups []table.CompactionTaskGroup,
-	write func(context.Context, *table.Table, table.CompactionTaskGroup) (table.CompactionGroupResult, error)) ([]table.CompactionGroupResult, error) {
-	results := make([]table.CompactionGroupResult, 0, len(groups))
-	for i, g := range groups {
-		start := time.Now()
-		gr, err := write(ctx, tbl, g)
-		results = append(results, gr)
-		if err != nil {
-			return results, fmt.Errorf("rewrite group %s: %w", g.PartitionKey, err)
-		}
-		log.Info("group rewritten, not yet committed", "group", i+1, "groups", len(groups), "partition", g.PartitionKey,
+	write groupWriter) ([]table.CompactionGroupResult, error) {
+	start := time.Now()
+	return writeGroups(ctx, tbl, groups, write, func(i int, gr table.CompactionGroupResult) {
+		log.Info("group rewritten, not yet committed", "group", i+1, "groups", len(groups), "partition", groups[i].PartitionKey,
 			"files_in", len(gr.OldDataFiles), "files_out", len(gr.NewDataFiles), "bytes_in", gr.BytesBefore,
 			"duration", time.Since(start).Round(time.Millisecond))
-	}
-	return results, nil
+	})
 }
 
 // commitBatch commits the already written outputs, retrying conflicts with

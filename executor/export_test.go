@@ -6,3 +6,11 @@ var RemovedSnapshots = removedSnapshots
 // ReReadReferencesBeforeEveryDelete makes e's orphan cleanup re-read the
 // table's history before every delete, however recently it read it.
 func ReReadReferencesBeforeEveryDelete(e *Executor) { e.referenceMaxAge = 0 }
+
+// UseIcebergWriter makes e write every rewrite group through iceberg-go's
+// ExecuteCompactionGroup, as reactor did before its own data path.
+func UseIcebergWriter(e *Executor) { e.opts.icebergWriter = true }
+
+// PoisonFreedBuffers makes e's job pools overwrite what Arrow frees and
+// never reuse it, so a buffer read after its release shows as garbage.
+func PoisonFreedBuffers(e *Executor) { e.opts.poisonFreed = true }

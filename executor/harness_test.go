@@ -53,8 +53,33 @@ func newFixture(t testing.TB, tableProps iceberg.Properties) *fixture {
 		level = slog.LevelDebug
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
-	f.exec = executor.New(f.icat, log, f.met)
+	f.exec = newTestExecutor(t, f.icat, log, f.met)
 	return f
+}
+
+// writerEnv selects the data path every executor test runs on:
+// "iceberg-go" (iceberg-go's ExecuteCompactionGroup, one group at a time,
+// as before reactor's own writer) or, by default, reactor's pipelined
+// writer with two units at a time and every freed buffer poisoned. .ci/run
+// runs the package under both.
+const writerEnv = "REACTOR_TEST_WRITER"
+
+// newTestExecutor is executor.New on the data path writerEnv selects.
+func newTestExecutor(t testing.TB, cat catalog.Catalog, log *slog.Logger, met *metrics.Metrics) *executor.Executor {
+	t.Helper()
+	e := executor.New(cat, log, met)
+	switch w := os.Getenv(writerEnv); w {
+	case "iceberg-go":
+		executor.UseIcebergWriter(e)
+	case "", "reactor":
+		if err := e.Configure(executor.Options{Concurrency: 2}); err != nil {
+			t.Fatal(err)
+		}
+		executor.PoisonFreedBuffers(e)
+	default:
+		t.Fatalf("%s=%q: want iceberg-go or reactor", writerEnv, w)
+	}
+	return e
 }
 
 func (f *fixture) commit(category string, rows int) {

@@ -56,6 +56,10 @@ func (e *Executor) sort(ctx context.Context, log *slog.Logger, job planner.Job) 
 			return groups, skipped, err
 		},
 		write: func(ctx context.Context, tbl *table.Table, g table.CompactionTaskGroup) (table.CompactionGroupResult, error) {
+			if err := e.tokens.acquire(ctx); err != nil {
+				return table.CompactionGroupResult{}, err
+			}
+			defer e.tokens.release()
 			return writeSortedGroup(ctx, tbl, g, bound, job.Settings.TargetFileSize)
 		},
 		props: iceberg.Properties{planner.SortSnapshotProperty: order.String()},
