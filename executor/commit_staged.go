@@ -205,3 +205,23 @@ func (e *Executor) findSnapshot(ctx context.Context, job planner.Job, id int64) 
 	}
 	return tbl
 }
+
+// commitDeleteMergesStaged is commitDeleteMerges through stagedRewrite:
+// the sources must all still be live, and only delete manifests are read.
+func (e *Executor) commitDeleteMergesStaged(ctx context.Context, log *slog.Logger, job planner.Job, planned *table.Table, fs iceio.IO,
+	merges []*deleteMerge, rep *Report) (*table.Table, error) {
+	st := &stagedRewrite{
+		fs: fs, op: table.OpReplace,
+		props:  iceberg.Properties{planner.SnapshotJobProperty: job.ID},
+		always: map[string]iceberg.DataFile{},
+	}
+	for _, m := range merges {
+		for _, src := range m.remove {
+			st.always[src.file.FilePath()] = src.file
+		}
+		for _, out := range m.outputs {
+			st.addDeletes = append(st.addDeletes, deleteAddition{file: out, seq: m.seq})
+		}
+	}
+	return e.commitStaged(ctx, log, job, planned, fs, st, rep, "position-delete rewrite")
+}
