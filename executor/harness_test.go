@@ -175,6 +175,9 @@ type interleavingCatalog struct {
 	before []func()
 	// commits counts CommitTable calls made by reactor through it.
 	commits int
+	// wrapFS, when set, wraps the IO of every table it loads (to count
+	// what reactor reads).
+	wrapFS func(iceio.IO) iceio.IO
 }
 
 func (c *interleavingCatalog) LoadTable(ctx context.Context, id table.Identifier) (*table.Table, error) {
@@ -182,8 +185,15 @@ func (c *interleavingCatalog) LoadTable(ctx context.Context, id table.Identifier
 	if err != nil {
 		return nil, err
 	}
+	wrap := c.wrapFS
 	return table.New(tbl.Identifier(), tbl.Metadata(), tbl.MetadataLocation(),
-		func(ctx context.Context) (iceio.IO, error) { return tbl.FS(ctx) }, c), nil
+		func(ctx context.Context) (iceio.IO, error) {
+			fs, err := tbl.FS(ctx)
+			if err == nil && wrap != nil {
+				fs = wrap(fs)
+			}
+			return fs, err
+		}, c), nil
 }
 
 func (c *interleavingCatalog) CommitTable(ctx context.Context, id table.Identifier, reqs []table.Requirement, updates []table.Update) (table.Metadata, string, error) {
