@@ -182,7 +182,7 @@ func (e *Executor) commitStaged(ctx context.Context, log *slog.Logger, job plann
 		}
 		return backoff.Permanent(fmt.Errorf("%w: %w", errUnknownCommitState, err))
 	}
-	err = e.retryCommits(ctx, log, job, op, func() (int, time.Time) { return attempt, attemptStart })
+	err = e.retryCommitsInto(ctx, log, job, rep, op, func() (int, time.Time) { return attempt, attemptStart })
 	switch {
 	case err == nil:
 		rep.StagedMetadataCleanedUp += removePaths(fs, st.superseded, log)

@@ -55,6 +55,9 @@ type Report struct {
 	Commits                 int
 	Attempts                int
 	Conflicts               int
+	// RetriesAfterCommit counts the retries that went right after an
+	// observed writer commit rather than at the end of their backoff.
+	RetriesAfterCommit int
 	FailedBatches           int
 	SkippedFiles            int
 	PlannedFromSnapshotID   int64

@@ -44,7 +44,7 @@ func (e *Executor) rewriteManifests(ctx context.Context, log *slog.Logger, job p
 		}
 		return mr.attempt(ctx, tbl)
 	}
-	err := e.retryCommits(ctx, log, job, op, func() (int, time.Time) { return rep.Attempts, attemptStart })
+	err := e.retryCommitsInto(ctx, log, job, &rep, op, func() (int, time.Time) { return rep.Attempts, attemptStart })
 	mr.cleanup(err)
 	if err != nil {
 		return retryOutcome(err, rep.Attempts), rep

@@ -25,6 +25,13 @@ import (
 // number and its start for the log.
 func (e *Executor) retryCommits(ctx context.Context, log *slog.Logger, job planner.Job, op func() error,
 	attempt func() (int, time.Time)) error {
+	return e.retryCommitsInto(ctx, log, job, nil, op, attempt)
+}
+
+// retryCommitsInto is retryCommits counting, in rep when not nil, the
+// retries that went on an observed writer commit.
+func (e *Executor) retryCommitsInto(ctx context.Context, log *slog.Logger, job planner.Job, rep *Report, op func() error,
+	attempt func() (int, time.Time)) error {
 	bo := backoff.NewExponentialBackOff()
 	bo.InitialInterval = 20 * time.Millisecond
 	bo.RandomizationFactor = 0.5
@@ -54,6 +61,9 @@ func (e *Executor) retryCommits(ctx context.Context, log *slog.Logger, job plann
 		cost := time.Since(started)
 		waitStart := time.Now()
 		observed := e.watch.wait(ctx, job.TableName, mark, wait)
+		if observed && rep != nil {
+			rep.RetriesAfterCommit++
+		}
 		log.Info("commit conflict; retrying", "attempt", n, "attempt_duration", cost,
 			"waited", time.Since(waitStart), "after_writer_commit", observed, "error", err)
 		if ctx.Err() != nil {

@@ -51,12 +51,18 @@ type Options struct {
 	// LocationRebuildInterval is the least time between two rebuilds of the
 	// table-location index triggered by objects no table claims (default 30s).
 	LocationRebuildInterval time.Duration
+	// CommitObserved, when set, hears the qualified name of a table as soon
+	// as a commit to it is observed (a commit event or a new metadata file
+	// not seen before), before the planner loads it: the moment a
+	// conflicting job's retry should try. It must not block.
+	CommitObserved func(table string)
 }
 
 // Planner keeps per-table state and schedules jobs.
 type Planner struct {
 	cat      catalog.Catalog
 	catName  string
+	observed func(table string)
 	cfg      atomic.Pointer[thresholds.Config]
 	dispatch Dispatcher
 	log      *slog.Logger
@@ -107,6 +113,7 @@ func New(opts Options) *Planner {
 	p := &Planner{
 		cat:      opts.Catalog,
 		catName:  opts.CatalogName,
+		observed: opts.CommitObserved,
 		dispatch: opts.Dispatch,
 		log:      opts.Logger,
 		met:      opts.Metrics,
@@ -177,6 +184,7 @@ func (p *Planner) Apply(ctx context.Context, ev events.CommitEvent) error {
 		p.log.Debug("event for a snapshot already applied", "table", ev.QualifiedName(), "snapshot_id", ev.SnapshotID)
 		return nil
 	}
+	p.commitObserved(ev.QualifiedName())
 	ident := append(ev.NamespaceLevels(), ev.Table)
 	tbl, err := p.cat.LoadTable(ctx, ident)
 	if err != nil {
@@ -189,6 +197,12 @@ func (p *Planner) Apply(ctx context.Context, ev events.CommitEvent) error {
 		return fmt.Errorf("%w: load %s: %w", ErrCatalogUnavailable, ev.QualifiedName(), err)
 	}
 	return p.Observe(ctx, tbl)
+}
+
+func (p *Planner) commitObserved(name string) {
+	if p.observed != nil {
+		p.observed(name)
+	}
 }
 
 func (p *Planner) alreadyApplied(ev events.CommitEvent) bool {

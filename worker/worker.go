@@ -294,6 +294,9 @@ func Start(ctx context.Context, cfg Config) (_ *Worker, err error) {
 		},
 		Logger:  cfg.Logger,
 		Metrics: cfg.Metrics,
+		// A job that lost a commit race retries right after a writer's
+		// next commit.
+		CommitObserved: exec.CommitObserved,
 	})
 	healthPrefix := cfg.HealthSubjectPrefix
 	if healthPrefix == "" {
