@@ -33,7 +33,7 @@ import (
 // commit, as do the position deletes it leaves applying to nothing.
 func (e *Executor) commitBatch(ctx context.Context, log *slog.Logger, job planner.Job, planned, head *table.Table, fs iceio.IO,
 	results []table.CompactionGroupResult, eqDeletes map[string]iceberg.DataFile, extraProps iceberg.Properties, rep *Report) (*table.Table, error) {
-	if !stagedCommits(head.Metadata(), results) {
+	if e.replayCommits || !stagedCommits(head.Metadata(), results) {
 		return e.commitBatchReplay(ctx, log, job, planned, head, fs, results, eqDeletes, extraProps, rep)
 	}
 	var (
@@ -106,7 +106,8 @@ func stagedCommits(meta table.Metadata, results []table.CompactionGroupResult) b
 }
 
 // commitStaged prepares st on head (reading head's manifests once) and
-// commits it, retrying lost races within the job's commit budget. Every
+// commits it on the catalog's current head, retrying lost races within the
+// job's commit budget. Every
 // failed attempt's manifest list is deleted at once; the manifests st
 // wrote once are deleted only when the commit definitively did not land,
 // and never when its outcome is unknown (errUnknownCommitState).
@@ -134,13 +135,12 @@ func (e *Executor) commitStaged(ctx context.Context, log *slog.Logger, job plann
 		rep.Attempts++
 		attemptStart = time.Now()
 		opened := st.opened
-		tbl := head
-		if attempt > 1 {
-			fresh, err := e.loadForAttempt(ctx, job)
-			if err != nil {
-				return err
-			}
-			tbl = fresh
+		// Every attempt, the first included, starts from the catalog's
+		// head: a busy writer has committed since the outputs were
+		// written, and reading its commits costs less than losing.
+		tbl, err := e.loadForAttempt(ctx, job)
+		if err != nil {
+			return err
 		}
 		if err := st.advance(tbl.Metadata()); err != nil {
 			return backoff.Permanent(err)

@@ -29,6 +29,9 @@ type Executor struct {
 	log   *slog.Logger
 	met   *metrics.Metrics
 	watch commitWatch
+	// replayCommits sends every data rewrite through commitBatchReplay
+	// (benchmarks compare the two paths).
+	replayCommits bool
 }
 
 // New creates an executor committing through cat.
@@ -46,18 +49,18 @@ func New(cat catalog.Catalog, log *slog.Logger, met *metrics.Metrics) *Executor 
 // (rewrite_data_files, rewrite_manifests), plus reactor's commit
 // bookkeeping.
 type Report struct {
-	Groups                  int
-	RewrittenDataFiles      int
-	AddedDataFiles          int
-	RewrittenBytes          int64
-	AddedBytes              int64
-	RemovedDeleteFiles      int
-	Commits                 int
-	Attempts                int
-	Conflicts               int
+	Groups             int
+	RewrittenDataFiles int
+	AddedDataFiles     int
+	RewrittenBytes     int64
+	AddedBytes         int64
+	RemovedDeleteFiles int
+	Commits            int
+	Attempts           int
+	Conflicts          int
 	// RetriesAfterCommit counts the retries that went right after an
 	// observed writer commit rather than at the end of their backoff.
-	RetriesAfterCommit int
+	RetriesAfterCommit      int
 	FailedBatches           int
 	SkippedFiles            int
 	PlannedFromSnapshotID   int64

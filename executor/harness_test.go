@@ -7,6 +7,7 @@ import (
 	"os"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog"
@@ -178,10 +179,44 @@ type interleavingCatalog struct {
 	// wrapFS, when set, wraps the IO of every table it loads (to count
 	// what reactor reads).
 	wrapFS func(iceio.IO) iceio.IO
+	// calls records when each load and commit started and ended (for the
+	// benchmarks that time one commit attempt).
+	calls []catalogCall
+}
+
+type catalogCall struct {
+	commit     bool
+	start, end time.Time
+	err        error
+}
+
+func (c *interleavingCatalog) record(commit bool, start time.Time, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.calls = append(c.calls, catalogCall{commit: commit, start: start, end: time.Now(), err: err})
+}
+
+// lastAttempt is how long reactor's last commit attempt took: from the
+// table load that started it to the end of its catalog commit.
+func (c *interleavingCatalog) lastAttempt() time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i := len(c.calls) - 1; i > 0; i-- {
+		if c.calls[i].commit {
+			for j := i - 1; j >= 0 && !c.calls[j].commit; j-- {
+				if j == 0 || c.calls[j-1].commit {
+					return c.calls[i].end.Sub(c.calls[j].start)
+				}
+			}
+		}
+	}
+	return 0
 }
 
 func (c *interleavingCatalog) LoadTable(ctx context.Context, id table.Identifier) (*table.Table, error) {
+	start := time.Now()
 	tbl, err := c.Catalog.LoadTable(ctx, id)
+	c.record(false, start, err)
 	if err != nil {
 		return nil, err
 	}
@@ -207,7 +242,10 @@ func (c *interleavingCatalog) CommitTable(ctx context.Context, id table.Identifi
 	if run != nil {
 		run()
 	}
-	return c.Catalog.CommitTable(ctx, id, reqs, updates)
+	start := time.Now()
+	meta, loc, err := c.Catalog.CommitTable(ctx, id, reqs, updates)
+	c.record(true, start, err)
+	return meta, loc, err
 }
 
 // beforeNextCommits queues actions, one per upcoming reactor commit.
