@@ -153,7 +153,8 @@ func (st *stagedRewrite) removedDeleteFiles() int {
 	return n
 }
 
-// prepare reads every manifest of base's current snapshot once: where each
+// prepare reads the manifests of base's current snapshot that may hold a
+// removal candidate (by their partition summaries) once: where each
 // removed file lives, that every file that must go is live, and which
 // optional delete files are dead once the rewrite's data files are gone.
 // It writes the added files' manifests the first time. Earlier copies and
@@ -182,6 +183,24 @@ func (st *stagedRewrite) prepare(ctx context.Context, base *table.Table) error {
 		return fmt.Sprintf("%d|%s", df.SpecID(), keys.Key(df.SpecID(), df.Partition()))
 	}
 	needSurvivors := len(st.optional) > 0
+	// Only manifests whose partition summaries admit a removal candidate's
+	// partition are read (and, for the survivors a partition-scoped delete
+	// needs, the same partitions; equality deletes may need every one).
+	dataParts, deleteParts := newPartitionFilter(meta), newPartitionFilter(meta)
+	for _, df := range st.always {
+		if df.ContentType() == iceberg.EntryContentData {
+			dataParts.add(df)
+		} else {
+			deleteParts.add(df)
+		}
+	}
+	for _, df := range st.optional {
+		deleteParts.add(df)
+		dataParts.add(df)
+		if df.ContentType() == iceberg.EntryContentEqDeletes {
+			dataParts.all = true
+		}
+	}
 	var (
 		mu        sync.Mutex
 		minSeq    = map[string]int64{} // least sequence number of a surviving data file, per (spec, partition)
@@ -192,7 +211,17 @@ func (st *stagedRewrite) prepare(ctx context.Context, base *table.Table) error {
 	g.SetLimit(runtime.GOMAXPROCS(0))
 	for _, m := range list {
 		c := m.ManifestContent()
-		if !st.locates(c) && (c != iceberg.ManifestContentData || !needSurvivors) {
+		var read bool
+		switch c {
+		case iceberg.ManifestContentData:
+			read = (st.locates(c) || needSurvivors) && dataParts.mayHold(m)
+		case iceberg.ManifestContentDeletes:
+			read = st.locates(c) && deleteParts.mayHold(m)
+		}
+		if !read {
+			if st.locates(c) {
+				st.known[m.FilePath()] = true // holds no candidate
+			}
 			continue
 		}
 		g.Go(func() error {
