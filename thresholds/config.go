@@ -42,7 +42,7 @@ const (
 	DefaultMinReaderMargin        = 48 * time.Hour
 	DefaultSnapshotCount          = 500
 	DefaultCooldown               = 30 * time.Second
-	DefaultConflictCooldown       = 5 * time.Minute
+	DefaultConflictCooldown       = 30 * time.Second
 	DefaultCommitRetryTime        = 60 * time.Second
 	DefaultMaxGroupSize           = 1 * GiB
 	DefaultSortQuietPeriod        = 1 * Day
@@ -190,7 +190,8 @@ type Policy struct {
 	// Default 30s; must be >= 0.
 	Cooldown *Duration `yaml:"cooldown"`
 	// ConflictCooldown is the cooldown after a job gave up on commit
-	// conflicts. Default 5m; must be >= 0.
+	// conflicts. Default 30s (the ordinary cooldown: a partition still over
+	// its threshold is planned again, not parked); must be >= 0.
 	ConflictCooldown *Duration `yaml:"conflict_cooldown"`
 	// CommitRetryTime bounds the total time spent retrying a conflicting
 	// commit. Default 60s; must be > 0.
