@@ -254,3 +254,13 @@ func (c *interleavingCatalog) beforeNextCommits(actions ...func()) {
 	defer c.mu.Unlock()
 	c.before = append(c.before, actions...)
 }
+
+// newExecutorOn is an executor committing through cat, logging like the
+// fixture's.
+func newExecutorOn(f *fixture, cat catalog.Catalog) *executor.Executor {
+	level := slog.LevelWarn
+	if testing.Verbose() {
+		level = slog.LevelDebug
+	}
+	return executor.New(cat, slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})), f.met)
+}

@@ -503,7 +503,7 @@ func (st *stagedRewrite) resurrect(seq int64) {
 // manifestsFor is the manifest list of the next attempt on the snapshot the
 // state has advanced to: the added files' manifests, the tombstones, then
 // that snapshot's manifests in order with each one that holds a removed
-// file replaced by its copy. errRescan when a manifest is unknown or a
+// file replaced by its copy, and those holding no live file left out. errRescan when a manifest is unknown or a
 // removed file is not found exactly once.
 func (st *stagedRewrite) manifestsFor(meta table.Metadata) ([]iceberg.ManifestFile, error) {
 	remove := st.removals()
@@ -518,6 +518,11 @@ func (st *stagedRewrite) manifestsFor(meta table.Metadata) ([]iceberg.ManifestFi
 	out := slices.Concat(st.added, tombs)
 	found := 0
 	for _, m := range st.seenList {
+		if !m.HasAddedFiles() && !m.HasExistingFiles() {
+			// Only DELETED entries (another commit's tombstones): nothing
+			// to read through it, and iceberg-go drops it too.
+			continue
+		}
 		if !st.locates(m.ManifestContent()) {
 			out = append(out, m)
 			continue
