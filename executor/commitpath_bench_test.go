@@ -174,6 +174,7 @@ func BenchmarkPacedWriterRace(b *testing.B) {
 				b.ReportMetric(float64(afterCommit)/float64(runs), "retries-on-event/op")
 				b.ReportMetric(float64(writerCommits)/elapsed.Seconds(), "writer-commits/s")
 				b.ReportMetric(float64(elapsed.Milliseconds())/float64(runs), "job-ms/op")
+				b.ReportMetric(float64(dataManifestCount(b, f)), "data-manifests")
 			})
 		}
 	}

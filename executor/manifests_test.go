@@ -10,7 +10,7 @@ import (
 	"github.com/icereactor/reactor/planner"
 )
 
-func dataManifestCount(t *testing.T, f *fixture) int {
+func dataManifestCount(t testing.TB, f *fixture) int {
 	t.Helper()
 	tbl := f.load()
 	fs, err := tbl.FS(f.ctx)

@@ -206,6 +206,7 @@ func (st *stagedRewrite) prepare(ctx context.Context, base *table.Table) error {
 		minSeq    = map[string]int64{} // least sequence number of a surviving data file, per (spec, partition)
 		survey    = compaction.NewSurvivorSurvey()
 		manifests int
+		pruned    []string
 	)
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(runtime.GOMAXPROCS(0))
@@ -220,7 +221,7 @@ func (st *stagedRewrite) prepare(ctx context.Context, base *table.Table) error {
 		}
 		if !read {
 			if st.locates(c) {
-				st.known[m.FilePath()] = true // holds no candidate
+				pruned = append(pruned, m.FilePath()) // holds no candidate
 			}
 			continue
 		}
@@ -279,6 +280,9 @@ func (st *stagedRewrite) prepare(ctx context.Context, base *table.Table) error {
 	}
 	if err := g.Wait(); err != nil {
 		return err
+	}
+	for _, p := range pruned {
+		st.known[p] = true
 	}
 	st.opened += manifests
 	for path := range st.always {
