@@ -181,8 +181,9 @@ func fileChangeSummary(meta table.Metadata, added, removed []iceberg.DataFile, p
 	return props, nil
 }
 
-// partitionRecord orders a data file's partition values by the partition
-// type's fields, as iceberg-go's own partition paths do.
+// partitionValues are a data file's partition values in the order of the
+// partition type's fields (an iceberg.StructLike), as iceberg-go renders
+// partition paths from them.
 type partitionValues []any
 
 func (r partitionValues) Size() int     { return len(r) }
