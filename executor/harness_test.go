@@ -182,6 +182,10 @@ type interleavingCatalog struct {
 	// calls records when each load and commit started and ended (for the
 	// benchmarks that time one commit attempt).
 	calls []catalogCall
+	// beforeLoad, when set, runs before each LoadTable with its number
+	// (1 for the first).
+	beforeLoad func(n int)
+	loads      int
 }
 
 type catalogCall struct {
@@ -214,6 +218,13 @@ func (c *interleavingCatalog) lastAttempt() time.Duration {
 }
 
 func (c *interleavingCatalog) LoadTable(ctx context.Context, id table.Identifier) (*table.Table, error) {
+	c.mu.Lock()
+	c.loads++
+	n, hook := c.loads, c.beforeLoad
+	c.mu.Unlock()
+	if hook != nil {
+		hook(n)
+	}
 	start := time.Now()
 	tbl, err := c.Catalog.LoadTable(ctx, id)
 	c.record(false, start, err)
@@ -246,6 +257,13 @@ func (c *interleavingCatalog) CommitTable(ctx context.Context, id table.Identifi
 	meta, loc, err := c.Catalog.CommitTable(ctx, id, reqs, updates)
 	c.record(true, start, err)
 	return meta, loc, err
+}
+
+// loadCount is how many tables were loaded through c.
+func (c *interleavingCatalog) loadCount() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.loads
 }
 
 // beforeNextCommits queues actions, one per upcoming reactor commit.

@@ -112,6 +112,20 @@ func (mr *manifestRewrite) merge(ctx context.Context, tbl *table.Table) error {
 		mr.log.Info("manifests need no rewrite", "why", res.NoOpReason.String())
 		return nil
 	}
+	if len(res.AddedManifests) >= len(res.RewrittenManifests) {
+		// As many manifests out as in (one per partition already, or
+		// partitions too large for one manifest): committing would only
+		// add a snapshot, and the count would trigger again.
+		mr.noop = true
+		paths := stagedFiles(txn, mr.fs)
+		for _, m := range res.AddedManifests {
+			paths = append(paths, m.FilePath())
+		}
+		mr.rep.StagedMetadataCleanedUp += removePaths(mr.fs, paths, mr.log)
+		mr.log.Info("manifests need no rewrite", "why", fmt.Sprintf("it would write %d manifests for the %d it reads",
+			len(res.AddedManifests), len(res.RewrittenManifests)))
+		return nil
+	}
 	staged, err := txn.StagedTable()
 	if err != nil {
 		return backoff.Permanent(fmt.Errorf("stage manifest rewrite: %w", err))

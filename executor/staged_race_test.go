@@ -18,8 +18,8 @@ import (
 	"github.com/icereactor/reactor/streamwriter"
 )
 
-// liveFiles lists the current snapshot's live files by content.
-func liveFiles(t *testing.T, f *fixture) map[iceberg.ManifestEntryContent][]iceberg.DataFile {
+// liveFilesByContent lists the current snapshot's live files by content.
+func liveFilesByContent(t *testing.T, f *fixture) map[iceberg.ManifestEntryContent][]iceberg.DataFile {
 	t.Helper()
 	tbl := f.load()
 	fs, err := tbl.FS(f.ctx)
@@ -48,7 +48,7 @@ func liveFiles(t *testing.T, f *fixture) map[iceberg.ManifestEntryContent][]iceb
 // shows here.
 func assertTotals(t *testing.T, f *fixture) {
 	t.Helper()
-	live := liveFiles(t, f)
+	live := liveFilesByContent(t, f)
 	var records, size, pos, eq int64
 	for _, df := range live[iceberg.EntryContentData] {
 		records += df.Count()
@@ -163,7 +163,7 @@ func TestStagedCommitKeepsADeleteALowSequenceFileMayNeed(t *testing.T) {
 		// Rewrite b's file as a copy of itself at data sequence number 1.
 		tbl := f.load()
 		var old iceberg.DataFile
-		for _, df := range liveFiles(t, f)[iceberg.EntryContentData] {
+		for _, df := range liveFilesByContent(t, f)[iceberg.EntryContentData] {
 			if df.Partition()[1000] == "b" {
 				old = df
 			}

@@ -48,6 +48,10 @@ func ManualJob(ctx context.Context, tbl *table.Table, cfg *thresholds.Config, ki
 	if s := tbl.CurrentSnapshot(); s != nil {
 		job.BaseSnapshotID = s.SnapshotID
 	}
+	if kind == KindCompact {
+		// Asked for now: the tier rule's count trigger is min_input_files.
+		job.Settings.SmallFileCount = job.Settings.MinInputFiles
+	}
 	manual := Reason{Partition: tableWide, Threshold: "manual", Note: "requested on the command line"}
 	switch kind {
 	case KindCompact, KindRewritePositionDeletes, KindSort:
@@ -92,24 +96,25 @@ func ManualJob(ctx context.Context, tbl *table.Table, cfg *thresholds.Config, ki
 				ErrUnknownPartition, name, k, strings.Join(known, ", "))
 		}
 	case KindExpireSnapshots:
-		job.ExpireOlderThan = max(set.SnapshotMaxAge, set.MinReaderMargin)
+		// Any horizon is safe here: files expiry unlinks wait out
+		// min_reader_margin before they are deleted, however young the
+		// snapshots were.
+		job.ExpireOlderThan, job.ExpireRetainLast = set.SnapshotMaxAge, set.RetainLast
 		if opts.OlderThan > 0 {
-			if opts.OlderThan < set.MinReaderMargin {
-				return Job{}, fmt.Errorf("%w: older than %s is below min_reader_margin %s; lower min_reader_margin in the thresholds file if no reader runs that long",
-					ErrUnsafeOption, opts.OlderThan, set.MinReaderMargin)
-			}
 			job.ExpireOlderThan = opts.OlderThan
 		}
 		if opts.RetainLast > 0 {
-			job.Settings.RetainLast = opts.RetainLast
+			job.Settings.RetainLast, job.ExpireRetainLast = opts.RetainLast, opts.RetainLast
 		}
 		manual.Limit = int64(job.ExpireOlderThan / time.Second)
 		job.Reasons = []Reason{manual}
 	case KindRemoveOrphans:
 		if opts.OlderThan > 0 {
-			if opts.OlderThan < thresholds.DefaultOrphanMarginFloor {
+			// The built-in floor for a manual run, or the table's own
+			// floor if the configuration raised it.
+			if floor := max(thresholds.DefaultOrphanMarginFloor, set.OrphanMarginFloor); opts.OlderThan < floor {
 				return Job{}, fmt.Errorf("%w: older than %s is below the orphan margin floor %s: a file that young may belong to a commit in progress",
-					ErrUnsafeOption, opts.OlderThan, thresholds.DefaultOrphanMarginFloor)
+					ErrUnsafeOption, opts.OlderThan, floor)
 			}
 			job.Settings.OrphanMargin = opts.OlderThan
 		}

@@ -8,6 +8,8 @@ import (
 	"github.com/apache/iceberg-go"
 	iceio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
+
+	"github.com/icereactor/reactor/location"
 )
 
 // Counters describe the live files of one partition: its data files and
@@ -18,6 +20,8 @@ type Counters struct {
 	Rows       int64
 	SmallFiles int
 	TinyFiles  int
+	// Tiers counts the small files per size tier (see SelectTiered).
+	Tiers TierCounts `json:"-"`
 	// Delete files by kind, and the delete rows they hold (their record
 	// counts: positions for position deletes and deletion vectors, keys for
 	// equality deletes; not the data rows they end up deleting).
@@ -50,6 +54,7 @@ func (c Counters) DeleteRows() int64 {
 type fileSizes struct {
 	small int64 // below: a compaction candidate
 	tiny  int64 // below: a health problem (seed 000's "tiny files")
+	fanIn int   // size ratio between two tiers of small files
 }
 
 func (c *Counters) add(df iceberg.DataFile, sz fileSizes) { c.count(df, sz, 1) }
@@ -83,6 +88,7 @@ func (c *Counters) count(df iceberg.DataFile, sz fileSizes, sign int) {
 	c.Rows += rows
 	if df.FileSizeBytes() < sz.small {
 		c.SmallFiles += sign
+		c.Tiers[tierOf(df.FileSizeBytes(), sz.small, sz.fanIn)] += int32(sign)
 	}
 	if df.FileSizeBytes() < sz.tiny {
 		c.TinyFiles += sign
@@ -413,6 +419,9 @@ func (tc *tableCounters) totals() Counters {
 		t.Rows += ps.Rows
 		t.SmallFiles += ps.SmallFiles
 		t.TinyFiles += ps.TinyFiles
+		for k := range t.Tiers {
+			t.Tiers[k] += ps.Tiers[k]
+		}
 		t.PositionDeleteFiles += ps.PositionDeleteFiles
 		t.EqualityDeleteFiles += ps.EqualityDeleteFiles
 		t.DeletionVectors += ps.DeletionVectors
@@ -460,15 +469,11 @@ func (r *recentSet[T]) has(v T) bool {
 	return ok
 }
 
-// normalizeLocation renders an object location as "s3://bucket/key" whatever
-// the scheme alias (s3a, s3n) it was written with; other locations (local
-// files) are returned unchanged.
-func normalizeLocation(loc string) string {
-	if bucket, key, ok := objectPath(loc); ok {
-		return "s3://" + bucket + "/" + key
-	}
-	return loc
-}
+// normalizeLocation is the key the planner compares and tracks locations
+// by: their identity (see package location), the same on every side of
+// every comparison whatever spelling a writer, a listing or a notification
+// used.
+func normalizeLocation(loc string) string { return location.Identity(loc) }
 
 func countDataManifests(ms []iceberg.ManifestFile) int {
 	n := 0

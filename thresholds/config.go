@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
 	"path"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -27,6 +27,7 @@ const (
 	DefaultMaxFileRatio           = 1.8
 	DefaultMinInputFiles          = 5
 	DefaultSmallFileCount         = 10
+	DefaultTierFanIn              = 10
 	DefaultQuietPeriod            = 2 * time.Second
 	DefaultMaxQuietWait           = 10 * time.Minute
 	DefaultOrphanMargin           = 72 * time.Hour
@@ -129,6 +130,12 @@ type Policy struct {
 	// SmallFileCount: a partition with this many small files is scheduled
 	// for compaction. Default 10; must be >= 1 and >= MinInputFiles.
 	SmallFileCount *int `yaml:"small_file_count"`
+	// TierFanIn: small files are tiered by size from the small size down,
+	// each tier TierFanIn times smaller than the one above; a tier holding
+	// this many files (at least min_input_files) merges into the next, so a
+	// compacted file is not rewritten with every trickle of new ones.
+	// Default 10; must be >= 2.
+	TierFanIn *int `yaml:"tier_fan_in"`
 	// QuietPeriod: partitions written more recently than this are skipped.
 	// Default 2s; must be >= 0.
 	QuietPeriod *Duration `yaml:"quiet_period"`
@@ -155,18 +162,25 @@ type Policy struct {
 	// snapshots are kept whatever their age. The table property
 	// history.expire.min-snapshots-to-keep wins over it. Default 1; >= 1.
 	RetainLast *int `yaml:"retain_last"`
-	// MinReaderMargin is the longest legitimate reader: no snapshot younger
-	// than this is ever expired, whatever the retention says (seed 000: a
-	// 6-hour horizon deleted files under a 15-minute reader). Default 48h.
+	// MinReaderMargin is the longest legitimate reader: a file that left
+	// the table (expiry removed the last snapshot that referenced it) is
+	// deleted only once this long has passed since, whatever the
+	// retention (seed 000: a 6-hour horizon deleted files under a
+	// 15-minute reader). It protects files, not snapshots: retention bounds
+	// the metadata, this margin bounds what a reader can lose. The list of
+	// files waiting for it is stored under the table's metadata location
+	// and survives restarts. 0 deletes at the expiry. Default 48h.
 	MinReaderMargin *Duration `yaml:"min_reader_margin"`
-	// ExpireDeletionDelay: 0 (the default) deletes the files expiry made
-	// unreachable once the expiry commits; a positive delay keeps them that
-	// long and deletes them in a later pass (after checking again that no
-	// snapshot references them), for readers that planned before the expiry.
+	// ExpireDeletionDelay: files expiry unlinked wait at least this long
+	// before deletion, on top of nothing: the wait is the longer of it and
+	// min_reader_margin. Kept for configurations written before the margin
+	// applied to files; new ones set min_reader_margin. Default 0.
 	ExpireDeletionDelay *Duration `yaml:"expire_deletion_delay"`
-	// SnapshotCount: a table with this many snapshots has every snapshot
-	// older than min_reader_margin expired (beyond retain_last), without
-	// waiting for snapshot_max_age. Default 500; >= 2.
+	// SnapshotCount bounds the history: a table with this many snapshots
+	// has its oldest expired (beyond retain_last and branch or tag heads)
+	// until the newest half remain, without waiting for snapshot_max_age.
+	// A table committing every second carries at most this many snapshots
+	// in the metadata every commit reads and writes. Default 500; >= 2.
 	SnapshotCount *int `yaml:"snapshot_count"`
 	// Health check (seed 000's DAG step): a table is unhealthy with more
 	// than HealthMaxTinyFiles files below TinyFileSize (default 200 below
@@ -179,7 +193,11 @@ type Policy struct {
 	// ManifestCount: a table whose current snapshot has this many data
 	// manifests gets its manifests rewritten, clustered by partition (every
 	// streaming append adds one, and every later job pays for reading them).
-	// Default 100; must be >= 2.
+	// A rewrite cannot go below one manifest per partition, so a table is
+	// rewritten only while it has more data manifests than partitions with
+	// data, whatever this says (a table's partition count is not known
+	// here: the planner logs when the value cannot be reached). Default
+	// 100; must be >= 2.
 	ManifestCount *int `yaml:"manifest_count"`
 	// MaxQuietWait bounds how long a partition over its threshold waits for
 	// a quiet period: a partition that is written continuously (the current
@@ -263,9 +281,11 @@ type Effective struct {
 	MaxFileSize            int64  // files above this are never rewritten: TargetFileSize * MaxFileRatio
 	MinInputFiles          int
 	SmallFileCount         int
+	TierFanIn              int
 	QuietPeriod            time.Duration
 	MaxQuietWait           time.Duration
-	OrphanMargin           time.Duration
+	OrphanMargin           time.Duration // never below OrphanMarginFloor
+	OrphanMarginFloor      time.Duration // the highest floor among the matching levels
 	OrphanDelete           bool
 	OrphanListingInterval  time.Duration
 	ManifestCount          int
@@ -307,6 +327,7 @@ func Builtin() Policy {
 		MaxFileRatio:           ptr(DefaultMaxFileRatio),
 		MinInputFiles:          ptr(DefaultMinInputFiles),
 		SmallFileCount:         ptr(DefaultSmallFileCount),
+		TierFanIn:              ptr(DefaultTierFanIn),
 		QuietPeriod:            ptr(Duration(DefaultQuietPeriod)),
 		MaxQuietWait:           ptr(Duration(DefaultMaxQuietWait)),
 		OrphanMargin:           ptr(Duration(DefaultOrphanMargin)),
@@ -352,8 +373,21 @@ func Default() *Config { return &Config{} }
 // document must be a single YAML document.
 //
 // Errors wrap *FieldError values where a field can be named (see
-// [FieldError]); validation errors are all reported, joined.
-func Parse(data []byte) (*Config, error) {
+// [FieldError]); validation errors are all reported, joined. A document
+// over [MaxFileSize] or [MaxDepth] is refused with a [*LimitError] before
+// it is parsed, and one with a YAML tag (!!str, !x) with a [*FieldError]:
+// go-yaml's decoder crashes on some tagged values. Whatever the input,
+// Parse returns: a panic inside it (a bug here or in go-yaml) comes back as
+// an [*InternalError] carrying the stack.
+func Parse(data []byte) (cfg *Config, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			cfg, err = nil, newInternalError(r)
+		}
+	}()
+	if err := checkLimits(data); err != nil {
+		return nil, err
+	}
 	file, err := parser.ParseBytes(data, 0)
 	if err != nil {
 		return nil, syntaxError(err)
@@ -368,8 +402,14 @@ func Parse(data []byte) (*Config, error) {
 		}
 		body = doc.Body
 	}
-	cfg := Default()
+	cfg = Default()
 	if body != nil {
+		if err := checkTags(body); err != nil {
+			return nil, err
+		}
+		if err := checkUnknownFields(body, reflect.TypeFor[Config]()); err != nil {
+			return nil, err
+		}
 		if err := yaml.NodeToValue(body, cfg, yaml.Strict()); err != nil {
 			return nil, decodeError(body, err)
 		}
@@ -388,11 +428,12 @@ func Parse(data []byte) (*Config, error) {
 	return cfg, nil
 }
 
-// Load reads the file at path and [Parse]s it. Errors name the path.
+// Load reads the file at path ([ReadFile]: at most [MaxFileSize] bytes)
+// and [Parse]s it. Errors name the path.
 func Load(path string) (*Config, error) {
-	data, err := os.ReadFile(path)
+	data, err := ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("thresholds: load: %w", err)
+		return nil, fmt.Errorf("thresholds: load %s: %w", path, err)
 	}
 	cfg, err := Parse(data)
 	if err != nil {
@@ -467,7 +508,59 @@ func (c *Config) Validate() error {
 		}
 		o.Policy.validate(p, []layer{defaults, {name: "built-in default", policy: &builtin}}, add)
 	}
-	return errors.Join(errs...)
+	c.validateOrphanFloors(add)
+	return joinBounded(errs)
+}
+
+// validateOrphanFloors checks the orphan margin against the floor across
+// overlapping overrides: one override may set the margin and another,
+// matching the same tables, a higher floor. The tables checked are every
+// exact match and every glob read as a name (so "db.*" and "db.ev*"
+// overlap on "db.ev*"); For raises any margin such a check could miss.
+func (c *Config) validateOrphanFloors(add func(path string, value any, reason string, args ...any)) {
+	reported := map[string]bool{}
+	for _, o := range c.Tables {
+		if o.Match == "" || !validPattern(o.Match) {
+			continue
+		}
+		margin, marginAt, floor, floorAt := c.orphanMargins(o.Match)
+		// A margin inherited from the defaults is raised to a floor an
+		// override sets (that is what raising the floor asks for); a margin
+		// an override sets below it is a contradiction.
+		if margin >= floor || reported[marginAt] || !strings.HasPrefix(marginAt, "tables[") {
+			continue
+		}
+		reported[marginAt] = true
+		add(marginAt+".orphan_margin", Duration(margin), "is below orphan_margin_floor %s (from %s) for tables matching %q: every effective margin must be >= the effective floor",
+			Duration(floor), floorAt, o.Match)
+	}
+}
+
+// orphanMargins resolves, for table, the margin (and the path of the level
+// that set it) and the effective floor: the highest floor among the
+// matching overrides and the defaults (or the built-in floor when the
+// defaults set none).
+func (c *Config) orphanMargins(table string) (margin time.Duration, marginAt string, floor time.Duration, floorAt string) {
+	builtin := Builtin()
+	margin, marginAt = time.Duration(*builtin.OrphanMargin), "built-in default"
+	floor, floorAt = time.Duration(*builtin.OrphanMarginFloor), "built-in default"
+	if v := c.Defaults.OrphanMarginFloor; v != nil {
+		floor, floorAt = time.Duration(*v), "defaults"
+	}
+	if v := c.Defaults.OrphanMargin; v != nil {
+		margin, marginAt = time.Duration(*v), "defaults"
+	}
+	marginSet := false
+	for _, i := range c.matchingIndexes(table) {
+		p := &c.Tables[i].Policy
+		if v := p.OrphanMargin; v != nil && !marginSet {
+			margin, marginAt, marginSet = time.Duration(*v), fmt.Sprintf("tables[%d]", i), true
+		}
+		if v := p.OrphanMarginFloor; v != nil && time.Duration(*v) > floor {
+			floor, floorAt = time.Duration(*v), fmt.Sprintf("tables[%d]", i)
+		}
+	}
+	return margin, marginAt, floor, floorAt
 }
 
 type layer struct {
@@ -495,10 +588,25 @@ func (p *Policy) validate(prefix string, parents []layer, add func(path string, 
 	if v := p.SmallFileCount; v != nil && *v < 1 {
 		add(f("small_file_count"), *v, "must be >= 1")
 	}
+	if v := p.TierFanIn; v != nil && *v < 2 {
+		add(f("tier_fan_in"), *v, "must be >= 2 (a tier of one file merges into nothing)")
+	}
 	if v := p.OrphanMargin; v != nil && *v > 0 {
 		floor, fromLayer := inherit(p, parents, func(q *Policy) *Duration { return q.OrphanMarginFloor })
 		if *v < floor {
 			add(f("orphan_margin"), *v, "must be >= orphan_margin_floor (%s%s): a shorter margin can delete an in-flight writer's files", floor, from(fromLayer))
+		}
+	}
+	// The floor protects writers the operator of the defaults knows about:
+	// an override may raise it for its tables, never lower it.
+	if v := p.OrphanMarginFloor; v != nil && *v > 0 && len(parents) > 1 {
+		floor, fromLayer := inherit(parents[0].policy, parents[1:], func(q *Policy) *Duration { return q.OrphanMarginFloor })
+		if fromLayer == "" {
+			fromLayer = parents[0].name
+		}
+		if *v < floor {
+			add(f("orphan_margin_floor"), *v, "must be >= the defaults' orphan_margin_floor (%s%s): an override may raise the floor, never lower it",
+				floor, from(fromLayer))
 		}
 	}
 	if v := p.TinyFileSize; v != nil && *v <= 0 {
@@ -516,7 +624,7 @@ func (p *Policy) validate(prefix string, parents []layer, add func(path string, 
 		add(f("snapshot_count"), *v, "must be >= 2")
 	}
 	if v := p.ManifestCount; v != nil && *v < 2 {
-		add(f("manifest_count"), *v, "must be >= 2 (one manifest cannot be merged)")
+		add(f("manifest_count"), *v, "must be >= 2 (one manifest cannot be merged; a partitioned table needs more than one per partition)")
 	}
 	for _, d := range []struct {
 		name     string
@@ -678,9 +786,16 @@ func (c *Config) For(table string, props map[string]string) Effective {
 	e.MaxFileSize = scale(e.TargetFileSize, maxRatio)
 	e.MinInputFiles = *first(layers, func(p *Policy) *int { return p.MinInputFiles })
 	e.SmallFileCount = max(*first(layers, func(p *Policy) *int { return p.SmallFileCount }), e.MinInputFiles)
+	e.TierFanIn = *first(layers, func(p *Policy) *int { return p.TierFanIn })
 	e.QuietPeriod = time.Duration(*first(layers, func(p *Policy) *Duration { return p.QuietPeriod }))
 	e.MaxQuietWait = time.Duration(*first(layers, func(p *Policy) *Duration { return p.MaxQuietWait }))
-	e.OrphanMargin = time.Duration(*first(layers, func(p *Policy) *Duration { return p.OrphanMargin }))
+	// The floor is the highest among the matching levels; the margin is
+	// never below it, whichever levels set the two (Validate rejects the
+	// combinations it can see; this covers overlapping globs).
+	e.OrphanMargin, _, e.OrphanMarginFloor, _ = c.orphanMargins(table)
+	if e.OrphanMargin < e.OrphanMarginFloor {
+		e.OrphanMargin = e.OrphanMarginFloor
+	}
 	e.OrphanDelete = *first(layers, func(p *Policy) *bool { return p.OrphanDelete })
 	e.OrphanListingInterval = time.Duration(*first(layers, func(p *Policy) *Duration { return p.OrphanListingInterval }))
 	e.ManifestCount = *first(layers, func(p *Policy) *int { return p.ManifestCount })
@@ -780,6 +895,19 @@ func (c *Config) matching(table string) []*Policy {
 		layers = append(layers, &c.Tables[h.index].Policy)
 	}
 	return layers
+}
+
+// matchingIndexes is matching as indexes into c.Tables.
+func (c *Config) matchingIndexes(table string) []int {
+	var out []int
+	for _, p := range c.matching(table) {
+		for i := range c.Tables {
+			if &c.Tables[i].Policy == p {
+				out = append(out, i)
+			}
+		}
+	}
+	return out
 }
 
 // specificity counts the literal characters of a path.Match pattern

@@ -56,9 +56,11 @@ func builtinEffective(table string) Effective {
 		MaxFileSize:                966367641, // 1.8 * 512MiB, truncated
 		MinInputFiles:              5,
 		SmallFileCount:             10,
+		TierFanIn:                  10,
 		QuietPeriod:                2 * time.Second,
 		MaxQuietWait:               10 * time.Minute,
 		OrphanMargin:               72 * time.Hour,
+		OrphanMarginFloor:          24 * time.Hour,
 		OrphanListingInterval:      7 * 24 * time.Hour,
 		ManifestCount:              100,
 		TinyFileSize:               16 << 20,
@@ -209,9 +211,11 @@ func TestParseFullDocument(t *testing.T) {
 		MaxFileSize:                1342177280,
 		MinInputFiles:              2,
 		SmallFileCount:             4,
+		TierFanIn:                  10,
 		QuietPeriod:                0,
 		MaxQuietWait:               10 * time.Minute,
 		OrphanMargin:               72 * time.Hour,
+		OrphanMarginFloor:          24 * time.Hour,
 		OrphanListingInterval:      7 * 24 * time.Hour,
 		ManifestCount:              100,
 		TinyFileSize:               16 << 20,
@@ -252,9 +256,11 @@ func TestParseFullDocument(t *testing.T) {
 		MaxFileSize:                512 << 20,
 		MinInputFiles:              3,
 		SmallFileCount:             7,
+		TierFanIn:                  10,
 		QuietPeriod:                500 * time.Millisecond,
 		MaxQuietWait:               10 * time.Minute,
 		OrphanMargin:               72 * time.Hour,
+		OrphanMarginFloor:          24 * time.Hour,
 		OrphanListingInterval:      7 * 24 * time.Hour,
 		ManifestCount:              100,
 		TinyFileSize:               16 << 20,
@@ -428,7 +434,7 @@ func TestValidationRules(t *testing.T) {
 		{"max ratio inf", "defaults:\n  max_file_ratio: .inf\n", "defaults.max_file_ratio", math.Inf(1), "got +Inf"},
 		{"min input zero", "defaults:\n  min_input_files: 0\n", "defaults.min_input_files", 0, "defaults.min_input_files: must be >= 1, got 0"},
 		{"small count zero", "tables:\n  - match: db.a\n    small_file_count: 0\n", "tables[0].small_file_count", 0, "tables[0].small_file_count: must be >= 1, got 0"},
-		{"manifest count one", "defaults:\n  manifest_count: 1\n", "defaults.manifest_count", 1, "defaults.manifest_count: must be >= 2 (one manifest cannot be merged), got 1"},
+		{"manifest count one", "defaults:\n  manifest_count: 1\n", "defaults.manifest_count", 1, "defaults.manifest_count: must be >= 2 (one manifest cannot be merged; a partitioned table needs more than one per partition), got 1"},
 		{"count below min, same level", "defaults:\n  min_input_files: 8\n  small_file_count: 6\n", "defaults.small_file_count", 6, "defaults.small_file_count: must be >= min_input_files (8) or a triggered job would plan nothing, got 6"},
 		{"count below builtin min", "defaults:\n  small_file_count: 3\n", "defaults.small_file_count", 3, "defaults.small_file_count: must be >= min_input_files (5, from built-in default)"},
 		{"min above builtin count", "defaults:\n  min_input_files: 11\n", "defaults.min_input_files", 11, "defaults.min_input_files: must be <= small_file_count (10, from built-in default)"},
@@ -855,6 +861,51 @@ func TestOrphanMarginFloor(t *testing.T) {
 	}
 	if e := cfg.For("db.b", nil); e.OrphanDelete {
 		t.Errorf("orphan cleanup must default to a dry run: %+v", e)
+	}
+}
+
+// orphan_margin_floor is a floor whatever level sets it: an override can
+// raise it, never lower it below the defaults' floor, and no effective
+// margin is ever below the effective floor, even when one override sets
+// the margin and another, overlapping one, the floor.
+func TestOrphanMarginFloorIsAFloor(t *testing.T) {
+	for _, tt := range []struct{ doc, want string }{
+		// An override lowering the floor to sneak a short margin through.
+		{"tables:\n  - match: db.a\n    orphan_margin_floor: 1s\n    orphan_margin: 1s\n",
+			"tables[0].orphan_margin_floor: must be >= the defaults' orphan_margin_floor (24h0m0s, from built-in default): an override may raise the floor, never lower it, got 1s"},
+		{"defaults: {orphan_margin_floor: 48h}\ntables:\n  - match: \"db.*\"\n    orphan_margin_floor: 36h\n",
+			"tables[0].orphan_margin_floor: must be >= the defaults' orphan_margin_floor (48h0m0s, from defaults)"},
+		// A glob raises the floor; an exact override for one of its tables
+		// sets a margin below it.
+		{"tables:\n  - match: \"db.*\"\n    orphan_margin_floor: 96h\n  - match: db.a\n    orphan_margin: 30h\n",
+			`tables[1].orphan_margin: is below orphan_margin_floor 96h0m0s (from tables[0]) for tables matching "db.a"`},
+		// Two overlapping globs.
+		{"tables:\n  - match: \"db.ev*\"\n    orphan_margin: 25h\n  - match: \"db.*\"\n    orphan_margin_floor: 48h\n",
+			`tables[0].orphan_margin: is below orphan_margin_floor 48h0m0s (from tables[1]) for tables matching "db.ev*"`},
+	} {
+		if err := mustFail(t, tt.doc); !strings.Contains(err, tt.want) {
+			t.Errorf("%s\nerror %q\nwant it to contain %q", tt.doc, err, tt.want)
+		}
+	}
+
+	// A raised floor raises the margin inherited from the defaults.
+	cfg := mustParse(t, "defaults: {orphan_margin: 30h}\ntables:\n  - match: db.keep\n    orphan_margin_floor: 96h\n")
+	if e := cfg.For("db.keep", nil); e.OrphanMargin != 96*time.Hour || e.OrphanMarginFloor != 96*time.Hour {
+		t.Errorf("db.keep: margin %s floor %s, want both 96h", e.OrphanMargin, e.OrphanMarginFloor)
+	}
+	if e := cfg.For("db.other", nil); e.OrphanMargin != 30*time.Hour || e.OrphanMarginFloor != DefaultOrphanMarginFloor {
+		t.Errorf("db.other: margin %s floor %s", e.OrphanMargin, e.OrphanMarginFloor)
+	}
+
+	// Globs whose overlap Validate cannot see (neither pattern matches the
+	// other read as a name): For still never returns a margin below the
+	// floor.
+	cfg = mustParse(t, "tables:\n  - match: \"*.events\"\n    orphan_margin: 25h\n  - match: \"db.*\"\n    orphan_margin_floor: 48h\n")
+	if e := cfg.For("db.events", nil); e.OrphanMargin != 48*time.Hour || e.OrphanMarginFloor != 48*time.Hour {
+		t.Errorf("db.events: margin %s floor %s, want 48h both", e.OrphanMargin, e.OrphanMarginFloor)
+	}
+	if e := cfg.For("x.events", nil); e.OrphanMargin != 25*time.Hour || e.OrphanMarginFloor != DefaultOrphanMarginFloor {
+		t.Errorf("x.events: margin %s floor %s", e.OrphanMargin, e.OrphanMarginFloor)
 	}
 }
 
