@@ -41,7 +41,7 @@ func TestConflictRetryReadsOnlyNewSnapshots(t *testing.T) {
 	for _, history := range []int{50, 1000} {
 		t.Run(map[int]string{50: "50 snapshots", 1000: "1000 snapshots"}[history], func(t *testing.T) {
 			if history > 100 && testing.Short() {
-				t.Skip("builds 1,000 snapshots (about 25 s)")
+				t.Skip("builds 1,000 snapshots (10-25 s)")
 			}
 			f := newFixture(t, streamwriter.MergeOnReadProperties)
 			for range 6 {
