@@ -149,6 +149,44 @@ func (l *lake) referenced() []string {
 	return out
 }
 
+// appendedFiles are the data files of partition value category that
+// append snapshots (the writer's commits) added, from the history still in
+// the table's metadata.
+func (l *lake) appendedFiles(category string) []string {
+	l.t.Helper()
+	tbl := l.load()
+	fs, err := tbl.FS(l.ctx)
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	var out []string
+	for _, snap := range tbl.Metadata().Snapshots() {
+		if snap.Summary == nil || snap.Summary.Operation != table.OpAppend {
+			continue
+		}
+		manifests, err := snap.Manifests(fs)
+		if err != nil {
+			l.t.Fatal(err)
+		}
+		for _, m := range manifests {
+			if m.SnapshotID() != snap.SnapshotID {
+				continue
+			}
+			entries, err := m.FetchEntries(fs, true)
+			if err != nil {
+				l.t.Fatal(err)
+			}
+			for _, e := range entries {
+				if e.Status() == iceberg.EntryStatusADDED && fmt.Sprint(e.DataFile().Partition()[1000]) == category {
+					out = append(out, e.DataFile().FilePath())
+				}
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
 // checkReferencedExist fails naming every file the table needs that is
 // gone from MinIO: the one thing maintenance must never cause.
 func (l *lake) checkReferencedExist() {
@@ -170,6 +208,32 @@ func (l *lake) checkReferencedExist() {
 	}
 	if len(missing) > 0 {
 		l.t.Errorf("%s: %d of the %d files its metadata references are gone from MinIO: %v", l.name, len(missing), len(refs), missing)
+	}
+}
+
+// checkNoGarbage fails naming every object under the table's data/ that
+// its metadata does not reference: files a lost commit attempt left
+// behind. (Only valid for tables nothing writes aborted files into.)
+func (l *lake) checkNoGarbage() {
+	l.t.Helper()
+	refs := map[string]bool{}
+	for _, loc := range l.referenced() {
+		refs[loc] = true
+	}
+	bucket, prefix := l.location()
+	keys, err := l.s.listKeys(l.ctx, bucket, prefix+"data/")
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	var garbage []string
+	for _, k := range keys {
+		if loc := "s3://" + bucket + "/" + k; !refs[loc] {
+			garbage = append(garbage, loc)
+		}
+	}
+	if len(garbage) > 0 {
+		l.t.Errorf("%s: %d of %d data files are referenced by no snapshot (left by failed attempts?): %v",
+			l.name, len(garbage), len(keys), garbage[:min(len(garbage), 20)])
 	}
 }
 
