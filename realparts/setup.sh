@@ -14,9 +14,8 @@
 #   below are that source's hash, and `go version -m` must show exactly it
 #   in the binary. A binary's sha256 is recorded beside it when built and
 #   checked on every reuse. MinIO has no release tags on the module proxy:
-#   the version is the pseudo-version of the newest commit (the source of
-#   its last release image, RELEASE.2025-09-07T16-13-09Z, differs in two
-#   lines of notification code: realparts/README.md).
+#   the version is the pseudo-version of the newest commit (see
+#   REALPARTS_MINIO_IMAGE for how it relates to the compose file's image).
 # * The REST catalog is the main jar of org.apache.iceberg:iceberg-open-api
 #   from Maven Central (the server of the apache/iceberg-rest-fixture
 #   image), checked against the sha256 below (Maven Central's .sha256 for
@@ -28,6 +27,11 @@ REALPARTS_NATS_SUM=h1:yLsgt2kslgymvxvjFq1WGWck5hkat2YYfbXvQ145tzU=
 REALPARTS_MINIO_MODULE=github.com/minio/minio
 REALPARTS_MINIO_VERSION=v0.0.0-20260212201848-7aac2a2c5b7c
 REALPARTS_MINIO_SUM=h1:/qdoYujxF5MBLDMVLeiYJ/7fBa1HikX39Dvzb9Ji8pA=
+# The MinIO image docker-compose.yml runs (deploy tests check it): the
+# last release published as an image. Its source, commit 07c3a429bfed, is
+# 25 commits before the one built above; they change 2 lines of the
+# notification code, both in the Elasticsearch and Kafka targets.
+REALPARTS_MINIO_IMAGE=RELEASE.2025-09-07T16-13-09Z
 REALPARTS_CATALOG_VERSION=1.10.1
 REALPARTS_CATALOG_SHA256=09e6aef58984eaa58bf1e1bc5193ad023e929c6bfd38c82db7b83ffe825af724
 REALPARTS_MAVEN=${REALPARTS_MAVEN:-https://repo1.maven.org/maven2}
