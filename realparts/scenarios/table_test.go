@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
 	"slices"
 	"sort"
 	"strings"
@@ -289,17 +288,4 @@ func (s *suite) listKeys(ctx context.Context, bucket, prefix string) ([]string, 
 		}
 	}
 	return keys, nil
-}
-
-// keyOf is a location's S3 key, for messages; locations whose path is
-// percent-escaped are shown decoded too.
-func keyOf(loc string) string {
-	_, key, err := splitS3(loc)
-	if err != nil {
-		return loc
-	}
-	if d, err := url.PathUnescape(key); err == nil && d != key {
-		return key + " (" + d + ")"
-	}
-	return key
 }
