@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
+
+	"github.com/icereactor/reactor/excerpt"
 )
 
 // ErrMalformed marks input that can never be applied, however often it is
@@ -47,12 +50,33 @@ func (e CommitEvent) QualifiedName() string { return e.Namespace + "." + e.Table
 // NamespaceLevels splits the dot-joined namespace into its levels.
 func (e CommitEvent) NamespaceLevels() []string { return strings.Split(e.Namespace, ".") }
 
+// Bounds on input, checked before it is used. Anything a producer writes
+// ends up in logs, metrics and dead letters; a bound keeps each of those
+// small whatever the producer sends, and the NATS server's max_payload
+// (1 MiB by default) is too generous to be one.
+const (
+	// MaxPayloadBytes bounds a commit event or a bucket notification. A
+	// commit event is a few hundred bytes, a notification record about
+	// one KiB; a larger message is malformed.
+	MaxPayloadBytes = 256 << 10
+	// MaxNameBytes bounds the catalog, namespace, table and operation of
+	// a commit event (Iceberg sets no limit; catalogs allow 128 to 255
+	// characters).
+	MaxNameBytes = 1024
+)
+
 // DecodeCommit parses and validates one commit event. Every error wraps
-// ErrMalformed and names the offending field.
+// ErrMalformed, names the offending field, and quotes at most
+// excerpt.Max bytes of any value.
 func DecodeCommit(data []byte) (CommitEvent, error) {
+	if err := checkPayload(data); err != nil {
+		return CommitEvent{}, err
+	}
 	var ev CommitEvent
 	if err := json.Unmarshal(data, &ev); err != nil {
-		return CommitEvent{}, fmt.Errorf("%w: invalid JSON: %w", ErrMalformed, err)
+		// encoding/json quotes the offending value (a bad committed_at
+		// twice, through time.Parse): the message is cut, the error kept.
+		return CommitEvent{}, fmt.Errorf("%w: invalid JSON: %w", ErrMalformed, excerpt.Error(err))
 	}
 	if err := ev.Validate(); err != nil {
 		return CommitEvent{}, err
@@ -60,17 +84,45 @@ func DecodeCommit(data []byte) (CommitEvent, error) {
 	return ev, nil
 }
 
-// Validate checks the required fields.
+// checkPayload refuses a message over MaxPayloadBytes or not valid UTF-8
+// (JSON must be UTF-8, and encoding/json would silently turn invalid bytes
+// in a name into U+FFFD, naming another table).
+func checkPayload(data []byte) error {
+	if len(data) > MaxPayloadBytes {
+		return fmt.Errorf("%w: payload is %d bytes, more than the %d a message may have", ErrMalformed, len(data), MaxPayloadBytes)
+	}
+	if !utf8.Valid(data) {
+		at := 0
+		for at < len(data) {
+			r, size := utf8.DecodeRune(data[at:])
+			if r == utf8.RuneError && size == 1 {
+				break
+			}
+			at += size
+		}
+		return fmt.Errorf("%w: payload is not valid UTF-8 (invalid byte 0x%02x at offset %d)", ErrMalformed, data[at], at)
+	}
+	return nil
+}
+
+// Validate checks the required fields and the length of every name.
 func (e CommitEvent) Validate() error {
+	for _, f := range []struct{ name, value string }{
+		{"catalog", e.Catalog}, {"namespace", e.Namespace}, {"table", e.Table}, {"operation", e.Operation},
+	} {
+		if len(f.value) > MaxNameBytes {
+			return fmt.Errorf("%w: field %s is %d bytes long, more than %d: %s", ErrMalformed, f.name, len(f.value), MaxNameBytes, excerpt.Quote(f.value))
+		}
+	}
 	switch {
 	case strings.TrimSpace(e.Namespace) == "":
 		return fmt.Errorf("%w: field namespace is required", ErrMalformed)
 	case strings.Contains(e.Namespace, ".."), strings.HasPrefix(e.Namespace, "."), strings.HasSuffix(e.Namespace, "."):
-		return fmt.Errorf("%w: field namespace %q has an empty level", ErrMalformed, e.Namespace)
+		return fmt.Errorf("%w: field namespace %s has an empty level", ErrMalformed, excerpt.Quote(e.Namespace))
 	case strings.TrimSpace(e.Table) == "":
 		return fmt.Errorf("%w: field table is required", ErrMalformed)
 	case strings.Contains(e.Table, "."):
-		return fmt.Errorf("%w: field table %q must not contain '.'; put the namespace in namespace", ErrMalformed, e.Table)
+		return fmt.Errorf("%w: field table %s must not contain '.'; put the namespace in namespace", ErrMalformed, excerpt.Quote(e.Table))
 	case e.SnapshotID <= 0:
 		return fmt.Errorf("%w: field snapshot_id must be a positive integer, got %d", ErrMalformed, e.SnapshotID)
 	}

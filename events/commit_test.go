@@ -1,10 +1,15 @@
 package events
 
 import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/icereactor/reactor/excerpt"
 )
 
 func TestDecodeCommit(t *testing.T) {
@@ -92,21 +97,49 @@ func BenchmarkDecodeCommit(b *testing.B) {
 	}
 }
 
-func TestNewDeadLetterTruncatesHugePayloads(t *testing.T) {
-	small := NewDeadLetter("s", ReasonMalformed, ErrMalformed, []byte(`{"x":1}`), time.Unix(0, 0))
-	if small.Payload != `{"x":1}` || small.PayloadTruncated || small.PayloadBytes != 7 {
-		t.Errorf("small = %+v", small)
+func TestDeadLetterCarriesThePayloadAsIs(t *testing.T) {
+	payload := []byte("{\"table\":\"caf\xe9\"}") // invalid UTF-8, kept byte for byte
+	dl := NewDeadLetter("iceberg.commits.db.t", ReasonMalformed, errors.New("bad\nline é"), payload, time.Unix(0, 5).In(time.FixedZone("x", 3600)))
+	dl.Stream, dl.Sequence = "REACTOR_COMMITS", 42
+	if err := dl.FitTo(1 << 20); err != nil {
+		t.Fatal(err)
 	}
-	huge := make([]byte, MaxDeadLetterPayload*3)
-	for i := range huge {
-		huge[i] = '"' // worst case: every byte doubles when JSON-escaped
+	h := dl.Headers()
+	if got := h[HeaderError][0]; got != `bad line \u00e9` {
+		t.Errorf("error header %q: want one ASCII line", got)
 	}
-	dl := NewDeadLetter("s", ReasonMalformed, ErrMalformed, huge, time.Unix(0, 0))
-	if !dl.PayloadTruncated || dl.PayloadBytes != len(huge) || len(dl.Payload) != MaxDeadLetterPayload {
-		t.Errorf("huge: truncated=%v bytes=%d kept=%d", dl.PayloadTruncated, dl.PayloadBytes, len(dl.Payload))
+	if got := h[HeaderMsgID][0]; got != "reactor-dead-letter.REACTOR_COMMITS.42" {
+		t.Errorf("message id %q", got)
 	}
-	data, err := dl.Encode()
-	if err != nil || len(data) > 1<<20 {
-		t.Errorf("encoded dead letter is %d bytes (err %v); it must fit NATS' default 1 MiB payload", len(data), err)
+	back, err := DecodeDeadLetter(h, dl.Payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(back.Payload, payload) || back.PayloadBytes != len(payload) || back.PayloadTruncated ||
+		back.Subject != "iceberg.commits.db.t" || back.Reason != ReasonMalformed || !back.ReceivedAt.Equal(time.Unix(0, 5)) ||
+		back.Sequence != 42 || back.Stream != "REACTOR_COMMITS" {
+		t.Errorf("round trip: %+v", back)
+	}
+	if sum := sha256.Sum256(payload); back.PayloadSHA256 != hex.EncodeToString(sum[:]) {
+		t.Errorf("sha256 %s", back.PayloadSHA256)
+	}
+}
+
+// A payload that with the headers would not fit the server's max payload
+// is cut to fit, and says so; the size and checksum are the original's.
+func TestDeadLetterFitsTheMaxPayload(t *testing.T) {
+	payload := bytes.Repeat([]byte("x"), 1<<20)
+	dl := NewDeadLetter("s", ReasonMalformed, errors.New(strings.Repeat("e", 1<<20)), payload, time.Unix(0, 0))
+	if err := dl.FitTo(1 << 20); err != nil {
+		t.Fatal(err)
+	}
+	if !dl.PayloadTruncated || dl.PayloadBytes != 1<<20 || dl.HeaderSize()+len(dl.Payload) != 1<<20 || !bytes.HasPrefix(payload, dl.Payload) {
+		t.Errorf("truncated=%v bytes=%d kept=%d headers=%d", dl.PayloadTruncated, dl.PayloadBytes, len(dl.Payload), dl.HeaderSize())
+	}
+	if n := len(dl.Headers()[HeaderError][0]); n > 4*excerpt.MaxError {
+		t.Errorf("error header is %d bytes", n)
+	}
+	if err := dl.FitTo(100); err == nil {
+		t.Error("headers larger than the max payload must be an error")
 	}
 }

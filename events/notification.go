@@ -7,6 +7,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/icereactor/reactor/excerpt"
 )
 
 // Storage notifications: what an object store publishes when an object is
@@ -138,17 +140,21 @@ type Notification struct {
 // more is malformed. MinIO and versitygw send one record per message and AWS
 // a handful, so only a broken or hostile producer comes near it. The bound
 // is checked before any per-record work, so such a message costs one decode
-// of its own bytes (whose size NATS' max_payload already bounds) and pushes
-// nothing downstream.
-const MaxRecords = 10000
+// of its own bytes (at most MaxPayloadBytes) and pushes nothing downstream.
+const MaxRecords = 1000
 
 // testEventName is the Event of AWS and versitygw test messages.
 const testEventName = "s3:TestEvent"
 
-// maxKeyInError bounds how much of an offending key an error message quotes:
-// the error travels into logs and dead letters, and the dead letter already
-// carries the whole payload.
-const maxKeyInError = 256
+// Bounds on a record's fields: S3's own limits (a key is at most 1024
+// bytes; a bucket name at most 63, 255 in old us-east-1 buckets), and the
+// same 1024 bytes for the identifiers reactor keeps or logs. A record over
+// one is malformed: its key could name no object.
+const (
+	MaxKeyBytes    = 1024
+	MaxBucketBytes = 255
+	maxFieldBytes  = 1024
+)
 
 // wireNotification is the subset of both message shapes that reactor reads.
 // Typed structs rather than map[string]any: this runs for every object write
@@ -190,16 +196,19 @@ func DecodeNotification(data []byte, enc KeyEncoding) (Notification, error) {
 		return Notification{}, fmt.Errorf("events: DecodeNotification called with unknown key encoding %q", enc)
 	}
 
+	if err := checkPayload(data); err != nil {
+		return Notification{}, err
+	}
 	var msg wireNotification
 	if err := json.Unmarshal(data, &msg); err != nil {
-		return Notification{}, fmt.Errorf("%w: invalid JSON: %w", ErrMalformed, err)
+		return Notification{}, fmt.Errorf("%w: invalid JSON: %w", ErrMalformed, excerpt.Error(err))
 	}
 
 	switch {
 	case msg.Records == nil && msg.Event == testEventName:
 		return Notification{Test: true}, nil
 	case msg.Records == nil && msg.Event != "":
-		return Notification{}, fmt.Errorf("%w: no Records and Event %q is not %s", ErrMalformed, truncate(msg.Event), testEventName)
+		return Notification{}, fmt.Errorf("%w: no Records and Event %s is not %s", ErrMalformed, excerpt.Quote(msg.Event), testEventName)
 	case msg.Records == nil:
 		return Notification{}, fmt.Errorf("%w: no Records and not a test event", ErrMalformed)
 	case len(msg.Records) == 0:
@@ -232,6 +241,22 @@ func (r *wireRecord) toEvent(enc KeyEncoding, ev *ObjectEvent) error {
 	case obj.Size < 0:
 		return fmt.Errorf("s3.object.size is negative (%d)", obj.Size)
 	}
+	for _, f := range []struct {
+		name, value string
+		max         int
+	}{
+		{"s3.bucket.name", r.S3.Bucket.Name, MaxBucketBytes},
+		{"s3.object.key", obj.Key, 3 * MaxKeyBytes}, // URL-encoded: up to three bytes per byte
+		{"eventName", r.EventName, maxFieldBytes},
+		{"eventTime", r.EventTime, maxFieldBytes},
+		{"s3.object.eTag", obj.ETag, maxFieldBytes},
+		{"s3.object.versionId", obj.VersionID, maxFieldBytes},
+		{"s3.object.sequencer", obj.Sequencer, maxFieldBytes},
+	} {
+		if len(f.value) > f.max {
+			return fmt.Errorf("%s is %d bytes long, more than %d: %s", f.name, len(f.value), f.max, excerpt.Quote(f.value))
+		}
+	}
 
 	key := obj.Key
 	if enc != KeyEncodingRaw {
@@ -239,17 +264,21 @@ func (r *wireRecord) toEvent(enc KeyEncoding, ev *ObjectEvent) error {
 		// QueryUnescape, not PathUnescape: S3 form-encodes keys, so '+' is
 		// a space and a real '+' arrives as %2B.
 		if key, err = url.QueryUnescape(obj.Key); err != nil {
-			return fmt.Errorf("s3.object.key %q is not valid URL encoding (is this source's key encoding really %q?): %w",
-				truncate(obj.Key), KeyEncodingURL, err)
+			return fmt.Errorf("s3.object.key %s is not valid URL encoding (is this source's key encoding really %q?): %w",
+				excerpt.Quote(obj.Key), KeyEncodingURL, excerpt.Error(err))
 		}
+	}
+	if len(key) > MaxKeyBytes {
+		return fmt.Errorf("s3.object.key is %d bytes long, more than the %d S3 allows: %s", len(key), MaxKeyBytes, excerpt.Quote(key))
 	}
 
 	var t time.Time
 	if r.EventTime != "" {
 		var err error
 		// time.RFC3339 also accepts fractional seconds when parsing.
+		// time.Parse's error quotes the value twice, in full: not wrapped.
 		if t, err = time.Parse(time.RFC3339, r.EventTime); err != nil {
-			return fmt.Errorf("eventTime %q is not RFC 3339: %w", truncate(r.EventTime), err)
+			return fmt.Errorf("eventTime %s is not RFC 3339", excerpt.Quote(r.EventTime))
 		}
 	}
 
@@ -291,12 +320,4 @@ func classify(name string) ObjectAction {
 		return ObjectRemoved
 	}
 	return ObjectOther
-}
-
-// truncate shortens s for quoting in an error message.
-func truncate(s string) string {
-	if len(s) <= maxKeyInError {
-		return s
-	}
-	return s[:maxKeyInError] + "..."
 }

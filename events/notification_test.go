@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/icereactor/reactor/excerpt"
 )
 
 func readFixture(t testing.TB, name string) []byte {
@@ -371,9 +373,9 @@ func TestDecodeNotificationErrors(t *testing.T) {
 			wantErr: "record 0: eventTime"},
 		{name: "negative size", in: []byte(`{"Records":[{"eventName":"s3:ObjectCreated:Put","s3":{"bucket":{"name":"lake"},"object":{"key":"k","size":-1}}}]}`),
 			wantErr: "record 0: s3.object.size is negative (-1)"},
-		{name: "too many records", in: manyRecords(MaxRecords + 1), wantErr: "Records has 10001 entries, more than the 10000"},
+		{name: "too many records", in: manyRecords(MaxRecords + 1), wantErr: "Records has 1001 entries, more than the 1000"},
 		{name: "long invalid key is truncated", in: records(record("s3:ObjectCreated:Put", "lake", strings.Repeat("a", 1000)+"%", "")),
-			wantErr: strings.Repeat("a", maxKeyInError) + `..." is not valid URL encoding`},
+			wantErr: strings.Repeat("a", excerpt.Max) + `"…(1001 bytes) is not valid URL encoding`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -387,7 +389,7 @@ func TestDecodeNotificationErrors(t *testing.T) {
 }
 
 func TestDecodeNotificationRecordCounts(t *testing.T) {
-	for _, n := range []int{1, 5000, MaxRecords} {
+	for _, n := range []int{1, 500, MaxRecords} {
 		t.Run(fmt.Sprint(n), func(t *testing.T) {
 			got, err := DecodeNotification(manyRecords(n), KeyEncodingRaw)
 			if err != nil {
@@ -539,38 +541,6 @@ func TestParseKeyEncoding(t *testing.T) {
 			}
 		})
 	}
-}
-
-// FuzzDecodeNotification checks that no input panics and that every error
-// about the input wraps ErrMalformed, so callers can always dead-letter it.
-func FuzzDecodeNotification(f *testing.F) {
-	for _, name := range []string{"minio_put_data.json", "minio_put_data_escaped.json", "minio_put_data_slash.json",
-		"minio_put_metadata.json", "minio_put_space.json", "minio_delete.json", "aws_put.json", "aws_test_event.json",
-		"versitygw_put.json", "versitygw_test_event.json"} {
-		f.Add(readFixture(f, name), false)
-	}
-	f.Add([]byte(`{"Records":[{"eventName":"x","s3":{"bucket":{"name":"b"},"object":{"key":"%zz"}}}]}`), false)
-	f.Fuzz(func(t *testing.T, data []byte, raw bool) {
-		enc := KeyEncodingURL
-		if raw {
-			enc = KeyEncodingRaw
-		}
-		n, err := DecodeNotification(data, enc)
-		if err != nil {
-			if !errors.Is(err, ErrMalformed) {
-				t.Fatalf("error %v does not wrap ErrMalformed", err)
-			}
-			return
-		}
-		if n.Test != (len(n.Events) == 0) {
-			t.Fatalf("Test = %v with %d events", n.Test, len(n.Events))
-		}
-		for _, ev := range n.Events {
-			if ev.Bucket == "" || ev.Key == "" || !strings.HasPrefix(ev.EventName, "s3:") || ev.Size < 0 {
-				t.Fatalf("invalid event decoded: %+v", ev)
-			}
-		}
-	})
 }
 
 // benchMessages renders n single-record notifications with the mix a busy

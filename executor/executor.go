@@ -150,12 +150,41 @@ type rewriter struct {
 }
 
 func (e *Executor) compact(ctx context.Context, log *slog.Logger, job planner.Job) (planner.Result, Report) {
-	return e.rewrite(ctx, log, job, rewriter{
-		plan: planGroups,
+	var planned []table.CompactionTaskGroup
+	res, rep := e.rewrite(ctx, log, job, rewriter{
+		plan: func(ctx context.Context, tbl *table.Table, job planner.Job) ([]table.CompactionTaskGroup, int, error) {
+			groups, skipped, err := planGroups(ctx, tbl, job)
+			planned = groups
+			return groups, skipped, err
+		},
 		write: func(ctx context.Context, tbl *table.Table, g table.CompactionTaskGroup) (table.CompactionGroupResult, error) {
-			return table.ExecuteCompactionGroup(ctx, tbl, g, table.WithCompactionTargetFileSize(0))
+			// Outputs roll at reactor's target, not only the table
+			// property's: a tier merge may hold several targets' worth.
+			return table.ExecuteCompactionGroup(ctx, tbl, g, table.WithCompactionTargetFileSize(job.Settings.TargetFileSize))
 		},
 	})
+	res.NothingToDo = idlePartitions(job, planned, "no rewrite group: no set of files whose rewrite would change the partition "+
+		"(candidates fewer than min_input_files, or one file with no delete applying)")
+	return e.dropDeadDeletes(ctx, log, job, res, rep)
+}
+
+// idlePartitions names the job's partitions that no planned group touches,
+// with why: the planner settles them for this kind until they are written.
+func idlePartitions(job planner.Job, groups []table.CompactionTaskGroup, why string) map[string]string {
+	touched := map[string]bool{}
+	for _, g := range groups {
+		touched[g.PartitionKey] = true
+	}
+	var idle map[string]string
+	for _, p := range job.Partitions {
+		if !touched[p.Key] {
+			if idle == nil {
+				idle = map[string]string{}
+			}
+			idle[p.Key] = why
+		}
+	}
+	return idle
 }
 
 // rewrite rewrites the data files rw plans, in up to
@@ -311,12 +340,13 @@ func planGroups(ctx context.Context, tbl *table.Table, job planner.Job) ([]table
 	// be dropped once nothing they apply to survives.
 	deletesCfg := cfg
 	deletesCfg.DeleteFileThreshold, deletesCfg.MinInputFiles = 1, 1
-	var groups []table.CompactionTaskGroup
-	skipped := 0
+	// Small-file compaction follows the tier rule the planner scheduled
+	// the partitions by (planner.SelectTiered).
+	groups, skipped := tierGroups(selected, keys, job.Settings)
 	for _, p := range []struct {
 		cfg   compaction.Config
 		tasks []table.FileScanTask
-	}{{cfg, selected}, {deletesCfg, withDeletes}} {
+	}{{deletesCfg, withDeletes}} {
 		if len(p.tasks) == 0 {
 			continue
 		}
@@ -326,12 +356,33 @@ func planGroups(ctx context.Context, tbl *table.Table, job planner.Job) ([]table
 		}
 		skipped += plan.SkippedFiles
 		for _, g := range plan.Groups {
+			if rewriteChangesNothing(g.Tasks) {
+				// One file, nothing applying to it: the output would be
+				// the input again, and the partition would be found
+				// "over its threshold" the same way after the commit.
+				skipped += len(g.Tasks)
+				continue
+			}
 			groups = append(groups, table.CompactionTaskGroup{
-				PartitionKey: g.PartitionKey, Tasks: g.Tasks, TotalSizeBytes: g.TotalSizeBytes,
+				// Keyed as the planner keys partitions (the log reads
+				// category=a, and idle partitions are found by it).
+				PartitionKey: keys.Key(g.Tasks[0].File.SpecID(), g.Tasks[0].File.Partition()),
+				Tasks:        g.Tasks, TotalSizeBytes: g.TotalSizeBytes,
 			})
 		}
 	}
 	return groups, skipped, nil
+}
+
+// rewriteChangesNothing reports whether rewriting tasks as one group would
+// write the same rows into one file again: a single input file that no
+// delete applies to (a small file is never split, so it comes out whole).
+func rewriteChangesNothing(tasks []table.FileScanTask) bool {
+	if len(tasks) != 1 {
+		return false
+	}
+	t := tasks[0]
+	return len(t.DeleteFiles)+len(t.EqualityDeleteFiles)+len(t.DeletionVectorFiles) == 0
 }
 
 // batch splits groups into at most n commits, in order.

@@ -41,6 +41,7 @@ import (
 	iceio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/icereactor/reactor/deletions"
 	"github.com/icereactor/reactor/embedded"
 	"github.com/icereactor/reactor/executor"
 	"github.com/icereactor/reactor/metrics"
@@ -417,9 +418,14 @@ func BenchmarkExpiryPlanning(b *testing.B) {
 					x, mt.snapshots-1, mt.appends)
 			}
 			unreachable := x.DeletedManifests + x.DeletedManifestLists
-			if deferred := k == 2; deferred != (len(res.DeferredDeletes) == unreachable) {
-				b.Fatalf("%d deletions deferred of %d unreachable files (deferral configured: %v)",
-					len(res.DeferredDeletes), unreachable, deferred)
+			if deferred := k == 2; deferred != x.Deferred || deferred != (len(res.PendingDeletes) == 1) {
+				b.Fatalf("deletion of %d unreachable files deferred: %v, batches %v (deferral configured: %v)",
+					unreachable, x.Deferred, res.PendingDeletes, deferred)
+			}
+			for _, ref := range res.PendingDeletes {
+				if err := deletions.Remove(iceio.LocalFS{}, ref); err != nil {
+					b.Fatal(err)
+				}
 			}
 			restoreEntry()
 			restoreFiles()

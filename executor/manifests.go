@@ -48,6 +48,23 @@ func (e *Executor) rewriteManifests(ctx context.Context, log *slog.Logger, job p
 			log.Info("manifests need no rewrite", "why", res.NoOpReason.String())
 			return nil
 		}
+		if len(res.AddedManifests) >= len(res.RewrittenManifests) {
+			// As many manifests out as in (one per partition already, or
+			// partitions too large for one manifest): committing would
+			// only add a snapshot, and the count would trigger again.
+			noop = true
+			fs, err := tbl.FS(ctx)
+			if err == nil {
+				paths := stagedFiles(txn, fs)
+				for _, m := range res.AddedManifests {
+					paths = append(paths, m.FilePath())
+				}
+				rep.StagedMetadataCleanedUp += removePaths(fs, paths, log)
+			}
+			log.Info("manifests need no rewrite", "why", fmt.Sprintf("it would write %d manifests for the %d it reads",
+				len(res.AddedManifests), len(res.RewrittenManifests)))
+			return nil
+		}
 		next, err := txn.Commit(ctx)
 		if err == nil {
 			committed = next

@@ -4,9 +4,14 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
 
 	"github.com/icereactor/reactor/planner"
+	"github.com/icereactor/reactor/streamwriter"
 )
 
 func dataManifestCount(t *testing.T, f *fixture) int {
@@ -88,5 +93,60 @@ func TestRewriteManifestsRetriesConflicts(t *testing.T) {
 	}
 	if got, want := f.contents().Total, f.writer.Written(); got != want {
 		t.Errorf("table %v, written %v", got, want)
+	}
+}
+
+// Manifests that each mix two partitions cluster into two manifests again:
+// two in, two out. That rewrite is not committed (the count would trigger
+// the same rewrite after it), and the manifests it wrote are deleted.
+func TestRewriteManifestsSkipsARewriteThatKeepsTheCount(t *testing.T) {
+	f := newFixture(t, nil)
+	for round := range 2 {
+		appendMixed(t, f, int64(round*100+1), "a", "b")
+	}
+	if n := dataManifestCount(t, f); n != 2 {
+		t.Fatalf("setup: %d manifests, want 2", n)
+	}
+	snap := f.load().CurrentSnapshot().SnapshotID
+	j := f.job("")
+	j.Kind = planner.KindRewriteManifests
+	res, rep := f.exec.Run(f.ctx, j)
+	if res.Outcome != planner.Noop || rep.Commits != 0 {
+		t.Fatalf("outcome %v (err %v), %d commits; want a no-op", res.Outcome, res.Err, rep.Commits)
+	}
+	if got := f.load().CurrentSnapshot().SnapshotID; got != snap {
+		t.Errorf("a snapshot was committed: %d -> %d", snap, got)
+	}
+	if rep.StagedMetadataCleanedUp == 0 {
+		t.Error("the manifests the abandoned rewrite wrote were not deleted")
+	}
+}
+
+// appendMixed appends one row per category in one snapshot (one manifest
+// holding every category).
+func appendMixed(t *testing.T, f *fixture, firstID int64, categories ...string) {
+	t.Helper()
+	tbl := f.load()
+	sc, err := table.SchemaToArrowSchema(tbl.Schema(), nil, false, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := array.NewRecordBuilder(memory.DefaultAllocator, sc)
+	defer b.Release()
+	for i, c := range categories {
+		id := firstID + int64(i)
+		b.Field(0).(*array.Int64Builder).Append(id)
+		b.Field(1).(*array.StringBuilder).Append(c)
+		b.Field(2).(*array.StringBuilder).Append(streamwriter.Payload(id))
+	}
+	rec := b.NewRecordBatch()
+	defer rec.Release()
+	rdr, err := array.NewRecordReader(sc, []arrow.RecordBatch{rec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rdr.Release()
+	if _, err := tbl.Append(f.ctx, rdr, nil); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	iceio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icereactor/reactor/planner"
@@ -91,6 +92,9 @@ func (e *Executor) removeTrackedOrphans(ctx context.Context, tbl *table.Table, j
 		return nil, fmt.Errorf("read table history: %w", err)
 	}
 	referenced := refs.locations(tbl)
+	if err := addPending(fs, tbl, referenced); err != nil {
+		return nil, err
+	}
 	cutoff := time.Now().Add(-job.Settings.OrphanMargin)
 	var settled []string
 	for _, c := range job.OrphanCandidates {
@@ -139,8 +143,12 @@ func (e *Executor) removeListedOrphans(ctx context.Context, tbl *table.Table, jo
 	if err != nil {
 		return fmt.Errorf("read table history: %w", err)
 	}
+	owned := refs.locations(tbl)
+	if err := addPending(fs, tbl, owned); err != nil {
+		return err
+	}
 	referenced := map[string]bool{}
-	for loc := range refs.locations(tbl) {
+	for loc := range owned {
 		for _, k := range spellings(loc) {
 			referenced[k] = true
 		}
@@ -226,4 +234,17 @@ func canonicalLocation(loc string) string {
 		return "s3://" + u.Host + "/" + strings.TrimPrefix(u.Path, "/")
 	}
 	return loc
+}
+
+// addPending adds the files waiting in the table's pending-deletion list to
+// set: the deletion pass owns them, orphan cleanup never deletes them.
+func addPending(fs iceio.IO, tbl *table.Table, set map[string]bool) error {
+	pending, err := pendingLocations(fs, tbl)
+	if err != nil {
+		return fmt.Errorf("read pending deletions: %w", err)
+	}
+	for loc := range pending {
+		set[loc] = true
+	}
+	return nil
 }

@@ -32,16 +32,16 @@ func (r Report) ProcedureCounts(kind planner.JobKind) []Count {
 			{"dangling_deletes_removed_count", r.DanglingDeleteRows},
 		}
 	case planner.KindExpireSnapshots:
+		// Files expiry unlinks are deleted min_reader_margin later, by the
+		// delete_expired_files pass that reports them: here they are
+		// deferred, not deleted (unless the margin is zero).
 		x := r.Expiry
-		return []Count{
-			{"deleted_data_files_count", int64(x.DeletedDataFiles)},
-			{"deleted_position_delete_files_count", int64(x.DeletedPositionDeleteFiles)},
-			{"deleted_equality_delete_files_count", int64(x.DeletedEqualityDeleteFiles)},
-			{"deleted_manifest_files_count", int64(x.DeletedManifests)},
-			{"deleted_manifest_lists_count", int64(x.DeletedManifestLists)},
-			{"deleted_statistics_files_count", int64(x.DeletedStatisticsFiles)},
-			{"expired_snapshots_count", int64(x.ExpiredSnapshots)},
+		deferred := int64(0)
+		if x.Deferred {
+			deferred, x = int64(x.Files()), ExpiryCounts{ExpiredSnapshots: x.ExpiredSnapshots}
 		}
+		return append(expiryCounts(x), Count{"expired_snapshots_count", int64(x.ExpiredSnapshots)},
+			Count{"deletion_deferred_files_count", deferred})
 	case planner.KindRemoveOrphans:
 		return []Count{
 			{"orphan_files_count", int64(len(r.Orphans.Orphans))},
@@ -49,10 +49,7 @@ func (r Report) ProcedureCounts(kind planner.JobKind) []Count {
 			{"deleted_files_count", int64(r.Orphans.DeletedFiles)},
 		}
 	case planner.KindDeleteExpiredFiles:
-		return []Count{
-			{"deleted_files_count", int64(r.Orphans.DeletedFiles)},
-			{"still_referenced_files_count", int64(r.Orphans.StillReferenced)},
-		}
+		return append(expiryCounts(r.Expiry), Count{"still_referenced_files_count", int64(r.Orphans.StillReferenced)})
 	case planner.KindRewriteManifests:
 		return []Count{
 			{"rewritten_manifests_count", int64(r.ManifestsRewritten)},
@@ -70,4 +67,16 @@ func (r Report) CountMap(kind planner.JobKind) map[string]int64 {
 		m[c.Name] = c.Value
 	}
 	return m
+}
+
+// expiryCounts are expire_snapshots' deleted-file columns.
+func expiryCounts(x ExpiryCounts) []Count {
+	return []Count{
+		{"deleted_data_files_count", int64(x.DeletedDataFiles)},
+		{"deleted_position_delete_files_count", int64(x.DeletedPositionDeleteFiles)},
+		{"deleted_equality_delete_files_count", int64(x.DeletedEqualityDeleteFiles)},
+		{"deleted_manifest_files_count", int64(x.DeletedManifests)},
+		{"deleted_manifest_lists_count", int64(x.DeletedManifestLists)},
+		{"deleted_statistics_files_count", int64(x.DeletedStatisticsFiles)},
+	}
 }

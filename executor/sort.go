@@ -48,13 +48,20 @@ func (e *Executor) sort(ctx context.Context, log *slog.Logger, job planner.Job) 
 		return planner.Result{Outcome: planner.Failed, Err: fmt.Errorf("%w %q on %s: %w", ErrSortOrder, order, job.TableName, err)}, Report{}
 	}
 	log.Info("sorting partitions", "order", order.String(), "max_group_size", job.Settings.MaxGroupSize)
-	return e.rewrite(ctx, log, job, rewriter{
-		plan: planSortGroups,
+	var planned []table.CompactionTaskGroup
+	res, rep := e.rewrite(ctx, log, job, rewriter{
+		plan: func(ctx context.Context, tbl *table.Table, job planner.Job) ([]table.CompactionTaskGroup, int, error) {
+			groups, skipped, err := planSortGroups(ctx, tbl, job)
+			planned = groups
+			return groups, skipped, err
+		},
 		write: func(ctx context.Context, tbl *table.Table, g table.CompactionTaskGroup) (table.CompactionGroupResult, error) {
 			return writeSortedGroup(ctx, tbl, g, bound, job.Settings.TargetFileSize)
 		},
 		props: iceberg.Properties{planner.SortSnapshotProperty: order.String()},
 	})
+	res.NothingToDo = idlePartitions(job, planned, "every file is already sorted in "+order.String()+" with nothing applying to it")
+	return res, rep
 }
 
 // ResolveSortOrder is the order a sort job of a table with settings set
@@ -132,7 +139,76 @@ func planSortGroups(ctx context.Context, tbl *table.Table, job planner.Job) ([]t
 			groups = append(groups, g)
 		}
 	}
-	return groups, 0, nil
+	return dropSortedAlone(ctx, tbl, job, groups)
+}
+
+// dropSortedAlone drops the groups whose rewrite would write the same file
+// again: one file, already written by a sort in the job's order, that no
+// delete applies to. It returns the groups kept and the files dropped.
+func dropSortedAlone(ctx context.Context, tbl *table.Table, job planner.Job, groups []table.CompactionTaskGroup) ([]table.CompactionTaskGroup, int, error) {
+	alone := map[string]bool{}
+	for _, g := range groups {
+		if rewriteChangesNothing(g.Tasks) {
+			alone[g.Tasks[0].File.FilePath()] = true
+		}
+	}
+	if len(alone) == 0 {
+		return groups, 0, nil
+	}
+	order, err := ResolveSortOrder(job.Settings, tbl)
+	if err != nil {
+		// sort() resolved the order before planning; keep every group.
+		return groups, 0, nil
+	}
+	sorted, err := filesSortedBy(ctx, tbl, alone, order.String())
+	if err != nil {
+		return nil, 0, err
+	}
+	kept := groups[:0]
+	skipped := 0
+	for _, g := range groups {
+		if len(g.Tasks) == 1 && sorted[g.Tasks[0].File.FilePath()] {
+			skipped++
+			continue
+		}
+		kept = append(kept, g)
+	}
+	return kept, skipped, nil
+}
+
+// filesSortedBy reports which of paths were added by a sort rewrite in
+// order (the snapshot that added them says so; a file whose snapshot has
+// expired counts as unsorted, as the planner counts it).
+func filesSortedBy(ctx context.Context, tbl *table.Table, paths map[string]bool, order string) (map[string]bool, error) {
+	fs, err := tbl.FS(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("open table io: %w", err)
+	}
+	snap := tbl.CurrentSnapshot()
+	manifests, err := snap.Manifests(fs)
+	if err != nil {
+		return nil, fmt.Errorf("read manifest list of snapshot %d: %w", snap.SnapshotID, err)
+	}
+	out := map[string]bool{}
+	for _, m := range manifests {
+		if m.ManifestContent() != iceberg.ManifestContentData {
+			continue
+		}
+		for entry, err := range m.Entries(fs, true) {
+			if err != nil {
+				return nil, fmt.Errorf("read manifest %s: %w", m.FilePath(), err)
+			}
+			path := entry.DataFile().FilePath()
+			if !paths[path] {
+				continue
+			}
+			if s := tbl.Metadata().SnapshotByID(entry.SnapshotID()); s != nil && s.Summary != nil &&
+				s.Summary.Properties[planner.SortSnapshotProperty] == order {
+				out[path] = true
+			}
+		}
+	}
+	return out, nil
 }
 
 // leadingSortColumn is the field id of the order's first column (0 if it

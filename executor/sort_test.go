@@ -438,3 +438,23 @@ func TestInvalidSortOrders(t *testing.T) {
 		t.Errorf("no sort_order and no table order: %v %v", res.Outcome, res.Err)
 	}
 }
+
+// A partition whose only file a sort in the same order wrote is not
+// rewritten again: the output would be that file. Another order rewrites it.
+func TestSortLeavesAFileItSortedAlone(t *testing.T) {
+	s := newSortTable(t, nil)
+	s.appendRows(randomRows(rand.New(rand.NewPCG(5, 6)), 0, 300))
+	yaml := "defaults: {target_file_size: 1MiB, strategy: sort, sort_order: 'y ASC'}"
+	if res, _ := s.exec.Run(s.ctx, s.job(planner.KindSort, yaml)); res.Outcome != planner.Succeeded {
+		t.Fatalf("first sort: outcome %v, err %v", res.Outcome, res.Err)
+	}
+	res, rep := s.exec.Run(s.ctx, s.job(planner.KindSort, yaml))
+	if res.Outcome != planner.Noop || rep.Commits != 0 || len(res.NothingToDo) == 0 {
+		t.Fatalf("second sort in the same order: outcome %v (err %v), %d commits, nothing-to-do %v; want a no-op",
+			res.Outcome, res.Err, rep.Commits, res.NothingToDo)
+	}
+	other := "defaults: {target_file_size: 1MiB, strategy: sort, sort_order: 'name ASC'}"
+	if res, rep := s.exec.Run(s.ctx, s.job(planner.KindSort, other)); res.Outcome != planner.Succeeded || rep.Commits != 1 {
+		t.Fatalf("sort in another order: outcome %v (err %v), %d commits", res.Outcome, res.Err, rep.Commits)
+	}
+}

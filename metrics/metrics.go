@@ -98,7 +98,7 @@ func New() *Metrics {
 		}, []string{"table"}),
 		ConfigReloads: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "reactor_config_reloads_total",
-			Help: "Thresholds file reloads, by result (applied, error).",
+			Help: "Thresholds file reloads, by result (applied; error: the file was rejected; internal_error: it made reactor panic, recovered, and was rejected).",
 		}, []string{"result"}),
 		Objects: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "reactor_objects_total",

@@ -56,14 +56,6 @@ type PlannedJob struct {
 	Reasons    []Reason `json:"reasons"`
 }
 
-// smallFileCheck is the compaction trigger of one partition; the scheduler
-// and Explain share it so that plan shows exactly what run acts on.
-func smallFileCheck(c Counters, set thresholds.Effective) Check {
-	return Check{Threshold: "small_file_count", Measured: int64(c.SmallFiles), Limit: int64(set.SmallFileCount),
-		Unit: "files", Over: c.SmallFiles >= set.SmallFileCount,
-		Note: fmt.Sprintf("files below %s", thresholds.Size(set.SmallFileSize))}
-}
-
 // percent is n/d as a whole percentage (0 when d is 0).
 func percent(n, d int64) int64 {
 	if d <= 0 {
@@ -137,7 +129,9 @@ func sortCheck(c Counters, set thresholds.Effective, now time.Time) Check {
 // A kind in settled found nothing to do since the partition's last write
 // and is passed over for the next one.
 func partitionDue(c Counters, set thresholds.Effective, now time.Time, settled ...JobKind) (checks []Check, kind JobKind, reason Reason, applyDeletes, due bool) {
-	small := smallFileCheck(c, set)
+	// The scheduler and Explain share tierCheck, so plan shows exactly
+	// what run acts on, and run only what the executor will merge.
+	small := tierCheck(c, set)
 	files, rows := deleteChecks(c, set)
 	checks = []Check{small, files, rows}
 	type candidate struct {
@@ -162,6 +156,13 @@ func partitionDue(c Counters, set thresholds.Effective, now time.Time, settled .
 		k, note := deleteRemedy(c, rows, set)
 		candidates = append(candidates, candidate{k, Reason{Threshold: trigger.Threshold, Measured: trigger.Measured,
 			Limit: trigger.Limit, Note: note}, k == KindCompact})
+		if k == KindRewritePositionDeletes {
+			// Once the delete rewrite found nothing to merge (files of
+			// other partitions, already merged), only a compaction
+			// applying the deletes can still remove them.
+			candidates = append(candidates, candidate{KindCompact, Reason{Threshold: trigger.Threshold, Measured: trigger.Measured,
+				Limit: trigger.Limit, Note: "the position-delete rewrite found nothing to merge: compaction applies the deletes"}, true})
+		}
 	}
 	if set.Strategy.Sorts() {
 		sorted := sortCheck(c, set, now)
@@ -222,8 +223,8 @@ func Explain(ctx context.Context, tbl *table.Table, cfg *thresholds.Config, now 
 	}
 
 	snaps := summarizeSnapshots(tbl.Metadata())
-	due, reason, olderThan, next := snaps.expiry(now, set)
-	ageCheck := Check{Threshold: "snapshot_max_age", Limit: int64(max(set.SnapshotMaxAge, set.MinReaderMargin) / time.Second), Unit: "seconds"}
+	due, reason, olderThan, retainLast, next := snaps.expiry(now, set)
+	ageCheck := Check{Threshold: "snapshot_max_age", Limit: int64(set.SnapshotMaxAge / time.Second), Unit: "seconds"}
 	if n := len(snaps.times); n > 0 {
 		ageCheck.Measured = int64(now.Sub(snaps.times[n-1]) / time.Second)
 	}
@@ -232,7 +233,8 @@ func Explain(ctx context.Context, tbl *table.Table, cfg *thresholds.Config, now 
 		Unit: "snapshots", Over: due && reason.Threshold == "snapshot_count"}
 	switch {
 	case due:
-		note := fmt.Sprintf("expire snapshots older than %s (retain_last %d)", olderThan, set.RetainLast)
+		note := fmt.Sprintf("expire snapshots older than %s beyond the newest %d; their files are deleted %s after the expiry (min_reader_margin)",
+			olderThan.Round(time.Second), retainLast, set.MinReaderMargin)
 		ageCheck.Note, countCheck.Note = note, note
 		plan.Jobs = append(plan.Jobs, PlannedJob{Kind: KindExpireSnapshots, Reasons: []Reason{reason}})
 	case !next.IsZero():
@@ -240,8 +242,7 @@ func Explain(ctx context.Context, tbl *table.Table, cfg *thresholds.Config, now 
 	default:
 		ageCheck.Note = fmt.Sprintf("nothing to expire beyond retain_last %d and branch/tag heads", set.RetainLast)
 	}
-	manifests := Check{Threshold: "manifest_count", Measured: int64(tc.dataManifests), Limit: int64(set.ManifestCount),
-		Unit: "manifests", Over: tc.dataManifests >= set.ManifestCount}
+	manifests := manifestCheck(tc.dataManifests, tc.manifestFloor(), set.ManifestCount)
 	plan.TableWide = append(plan.TableWide, ageCheck, countCheck, manifests, Check{Threshold: "orphan_margin",
 		Limit: int64(set.OrphanMargin / time.Second), Unit: "seconds",
 		Note: fmt.Sprintf("not assessed here: needs a listing (reactor orphans --dry-run); run lists every %s, dry run: %v",

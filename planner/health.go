@@ -37,7 +37,7 @@ type Health struct {
 }
 
 func sizesOf(set thresholds.Effective) fileSizes {
-	return fileSizes{small: set.SmallFileSize, tiny: set.TinyFileSize}
+	return fileSizes{small: set.SmallFileSize, tiny: set.TinyFileSize, fanIn: set.TierFanIn}
 }
 
 func buildHealth(name string, tc *tableCounters, snaps snapshotSummary, set thresholds.Effective, now time.Time) Health {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/icereactor/reactor/deletions"
 	"github.com/icereactor/reactor/thresholds"
 )
 
@@ -28,15 +29,16 @@ const (
 	// sort or z-order (Spark's rewrite_data_files with strategy sort), in
 	// groups of at most max_group_size input bytes.
 	KindSort JobKind = "sort"
-	// KindExpireSnapshots expires snapshots past retention (never one
-	// younger than min_reader_margin, never a branch or tag head) and
-	// deletes the files no remaining snapshot references.
+	// KindExpireSnapshots expires snapshots past retention (never a
+	// branch or tag head) and records the files no remaining snapshot
+	// references for deletion once min_reader_margin has passed.
 	KindExpireSnapshots JobKind = "expire_snapshots"
 	// KindRewriteManifests merges the table's data manifests, clustered
 	// by partition.
 	KindRewriteManifests JobKind = "rewrite_manifests"
-	// KindDeleteExpiredFiles is the later pass of a deferred expiry: it
-	// deletes the files the expiry made unreachable, checking each again.
+	// KindDeleteExpiredFiles is the later pass of an expiry: once
+	// min_reader_margin has passed since the expiry, it deletes the files
+	// the expiry unlinked, checking each against the history again.
 	KindDeleteExpiredFiles JobKind = "delete_expired_files"
 	// KindRemoveOrphans deletes (or, in a dry run, reports) files under the
 	// table's location that no snapshot references and that are older than
@@ -116,16 +118,19 @@ type Job struct {
 	// BaseSnapshotID is the snapshot the planner's counters described when it
 	// scheduled the job; the executor plans against the table's current one.
 	BaseSnapshotID int64
-	// ExpireOlderThan is the expiry horizon of an expire_snapshots job:
-	// snapshot_max_age, or min_reader_margin when the table has
-	// snapshot_count snapshots; never below min_reader_margin.
-	ExpireOlderThan time.Duration
+	// ExpireOlderThan and ExpireRetainLast are the retention of an
+	// expire_snapshots job: snapshots older than the horizon beyond the
+	// newest ExpireRetainLast go (snapshot_max_age and retain_last, or
+	// under snapshot_count the newest half kept).
+	ExpireOlderThan  time.Duration
+	ExpireRetainLast int
 	// OrphanSource and OrphanCandidates describe a remove_orphans job; the
 	// candidates (tracked source only) are re-verified by the executor.
 	OrphanSource     string
 	OrphanCandidates []OrphanCandidate
-	// Files are the locations a delete_expired_files job deletes.
-	Files []string
+	// PendingDeletes are the batches of unlinked files a
+	// delete_expired_files job deletes (all of them due).
+	PendingDeletes []deletions.Ref
 	// SortOrder is the order a sort job writes in (Spark syntax), resolved
 	// when scheduled: the configured sort_order, else the table's default.
 	SortOrder string
@@ -190,6 +195,12 @@ type Result struct {
 	// Settled lists tracked locations the job dealt with (deleted, or
 	// found referenced): the planner stops tracking them.
 	Settled []string
-	// DeferredDeletes are the files an expiry left for a later pass.
-	DeferredDeletes []string
+	// PendingDeletes are the batches of files an expiry unlinked, due for
+	// deletion once min_reader_margin has passed.
+	PendingDeletes []deletions.Ref
+	// NothingToDo names the job's partitions (by key) where it found
+	// nothing whose rewrite would change the partition, with why: the
+	// planner settles the job's kind for them until they are written
+	// again, whatever the job's outcome elsewhere.
+	NothingToDo map[string]string
 }

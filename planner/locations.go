@@ -174,3 +174,61 @@ func (p *Planner) locate(ctx context.Context, bucket, key string) (tableLocation
 	}
 	return tableLocation{}, fmt.Errorf("%w: s3://%s/%s", ErrOutsideTables, bucket, key)
 }
+
+// Discover brings every table of the watched namespaces (all namespaces
+// when none is configured) that the planner does not know yet into its
+// state, as a commit event would. reactor run calls it once at start, so
+// that what a table waits for outlives a restart even when nobody writes
+// to it: expiry deadlines, the next orphan listing, and the files expiry
+// unlinked before the restart. It returns how many tables it observed.
+func (p *Planner) Discover(ctx context.Context) (int, error) {
+	cfg := p.cfg.Load()
+	var namespaces []table.Identifier
+	if len(cfg.Namespaces) > 0 {
+		for _, ns := range cfg.Namespaces {
+			namespaces = append(namespaces, strings.Split(ns, "."))
+		}
+	} else {
+		var err error
+		if namespaces, err = listAllNamespaces(ctx, p.cat, nil); err != nil {
+			return 0, fmt.Errorf("%w: list namespaces: %w", ErrCatalogUnavailable, err)
+		}
+	}
+	n := 0
+	for _, ns := range namespaces {
+		for ident, err := range p.cat.ListTables(ctx, ns) {
+			if err != nil {
+				if errors.Is(err, catalog.ErrNoSuchNamespace) {
+					break
+				}
+				return n, fmt.Errorf("%w: list tables of %s: %w", ErrCatalogUnavailable, strings.Join(ns, "."), err)
+			}
+			name := strings.Join(ident, ".")
+			p.mu.Lock()
+			_, known := p.tables[name]
+			p.mu.Unlock()
+			if known || !cfg.Watches(strings.Join(ident[:len(ident)-1], ".")) {
+				continue
+			}
+			tbl, err := p.cat.LoadTable(ctx, ident)
+			if err != nil {
+				if ctx.Err() != nil {
+					return n, ctx.Err()
+				}
+				if !errors.Is(err, catalog.ErrNoSuchTable) {
+					p.log.Warn("table not discovered; its first event will bring it in", "table", name, "error", err)
+				}
+				continue
+			}
+			if err := p.Observe(ctx, tbl); err != nil {
+				if ctx.Err() != nil {
+					return n, ctx.Err()
+				}
+				p.log.Warn("table not discovered; its first event will bring it in", "table", name, "error", err)
+				continue
+			}
+			n++
+		}
+	}
+	return n, nil
+}

@@ -48,6 +48,10 @@ func ManualJob(ctx context.Context, tbl *table.Table, cfg *thresholds.Config, ki
 	if s := tbl.CurrentSnapshot(); s != nil {
 		job.BaseSnapshotID = s.SnapshotID
 	}
+	if kind == KindCompact {
+		// Asked for now: the tier rule's count trigger is min_input_files.
+		job.Settings.SmallFileCount = job.Settings.MinInputFiles
+	}
 	manual := Reason{Partition: tableWide, Threshold: "manual", Note: "requested on the command line"}
 	switch kind {
 	case KindCompact, KindRewritePositionDeletes, KindSort:
@@ -92,16 +96,15 @@ func ManualJob(ctx context.Context, tbl *table.Table, cfg *thresholds.Config, ki
 				ErrUnknownPartition, name, k, strings.Join(known, ", "))
 		}
 	case KindExpireSnapshots:
-		job.ExpireOlderThan = max(set.SnapshotMaxAge, set.MinReaderMargin)
+		// Any horizon is safe here: files expiry unlinks wait out
+		// min_reader_margin before they are deleted, however young the
+		// snapshots were.
+		job.ExpireOlderThan, job.ExpireRetainLast = set.SnapshotMaxAge, set.RetainLast
 		if opts.OlderThan > 0 {
-			if opts.OlderThan < set.MinReaderMargin {
-				return Job{}, fmt.Errorf("%w: older than %s is below min_reader_margin %s; lower min_reader_margin in the thresholds file if no reader runs that long",
-					ErrUnsafeOption, opts.OlderThan, set.MinReaderMargin)
-			}
 			job.ExpireOlderThan = opts.OlderThan
 		}
 		if opts.RetainLast > 0 {
-			job.Settings.RetainLast = opts.RetainLast
+			job.Settings.RetainLast, job.ExpireRetainLast = opts.RetainLast, opts.RetainLast
 		}
 		manual.Limit = int64(job.ExpireOlderThan / time.Second)
 		job.Reasons = []Reason{manual}

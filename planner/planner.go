@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -16,6 +17,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 	"github.com/google/uuid"
 
+	"github.com/icereactor/reactor/deletions"
 	"github.com/icereactor/reactor/events"
 	"github.com/icereactor/reactor/metrics"
 	"github.com/icereactor/reactor/thresholds"
@@ -90,16 +92,21 @@ type tableState struct {
 	snapshots snapshotSummary
 
 	// Scheduling state of table-wide jobs.
-	expireCooldownUntil   time.Time
-	expireSettledAt       int64 // current snapshot when expiry last found nothing
-	deferredDeletes       []string
-	deferredDueAt         time.Time
+	expireCooldownUntil time.Time
+	expireSettledAt     int64 // current snapshot when expiry last found nothing
+	// pending are the batches of files expiry unlinked, earliest due
+	// first; they live in the table's storage (package deletions) and are
+	// listed once when the table is first seen.
+	pending               []deletions.Ref
+	pendingLoaded         bool
+	pendingRetryAt        time.Time // a failed deletion pass waits until then
 	manifestCooldownUntil time.Time
 	orphanCooldownUntil   time.Time
 	nextListing           time.Time       // first set when the table is first seen
 	dryRunReported        map[string]bool // candidates a dry run already reported
 
 	manifestSettledAt int // manifest count a no-op rewrite left; 0: none
+	manifestFloorSaid int // manifest count the "cannot reach manifest_count" line was logged at
 }
 
 // New creates a planner.
@@ -228,6 +235,9 @@ func (p *Planner) observeLocked(ctx context.Context, st *tableState, tbl *table.
 		return fmt.Errorf("%w: update %s: %w", ErrCatalogUnavailable, st.name, err)
 	}
 	st.snapshots = summarizeSnapshots(tbl.Metadata())
+	if !st.pendingLoaded {
+		p.loadPendingLocked(ctx, st, tbl)
+	}
 	p.met.SetSnapshots(st.name, len(st.snapshots.times), st.snapshots.oldest())
 	st.confirmLocked(stats.added)
 	if st.unconfirmed != nil {
@@ -290,6 +300,12 @@ func (p *Planner) evaluateLocked(st *tableState) {
 			wake = t
 		}
 	}
+	// Metadata over its bounds comes first: a compaction committing on a
+	// history that keeps growing loses every race against the writer, and
+	// the writer's own commits slow down with it (issue 13).
+	if st.running == nil && st.metadataOverBounds() && p.tableWideLocked(st, now, deferUntil, true) {
+		return
+	}
 	keys := make([]string, 0, len(st.counters.partitions))
 	for k := range st.counters.partitions {
 		keys = append(keys, k)
@@ -302,7 +318,7 @@ func (p *Planner) evaluateLocked(st *tableState) {
 	for _, k := range keys {
 		ps := st.counters.partitions[k]
 		var settled []JobKind
-		if ps.settledWrite.Equal(ps.LastWrite) && !ps.settledWrite.IsZero() {
+		if ps.settledWrite.Equal(ps.LastWrite) {
 			settled = ps.settledKinds
 		}
 		_, kind, reason, applyDeletes, due := partitionDue(ps.Counters, set, now, settled...)
@@ -387,57 +403,140 @@ func (p *Planner) evaluateLocked(st *tableState) {
 		return
 	}
 	// Table-wide jobs come after compaction: it changes what they see.
-	if st.running == nil {
-		due, reason, olderThan, next := st.snapshots.expiry(now, set)
-		if due && st.expireSettledAt == st.counters.snapshotID {
-			// The last expiry found nothing although the estimate said
-			// otherwise (a branch's own retention): wait for a commit.
-			due, next = false, time.Time{}
-		}
-		if due && !now.Before(st.expireCooldownUntil) {
-			p.scheduleExpireLocked(st, reason, olderThan, now)
-			return
-		} else if due {
-			deferUntil(st.expireCooldownUntil)
-		} else if !next.IsZero() {
-			deferUntil(next)
+	if st.running == nil && p.tableWideLocked(st, now, deferUntil, false) {
+		return
+	}
+	if !wake.IsZero() && st.running == nil {
+		p.wakeAtLocked(st, wake)
+	}
+}
+
+// metadataOverBounds reports whether the table's history or manifest list
+// has reached its bound: every commit — the writers' and reactor's — reads
+// and rewrites that metadata, so bringing it back comes before data work.
+func (st *tableState) metadataOverBounds() bool {
+	set := st.settings
+	return (set.SnapshotCount > 0 && len(st.snapshots.times) >= set.SnapshotCount) ||
+		st.manifestsOverBound()
+}
+
+// tableWideLocked schedules the first due table-wide job, in the seeds'
+// order — expiry, the deletion of what expiry unlinked, manifest rewrite,
+// orphan cleanup — and reports whether it scheduled one. metadataOnly
+// considers expiry and manifest rewrite alone (the jobs that come before
+// compaction when the metadata is over its bounds).
+func (p *Planner) tableWideLocked(st *tableState, now time.Time, deferUntil func(time.Time), metadataOnly bool) bool {
+	set := st.settings
+	due, reason, olderThan, retainLast, next := st.snapshots.expiry(now, set)
+	if due && st.expireSettledAt == st.counters.snapshotID {
+		// The last expiry found nothing although the estimate said
+		// otherwise (a branch's own retention): wait for a commit.
+		due, next = false, time.Time{}
+	}
+	switch {
+	case due && !now.Before(st.expireCooldownUntil):
+		p.scheduleLocked(st, KindExpireSnapshots, nil, []Reason{reason}, now, func(j *Job) {
+			j.ExpireOlderThan, j.ExpireRetainLast = olderThan, retainLast
+		})
+		return true
+	case due:
+		deferUntil(st.expireCooldownUntil)
+	case !next.IsZero():
+		deferUntil(next)
+	}
+	if !metadataOnly {
+		if job := p.deletionPassLocked(st, now, deferUntil); job != nil {
+			p.scheduleLocked(st, KindDeleteExpiredFiles, nil, job.Reasons, now, func(j *Job) { j.PendingDeletes = job.PendingDeletes })
+			return true
 		}
 	}
-	// The later pass of a deferred expiry follows expiry.
-	if st.running == nil && len(st.deferredDeletes) > 0 {
-		if now.Before(st.deferredDueAt) {
-			deferUntil(st.deferredDueAt)
-		} else {
-			files := append([]string(nil), st.deferredDeletes...)
-			p.scheduleLocked(st, KindDeleteExpiredFiles, nil, []Reason{{Partition: tableWide, Threshold: "expire_deletion_delay",
-				Measured: int64(len(files)), Limit: int64(set.ExpireDeletionDelay / time.Second),
-				Note: fmt.Sprintf("%d files an expiry left unreachable", len(files))}}, now, func(j *Job) { j.Files = files })
-			return
-		}
-	}
-	if st.running == nil && st.counters.dataManifests >= set.ManifestCount && st.counters.dataManifests != st.manifestSettledAt {
+	if p.manifestRewriteDueLocked(st) {
 		if now.Before(st.manifestCooldownUntil) {
 			deferUntil(st.manifestCooldownUntil)
 		} else {
 			p.scheduleLocked(st, KindRewriteManifests, nil, []Reason{{Partition: tableWide, Threshold: "manifest_count",
 				Measured: int64(st.counters.dataManifests), Limit: int64(set.ManifestCount)}}, now)
-			return
+			return true
 		}
+	}
+	if metadataOnly {
+		return false
 	}
 	// Orphan cleanup comes last: after expiry, which makes files orphans.
-	if st.running == nil && !now.Before(st.orphanCooldownUntil) {
-		if job := p.orphanJobLocked(st, now, deferUntil); job != nil {
-			p.scheduleLocked(st, KindRemoveOrphans, nil, job.Reasons, now, func(j *Job) {
-				j.OrphanSource, j.OrphanCandidates = job.OrphanSource, job.OrphanCandidates
-			})
+	if now.Before(st.orphanCooldownUntil) {
+		deferUntil(st.orphanCooldownUntil)
+		return false
+	}
+	if job := p.orphanJobLocked(st, now, deferUntil); job != nil {
+		p.scheduleLocked(st, KindRemoveOrphans, nil, job.Reasons, now, func(j *Job) {
+			j.OrphanSource, j.OrphanCandidates = job.OrphanSource, job.OrphanCandidates
+		})
+		return true
+	}
+	return false
+}
+
+// deletionPassLocked returns the job that deletes the pending batches due
+// by now, or nil (arming the earliest due time).
+func (p *Planner) deletionPassLocked(st *tableState, now time.Time, deferUntil func(time.Time)) *Job {
+	if len(st.pending) == 0 {
+		return nil
+	}
+	if now.Before(st.pendingRetryAt) {
+		deferUntil(st.pendingRetryAt)
+		return nil
+	}
+	var due []deletions.Ref
+	for _, r := range st.pending {
+		if r.Due.After(now) {
+			deferUntil(r.Due)
+			break
+		}
+		due = append(due, r)
+	}
+	if len(due) == 0 {
+		return nil
+	}
+	margin := st.settings.MinReaderMargin
+	return &Job{PendingDeletes: due, Reasons: []Reason{{Partition: tableWide, Threshold: "min_reader_margin",
+		Measured: int64(now.Sub(due[0].Due.Add(-margin)) / time.Second), Limit: int64(margin / time.Second),
+		Note: fmt.Sprintf("%d batches of files expiry unlinked, past the reader margin", len(due))}}}
+}
+
+// loadPendingLocked lists the table's pending deletion batches the first
+// time the table is seen (they outlive reactor: a restart finds them). A
+// listing that fails is retried at the next observation.
+func (p *Planner) loadPendingLocked(ctx context.Context, st *tableState, tbl *table.Table) {
+	fs, err := tbl.FS(ctx)
+	if err == nil {
+		var refs []deletions.Ref
+		if refs, err = deletions.List(fs, tbl.Location()); err == nil {
+			st.pending = mergeRefs(st.pending, refs)
+			st.pendingLoaded = true
+			if len(refs) > 0 {
+				p.log.Info("pending deletions found", "table", st.name, "batches", len(refs),
+					"earliest_due", refs[0].Due)
+			}
 			return
 		}
-	} else if st.running == nil {
-		deferUntil(st.orphanCooldownUntil)
 	}
-	if !wake.IsZero() && st.running == nil {
-		p.wakeAtLocked(st, wake)
+	p.log.Warn("could not list the table's pending deletions; will retry", "table", st.name, "error", err)
+}
+
+// mergeRefs adds refs to a due-ordered list, once each.
+func mergeRefs(list, refs []deletions.Ref) []deletions.Ref {
+	seen := make(map[string]bool, len(list))
+	for _, r := range list {
+		seen[r.Location] = true
 	}
+	for _, r := range refs {
+		if !seen[r.Location] {
+			seen[r.Location] = true
+			list = append(list, r)
+		}
+	}
+	sort.SliceStable(list, func(i, j int) bool { return list[i].Due.Before(list[j].Due) })
+	return list
 }
 
 // orphanJobLocked decides whether orphan cleanup is due: tracked files past
@@ -486,10 +585,6 @@ func (p *Planner) orphanJobLocked(st *tableState, now time.Time, deferUntil func
 	return &Job{OrphanSource: OrphansFromTracking, OrphanCandidates: cands, Reasons: []Reason{{Partition: tableWide,
 		Threshold: "orphan_margin", Measured: int64(len(cands)), Limit: int64(set.OrphanMargin / time.Second),
 		Note: fmt.Sprintf("%d tracked files unreferenced for longer than %s", len(cands), set.OrphanMargin)}}}
-}
-
-func (p *Planner) scheduleExpireLocked(st *tableState, reason Reason, olderThan time.Duration, now time.Time) {
-	p.scheduleLocked(st, KindExpireSnapshots, nil, []Reason{reason}, now, func(j *Job) { j.ExpireOlderThan = olderThan })
 }
 
 // scheduleLocked creates the job, records it as the table's running one and
@@ -544,35 +639,37 @@ func (p *Planner) Finished(ctx context.Context, job Job, res Result) {
 	}
 	now := p.now()
 	if job.Kind == KindExpireSnapshots {
-		// Success or not, expiry waits a cool-down; its deadline timer
-		// brings it back when the next snapshot ages out.
-		st.expireCooldownUntil = now.Add(job.Settings.Cooldown)
-		if res.Outcome == GaveUp {
+		// A failed or conflicting expiry waits a cool-down; one that
+		// committed does not (its deadline timer or the snapshot bound
+		// brings the next one), nor does one that found nothing (it
+		// settles until the next commit).
+		switch res.Outcome {
+		case GaveUp:
 			st.expireCooldownUntil = now.Add(job.Settings.ConflictCooldown)
-		}
-		if res.Outcome == Noop {
+		case Failed:
+			st.expireCooldownUntil = now.Add(job.Settings.Cooldown)
+		case Noop:
 			st.expireSettledAt = st.counters.snapshotID
 		}
-		if len(res.DeferredDeletes) > 0 {
-			st.deferredDeletes = append(st.deferredDeletes, res.DeferredDeletes...)
-			st.deferredDueAt = now.Add(job.Settings.ExpireDeletionDelay)
+		st.pending = mergeRefs(st.pending, res.PendingDeletes)
+	}
+	if job.Kind == KindDeleteExpiredFiles {
+		if res.Outcome == Failed {
+			st.pendingRetryAt = now.Add(job.Settings.Cooldown)
 		}
-	}
-	if job.Kind == KindDeleteExpiredFiles && res.Outcome == Failed {
-		st.deferredDueAt = now.Add(job.Settings.Cooldown)
-	}
-	if job.Kind == KindDeleteExpiredFiles && res.Outcome != Failed {
+		// The pass's batches are done, but for what it left (a failure,
+		// a batch not due after all, batches rebuilt from an intent).
 		done := map[string]bool{}
-		for _, f := range job.Files {
-			done[f] = true
+		for _, r := range job.PendingDeletes {
+			done[r.Location] = true
 		}
-		kept := st.deferredDeletes[:0]
-		for _, f := range st.deferredDeletes {
-			if !done[f] {
-				kept = append(kept, f)
+		kept := st.pending[:0]
+		for _, r := range st.pending {
+			if !done[r.Location] {
+				kept = append(kept, r)
 			}
 		}
-		st.deferredDeletes = kept
+		st.pending = mergeRefs(kept, res.PendingDeletes)
 	}
 	if job.Kind == KindRemoveOrphans {
 		st.orphanCooldownUntil = now.Add(job.Settings.Cooldown)
@@ -607,6 +704,13 @@ func (p *Planner) Finished(ctx context.Context, job Job, res Result) {
 			continue
 		}
 		ps.inJob = false
+		if why, idle := res.NothingToDo[part.Key]; idle && res.Outcome == Succeeded {
+			// The job changed other partitions but found nothing to do
+			// in this one: settle it like a no-op.
+			p.settleLocked(st, ps, job, why)
+			ps.cooldownUntil = now.Add(job.Settings.Cooldown)
+			continue
+		}
 		switch {
 		case job.Kind == KindSort && res.Outcome == Failed:
 			// An order that does not fit the schema fails every time:
@@ -615,11 +719,11 @@ func (p *Planner) Finished(ctx context.Context, job Job, res Result) {
 		case res.Outcome == GaveUp:
 			ps.cooldownUntil = now.Add(job.Settings.ConflictCooldown)
 		case res.Outcome == Noop:
-			if !ps.settledWrite.Equal(ps.LastWrite) {
-				ps.settledKinds = nil
+			why := res.NothingToDo[part.Key]
+			if why == "" {
+				why = "the job found nothing to do"
 			}
-			ps.settledWrite = ps.LastWrite
-			ps.settledKinds = append(ps.settledKinds, job.Kind)
+			p.settleLocked(st, ps, job, why)
 			ps.cooldownUntil = now.Add(job.Settings.Cooldown)
 		default:
 			ps.cooldownUntil = now.Add(job.Settings.Cooldown)
@@ -633,6 +737,22 @@ func (p *Planner) Finished(ctx context.Context, job Job, res Result) {
 		return
 	}
 	p.evaluateLocked(st)
+}
+
+// settleLocked records that jobs of job's kind find nothing to do in ps
+// until it is written again, and says so: a partition over a threshold
+// that no job of this kind can fix is left alone rather than rewritten
+// into the same files every cool-down.
+func (p *Planner) settleLocked(st *tableState, ps *partitionState, job Job, why string) {
+	if !ps.settledWrite.Equal(ps.LastWrite) {
+		ps.settledKinds = nil
+	}
+	ps.settledWrite = ps.LastWrite
+	if !slices.Contains(ps.settledKinds, job.Kind) {
+		ps.settledKinds = append(ps.settledKinds, job.Kind)
+	}
+	p.log.Info("partition settled: not scheduled for this kind again until it is written", "table", st.name,
+		"partition", ps.Key, "kind", job.Kind, "job_id", job.ID, "reason", why)
 }
 
 // PartitionCounters is a snapshot of one partition's counters (for the

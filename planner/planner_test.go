@@ -12,6 +12,7 @@ import (
 	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/icereactor/reactor/deletions"
 	"github.com/icereactor/reactor/embedded"
 	"github.com/icereactor/reactor/events"
 	"github.com/icereactor/reactor/streamwriter"
@@ -92,6 +93,25 @@ func (f *schedFixture) at(d time.Duration) {
 	if err := f.p.Observe(f.ctx, tbl); err != nil {
 		f.t.Fatal(err)
 	}
+}
+
+// expire expires every snapshot but the current one, as a committed
+// expiry would, and returns the table.
+func (f *schedFixture) expire() *table.Table {
+	f.t.Helper()
+	tbl, err := f.cat.LoadTable(f.ctx, table.Identifier{"db", "t"})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	txn := tbl.NewTransaction()
+	if err := txn.ExpireSnapshots(table.WithOlderThan(0), table.WithRetainLast(1), table.WithPostCommit(false)); err != nil {
+		f.t.Fatal(err)
+	}
+	tbl, err = txn.Commit(f.ctx)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return tbl
 }
 
 func (f *schedFixture) takeJobs() []Job {
@@ -215,22 +235,24 @@ func TestSchedulingDecisions(t *testing.T) {
 	})
 }
 
-// When compaction and the manifest rewrite are due at once, compaction runs
-// first; the manifest rewrite follows when it finishes, and a no-op rewrite
-// is not repeated until the manifest count changes.
-func TestCompactionBeforeManifestRewrite(t *testing.T) {
+// When compaction and the manifest rewrite are due at once, the manifest
+// rewrite runs first: every commit reads the manifest list, and a rewrite
+// on few manifests is what makes the compaction's commit cheap (DESIGN.md
+// pitfall 5). Compaction follows; a no-op rewrite is not repeated until the
+// manifest count changes.
+func TestManifestRewriteBeforeCompaction(t *testing.T) {
 	f := newSchedFixture(t, schedYAML+"  manifest_count: 4\n")
 	f.commit("a", 6)
 	f.at(2 * time.Hour)
 	jobs := f.takeJobs()
-	if len(jobs) != 1 || jobs[0].Kind != KindCompact {
-		t.Fatalf("first job = %+v, want compaction", jobs)
+	if len(jobs) != 1 || jobs[0].Kind != KindRewriteManifests || jobs[0].Reasons[0].Threshold != "manifest_count" ||
+		jobs[0].Reasons[0].Measured != 6 || jobs[0].Reasons[0].Limit != 4 {
+		t.Fatalf("first job = %+v, want a manifest rewrite for 6 >= 4 manifests", jobs)
 	}
 	f.p.Finished(f.ctx, jobs[0], Result{Outcome: Noop})
 	jobs = f.takeJobs()
-	if len(jobs) != 1 || jobs[0].Kind != KindRewriteManifests || jobs[0].Reasons[0].Threshold != "manifest_count" ||
-		jobs[0].Reasons[0].Measured != 6 || jobs[0].Reasons[0].Limit != 4 {
-		t.Fatalf("after compaction = %+v, want a manifest rewrite for 6 >= 4 manifests", jobs)
+	if len(jobs) != 1 || jobs[0].Kind != KindCompact {
+		t.Fatalf("after the manifest rewrite = %+v, want compaction", jobs)
 	}
 	f.p.Finished(f.ctx, jobs[0], Result{Outcome: Noop})
 	f.at(10 * time.Hour)
@@ -241,7 +263,7 @@ func TestCompactionBeforeManifestRewrite(t *testing.T) {
 
 func TestExpiryScheduling(t *testing.T) {
 	yaml := schedYAML + "  snapshot_max_age: 3h\n  min_reader_margin: 30m\n  retain_last: 1\n"
-	t.Run("by age, never inside the reader margin", func(t *testing.T) {
+	t.Run("by age", func(t *testing.T) {
 		f := newSchedFixture(t, yaml)
 		f.commit("a", 3)
 		f.at(2 * time.Hour)
@@ -251,40 +273,49 @@ func TestExpiryScheduling(t *testing.T) {
 		f.at(4 * time.Hour)
 		jobs := f.takeJobs()
 		if len(jobs) != 1 || jobs[0].Kind != KindExpireSnapshots || jobs[0].ExpireOlderThan != 3*time.Hour ||
-			jobs[0].Reasons[0].Threshold != "snapshot_max_age" {
+			jobs[0].ExpireRetainLast != 1 || jobs[0].Reasons[0].Threshold != "snapshot_max_age" {
 			t.Fatalf("jobs = %+v, want one expiry with a 3h horizon", jobs)
 		}
 	})
-	t.Run("by count, down to the reader margin", func(t *testing.T) {
-		f := newSchedFixture(t, yaml+"  snapshot_count: 3\n")
-		f.commit("a", 3)
-		f.at(10 * time.Minute) // inside the 30m margin: nothing, whatever the count
+	t.Run("by count, keeping the newest half, inside the reader margin", func(t *testing.T) {
+		// The reader margin protects files (the pass that deletes them
+		// waits for it), not snapshots: a streaming table's history is
+		// bounded by count however young it is.
+		f := newSchedFixture(t, yaml+"  snapshot_count: 6\n")
+		f.commit("a", 5)
+		f.at(time.Minute)
 		if jobs := f.takeJobs(); len(jobs) != 0 {
-			t.Fatalf("expiry inside the reader margin: %+v", jobs)
+			t.Fatalf("expiry below snapshot_count: %+v", jobs)
 		}
-		f.at(40 * time.Minute)
+		f.commit("a", 1)
+		f.at(2 * time.Minute)
 		jobs := f.takeJobs()
-		if len(jobs) != 1 || jobs[0].ExpireOlderThan != 30*time.Minute || jobs[0].Reasons[0].Threshold != "snapshot_count" ||
-			jobs[0].Reasons[0].Measured != 3 {
-			t.Fatalf("jobs = %+v, want one expiry by snapshot_count (3 snapshots) with a 30m horizon", jobs)
+		if len(jobs) != 1 || jobs[0].Kind != KindExpireSnapshots || jobs[0].ExpireRetainLast != 3 ||
+			jobs[0].Reasons[0].Threshold != "snapshot_count" || jobs[0].Reasons[0].Measured != 6 {
+			t.Fatalf("jobs = %+v, want one expiry by snapshot_count (6 snapshots) keeping 3", jobs)
+		}
+		if jobs[0].ExpireOlderThan > 2*time.Minute+time.Second {
+			t.Errorf("horizon %s: older than the third newest snapshot, not the reader margin", jobs[0].ExpireOlderThan)
 		}
 	})
-	t.Run("snapshot_max_age below the margin is raised to it", func(t *testing.T) {
-		f := newSchedFixture(t, strings.Replace(yaml, "snapshot_max_age: 3h", "snapshot_max_age: 6m", 1))
-		f.commit("a", 3)
-		f.at(20 * time.Minute)
-		if jobs := f.takeJobs(); len(jobs) != 0 {
-			t.Fatalf("a 6m retention expired inside the 30m reader margin: %+v", jobs)
+	t.Run("metadata over its bound comes before compaction", func(t *testing.T) {
+		f := newSchedFixture(t, strings.Replace(yaml, "quiet_period: 1h", "quiet_period: 0s", 1)+"  snapshot_count: 6\n")
+		f.commit("a", 6) // six small files and six snapshots
+		f.at(time.Minute)
+		jobs := f.takeJobs()
+		if len(jobs) != 1 || jobs[0].Kind != KindExpireSnapshots {
+			t.Fatalf("jobs = %+v, want the expiry first", jobs)
 		}
-		f.at(31 * time.Minute)
-		if jobs := f.takeJobs(); len(jobs) != 1 || jobs[0].ExpireOlderThan != 30*time.Minute {
-			t.Fatalf("jobs = %+v, want one with the 30m floor", jobs)
+		f.p.Finished(f.ctx, jobs[0], Result{Outcome: Noop})
+		if jobs := f.takeJobs(); len(jobs) != 1 || jobs[0].Kind != KindCompact {
+			t.Fatalf("after the expiry, jobs = %+v, want the compaction", jobs)
 		}
 	})
 }
 
-// With every threshold crossed at once, a table's jobs run one at a time in
-// the seeds' order: compaction, expiry, manifest rewrite, orphan cleanup.
+// With every threshold crossed at once, a table's jobs run one at a time:
+// the metadata over its bound first (the manifest list here: expiry is due
+// by age, not count), then compaction, then the seeds' order for the rest.
 func TestJobOrderWhenEverythingIsDue(t *testing.T) {
 	yaml := strings.Replace(schedYAML, "orphan_listing_interval: 100000h", "orphan_listing_interval: 1h", 1) +
 		"  manifest_count: 4\n  snapshot_max_age: 3h\n  min_reader_margin: 1h\n"
@@ -305,35 +336,39 @@ func TestJobOrderWhenEverythingIsDue(t *testing.T) {
 		kinds = append(kinds, jobs[0].Kind)
 		f.p.Finished(f.ctx, jobs[0], Result{Outcome: Noop})
 	}
-	want := []JobKind{KindCompact, KindExpireSnapshots, KindRewriteManifests, KindRemoveOrphans}
+	want := []JobKind{KindExpireSnapshots, KindRewriteManifests, KindCompact, KindRemoveOrphans}
 	if fmt.Sprint(kinds) != fmt.Sprint(want) {
 		t.Errorf("jobs ran in the order %v, want %v", kinds, want)
 	}
 }
 
-func TestDeferredExpiryPassIsScheduledAfterTheDelay(t *testing.T) {
-	f := newSchedFixture(t, schedYAML+"  snapshot_max_age: 3h\n  min_reader_margin: 1h\n  expire_deletion_delay: 1h\n")
+// The files an expiry unlinked are deleted by a later pass once their
+// batch is due (min_reader_margin after the expiry), not before, once.
+func TestDeletionPassIsScheduledWhenDue(t *testing.T) {
+	f := newSchedFixture(t, schedYAML+"  snapshot_max_age: 3h\n  min_reader_margin: 1h\n")
 	f.commit("a", 2)
 	f.at(4 * time.Hour)
 	jobs := f.takeJobs()
 	if len(jobs) != 1 || jobs[0].Kind != KindExpireSnapshots {
 		t.Fatalf("jobs = %+v, want an expiry", jobs)
 	}
-	f.p.Finished(f.ctx, jobs[0], Result{Outcome: Succeeded, DeferredDeletes: []string{"file:///x/a.parquet", "file:///x/snap-1.avro"}})
+	due := f.now.Add(time.Hour)
+	ref := deletions.Ref{Location: "file:///x/metadata/_reactor/pending-deletes/1-job.json", Due: due}
+	f.p.Finished(f.ctx, jobs[0], Result{Outcome: Succeeded, Table: f.expire(), PendingDeletes: []deletions.Ref{ref}})
 	f.at(4*time.Hour + 30*time.Minute)
 	if jobs := f.takeJobs(); len(jobs) != 0 {
-		t.Fatalf("the later pass ran before the delay: %+v", jobs)
+		t.Fatalf("the pass ran before its batch was due: %+v", jobs)
 	}
 	f.at(5*time.Hour + time.Minute)
 	jobs = f.takeJobs()
-	if len(jobs) != 1 || jobs[0].Kind != KindDeleteExpiredFiles || len(jobs[0].Files) != 2 {
-		t.Fatalf("jobs = %+v, want the later pass with both files", jobs)
+	if len(jobs) != 1 || jobs[0].Kind != KindDeleteExpiredFiles || len(jobs[0].PendingDeletes) != 1 || jobs[0].PendingDeletes[0] != ref {
+		t.Fatalf("jobs = %+v, want the pass with the batch", jobs)
 	}
 	f.p.Finished(f.ctx, jobs[0], Result{Outcome: Succeeded})
 	f.at(9 * time.Hour)
 	for _, j := range f.takeJobs() {
 		if j.Kind == KindDeleteExpiredFiles {
-			t.Errorf("the later pass ran twice")
+			t.Errorf("the pass ran twice")
 		}
 	}
 }

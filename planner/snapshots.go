@@ -40,33 +40,44 @@ func (s snapshotSummary) oldest() time.Time {
 	return s.times[len(s.times)-1]
 }
 
-// expiry decides whether an expire_snapshots job is due now and with which
-// horizon; when it is not, next is when it will be (zero: not foreseeable,
-// it takes more snapshots). Its answer is an estimate for scheduling —
-// iceberg-go resolves retention per branch — and the executor enforces
-// the min_reader_margin floor again on what it actually removes.
-func (s snapshotSummary) expiry(now time.Time, set thresholds.Effective) (due bool, reason Reason, olderThan time.Duration, next time.Time) {
-	olderThan = max(set.SnapshotMaxAge, set.MinReaderMargin)
-	threshold, measured, limit := "snapshot_max_age", int64(0), int64(olderThan/time.Second)
-	if len(s.times) >= set.SnapshotCount {
-		olderThan = set.MinReaderMargin
-		threshold, measured, limit = "snapshot_count", int64(len(s.times)), int64(set.SnapshotCount)
+// expiry decides whether an expire_snapshots job is due now, with which
+// horizon and how many of the newest snapshots it keeps; when it is not,
+// next is when it will be (zero: not foreseeable, it takes more
+// snapshots). Two rules bound the history: snapshot_max_age (older
+// snapshots beyond retain_last go) and snapshot_count (a table that
+// reaches it keeps only the newest half, so a streaming table's metadata
+// stays bounded however fast it commits). Neither waits for
+// min_reader_margin: that margin protects files, not snapshots — expiry
+// unlinks files and a later pass deletes them once the margin has passed
+// since they left the table. The answer is an estimate for scheduling
+// (iceberg-go resolves retention per branch).
+func (s snapshotSummary) expiry(now time.Time, set thresholds.Effective) (due bool, reason Reason, olderThan time.Duration, retainLast int, next time.Time) {
+	retainLast = max(set.RetainLast, 1)
+	if n := len(s.times); n >= set.SnapshotCount && set.SnapshotCount > 0 {
+		keep := max(retainLast, set.SnapshotCount/2)
+		if n > keep {
+			// Everything older than the keep-th newest goes.
+			olderThan = max(now.Sub(s.times[keep-1]), 0)
+			return true, Reason{Partition: tableWide, Threshold: "snapshot_count", Measured: int64(n), Limit: int64(set.SnapshotCount),
+				Note: fmt.Sprintf("keep the newest %d of %d snapshots (snapshot_count %d, retain_last %d)",
+					keep, n, set.SnapshotCount, set.RetainLast)}, olderThan, keep, time.Time{}
+		}
 	}
+	olderThan = set.SnapshotMaxAge
 	horizon := now.Add(-olderThan)
 	// The oldest snapshot past retain_last that is no ref head decides.
-	for i := len(s.times) - 1; i >= set.RetainLast; i-- {
+	for i := len(s.times) - 1; i >= retainLast; i-- {
 		if s.refHeads[i] {
 			continue
 		}
 		if s.times[i].Before(horizon) {
-			if threshold == "snapshot_max_age" {
-				measured = int64(now.Sub(s.times[i]) / time.Second)
-			}
-			return true, Reason{Partition: tableWide, Threshold: threshold, Measured: measured, Limit: limit,
-				Note: fmt.Sprintf("oldest expirable snapshot is %s old; horizon %s, min_reader_margin %s, retain_last %d",
-					now.Sub(s.times[i]).Round(time.Second), olderThan, set.MinReaderMargin, set.RetainLast)}, olderThan, time.Time{}
+			return true, Reason{Partition: tableWide, Threshold: "snapshot_max_age",
+					Measured: int64(now.Sub(s.times[i]) / time.Second), Limit: int64(olderThan / time.Second),
+					Note: fmt.Sprintf("oldest expirable snapshot is %s old; snapshot_max_age %s, retain_last %d",
+						now.Sub(s.times[i]).Round(time.Second), olderThan, set.RetainLast)},
+				olderThan, retainLast, time.Time{}
 		}
-		return false, Reason{}, 0, s.times[i].Add(olderThan)
+		return false, Reason{}, 0, 0, s.times[i].Add(olderThan)
 	}
-	return false, Reason{}, 0, time.Time{}
+	return false, Reason{}, 0, 0, time.Time{}
 }

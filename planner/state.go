@@ -18,6 +18,8 @@ type Counters struct {
 	Rows       int64
 	SmallFiles int
 	TinyFiles  int
+	// Tiers counts the small files per size tier (see SelectTiered).
+	Tiers TierCounts `json:"-"`
 	// Delete files by kind, and the delete rows they hold (their record
 	// counts: positions for position deletes and deletion vectors, keys for
 	// equality deletes; not the data rows they end up deleting).
@@ -50,6 +52,7 @@ func (c Counters) DeleteRows() int64 {
 type fileSizes struct {
 	small int64 // below: a compaction candidate
 	tiny  int64 // below: a health problem (seed 000's "tiny files")
+	fanIn int   // size ratio between two tiers of small files
 }
 
 func (c *Counters) add(df iceberg.DataFile, sz fileSizes) { c.count(df, sz, 1) }
@@ -83,6 +86,7 @@ func (c *Counters) count(df iceberg.DataFile, sz fileSizes, sign int) {
 	c.Rows += rows
 	if df.FileSizeBytes() < sz.small {
 		c.SmallFiles += sign
+		c.Tiers[tierOf(df.FileSizeBytes(), sz.small, sz.fanIn)] += int32(sign)
 	}
 	if df.FileSizeBytes() < sz.tiny {
 		c.TinyFiles += sign
@@ -413,6 +417,9 @@ func (tc *tableCounters) totals() Counters {
 		t.Rows += ps.Rows
 		t.SmallFiles += ps.SmallFiles
 		t.TinyFiles += ps.TinyFiles
+		for k := range t.Tiers {
+			t.Tiers[k] += ps.Tiers[k]
+		}
 		t.PositionDeleteFiles += ps.PositionDeleteFiles
 		t.EqualityDeleteFiles += ps.EqualityDeleteFiles
 		t.DeletionVectors += ps.DeletionVectors

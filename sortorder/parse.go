@@ -4,6 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode/utf8"
+
+	"github.com/icereactor/reactor/excerpt"
 )
 
 // ErrInvalid is wrapped by every error Parse, FromTable and Bind return
@@ -35,6 +38,8 @@ const (
 
 // parseError is a syntax error in a sort order: it quotes the input and
 // says where, so a message in a log or a config check stands on its own.
+// Every piece of input it quotes is cut to excerpt.Max bytes: the order
+// comes from a ConfigMap anyone with edit rights can fill with a megabyte.
 type parseError struct {
 	input string
 	off   int
@@ -42,7 +47,7 @@ type parseError struct {
 }
 
 func (e *parseError) Error() string {
-	return fmt.Sprintf("%s %q: %s (at offset %d)", ErrInvalid, e.input, e.msg, e.off)
+	return fmt.Sprintf("%s %s: %s (at offset %d)", ErrInvalid, excerpt.Quote(e.input), e.msg, e.off)
 }
 
 func (e *parseError) Unwrap() error { return ErrInvalid }
@@ -79,7 +84,7 @@ func Parse(s string) (Order, error) {
 		// always a typo for another column, so it is refused while the
 		// text is at hand rather than silently ignored.
 		if seen[f.Column] {
-			return Order{}, p.errorf(p.starts[i], "column %s appears more than once", quoteIdent(f.Column))
+			return Order{}, p.errorf(p.starts[i], "column %s appears more than once", excerpt.String(quoteIdent(f.Column), excerpt.Max))
 		}
 		seen[f.Column] = true
 	}
@@ -209,15 +214,18 @@ func (p *parser) token() string {
 	save := p.pos
 	defer func() { p.pos = save }()
 	if w := p.word(); w != "" {
-		return fmt.Sprintf("%q", w)
+		return excerpt.Quote(w)
 	}
 	if p.peek() == '`' {
 		if _, err := p.ident(); err == nil {
-			return fmt.Sprintf("%q", p.s[save:p.pos])
+			return excerpt.Quote(p.s[save:p.pos])
 		}
+		// An unterminated quote ran to the end of the input: describe
+		// the backtick itself, not what follows the end.
+		p.pos = save
 	}
-	r := []rune(p.s[p.pos:])[0]
-	return fmt.Sprintf("%q", string(r))
+	r, _ := utf8.DecodeRuneInString(p.s[p.pos:])
+	return excerpt.Quote(string(r))
 }
 
 // ident reads a column name: a bare identifier or a backtick-quoted one.
@@ -231,7 +239,7 @@ func (p *parser) ident() (string, error) {
 		p.pos++
 		for {
 			if p.eof() {
-				return "", p.errorf(start, "unterminated backtick-quoted column %s", p.s[start:])
+				return "", p.errorf(start, "unterminated backtick-quoted column %s", excerpt.String(p.s[start:], excerpt.Max))
 			}
 			c := p.s[p.pos]
 			p.pos++
@@ -281,13 +289,13 @@ func (p *parser) column() (string, int, error) {
 			}
 			p.skipSpace()
 		}
-		return "", start, p.errorf(start, "nested field %q is not supported: sort orders take top-level columns only (quote a name containing dots in backticks)", strings.TrimSpace(p.s[start:p.pos]))
+		return "", start, p.errorf(start, "nested field %s is not supported: sort orders take top-level columns only (quote a name containing dots in backticks)", excerpt.Quote(strings.TrimSpace(p.s[start:p.pos])))
 	case '(':
 		end := p.closingParen(p.pos)
 		if strings.EqualFold(name, "zorder") {
-			return "", start, p.errorf(start, "%q must be the whole sort order, not one of its terms", p.s[start:end])
+			return "", start, p.errorf(start, "%s must be the whole sort order, not one of its terms", excerpt.Quote(p.s[start:end]))
 		}
-		return "", start, p.errorf(start, "transform %q is not supported: sort orders take plain columns (identity), not bucket, truncate, years, months, days, hours or other functions", p.s[start:end])
+		return "", start, p.errorf(start, "transform %s is not supported: sort orders take plain columns (identity), not bucket, truncate, years, months, days, hours or other functions", excerpt.Quote(p.s[start:end]))
 	}
 	return name, start, nil
 }
@@ -333,7 +341,7 @@ func (p *parser) linear() (Order, error) {
 			return o, nil
 		}
 		if p.peek() != ',' {
-			return Order{}, p.errorf(p.pos, "unexpected %s after %q (terms are separated by commas)", p.token(), strings.TrimSpace(p.s[start:p.pos]))
+			return Order{}, p.errorf(p.pos, "unexpected %s after %s (terms are separated by commas)", p.token(), excerpt.Quote(strings.TrimSpace(p.s[start:p.pos])))
 		}
 		p.pos++
 	}
@@ -356,7 +364,7 @@ func (p *parser) modifiers(f *Field, start int) error {
 		p.pos = at // read again below as the null order
 	default:
 		p.pos = at
-		return p.errorf(at, "unknown keyword %q after column %s (expected ASC, DESC, NULLS FIRST, NULLS LAST, or a comma before the next column)", w, quoteIdent(f.Column))
+		return p.errorf(at, "unknown keyword %s after column %s (expected ASC, DESC, NULLS FIRST, NULLS LAST, or a comma before the next column)", excerpt.Quote(w), excerpt.String(quoteIdent(f.Column), excerpt.Max))
 	}
 	p.skipSpace()
 	at = p.pos
@@ -374,11 +382,11 @@ func (p *parser) modifiers(f *Field, start int) error {
 		case "":
 			return p.errorf(nat, "NULLS must be followed by FIRST or LAST, got %s", p.token())
 		default:
-			return p.errorf(nat, "unknown keyword %q after NULLS (expected FIRST or LAST)", n)
+			return p.errorf(nat, "unknown keyword %s after NULLS (expected FIRST or LAST)", excerpt.Quote(n))
 		}
 	default:
 		p.pos = at
-		return p.errorf(at, "unexpected %q after %q (expected NULLS FIRST, NULLS LAST or a comma)", w, strings.TrimSpace(p.s[start:at]))
+		return p.errorf(at, "unexpected %s after %s (expected NULLS FIRST, NULLS LAST or a comma)", excerpt.Quote(w), excerpt.Quote(strings.TrimSpace(p.s[start:at])))
 	}
 	if !nullsGiven {
 		f.NullsFirst = !f.Descending
@@ -407,7 +415,7 @@ func (p *parser) zorder() (Order, error) {
 			if isIdentByte(p.peek()) {
 				at := p.pos
 				w := p.word()
-				return Order{}, p.errorf(at, "zorder columns take no direction or null order: %q after %s", w, strings.TrimSpace(p.s[colStart:at]))
+				return Order{}, p.errorf(at, "zorder columns take no direction or null order: %s after %s", excerpt.Quote(w), excerpt.String(strings.TrimSpace(p.s[colStart:at]), excerpt.Max))
 			}
 			o.Fields = append(o.Fields, Field{Column: name, NullsFirst: true})
 			p.starts = append(p.starts, colStart)
@@ -419,7 +427,7 @@ func (p *parser) zorder() (Order, error) {
 				break
 			}
 			if p.eof() {
-				return Order{}, p.errorf(start, "missing ')' closing %s", strings.TrimSpace(p.s[start:]))
+				return Order{}, p.errorf(start, "missing ')' closing %s", excerpt.String(strings.TrimSpace(p.s[start:]), excerpt.Max))
 			}
 			return Order{}, p.errorf(p.pos, "unexpected %s in zorder(...)", p.token())
 		}
@@ -430,7 +438,7 @@ func (p *parser) zorder() (Order, error) {
 	}
 	p.skipSpace()
 	if !p.eof() {
-		return Order{}, p.errorf(p.pos, "unexpected %s after %s (a z-order is the whole sort order)", p.token(), strings.TrimSpace(p.s[start:p.pos]))
+		return Order{}, p.errorf(p.pos, "unexpected %s after %s (a z-order is the whole sort order)", p.token(), excerpt.String(strings.TrimSpace(p.s[start:p.pos]), excerpt.Max))
 	}
 	return o, nil
 }

@@ -114,6 +114,12 @@ func TestParseErrors(t *testing.T) {
 		{"years(ts)", `transform "years(ts)" is not supported`},
 		{"zorder(bucket(4, a), b)", `transform "bucket(4, a)" is not supported`},
 		{"a, b DESC, a", "column a appears more than once (at offset 11)"},
+		// Regressions: a trailing backtick crashed the parser (index out of
+		// range describing the token after an unterminated quote).
+		{"a`", "unexpected \"`\" after \"a\" (terms are separated by commas)"},
+		{"a DESC`", "unexpected \"`\" after \"a DESC\""},
+		{"zorder(a, b)`", "unexpected \"`\" after zorder(a, b)"},
+		{"zorder(a`", "unexpected \"`\" in zorder(...)"},
 		{"zorder(a, a)", "column a appears more than once"},
 	}
 	for _, tt := range tests {
@@ -187,6 +193,22 @@ func TestStringRoundTripRandom(t *testing.T) {
 		}
 		if !reflect.DeepEqual(got, o) {
 			t.Fatalf("#%d: Parse(%q) = %#v, want %#v", iter, s, got, o)
+		}
+	}
+}
+
+// An error quotes at most excerpt.Max bytes of each piece of input, however
+// long the input: the order comes from a ConfigMap and the message goes to
+// logs and to validate-config's output.
+func TestParseErrorIsBounded(t *testing.T) {
+	long := strings.Repeat("x", 1<<20)
+	for _, in := range []string{long + " y", "a " + long, "`" + long, long + ".b", "zorder(" + long, "bucket(" + long + ")", long + "`"} {
+		_, err := Parse(in)
+		if err == nil {
+			t.Fatalf("Parse(%d bytes) succeeded", len(in))
+		}
+		if n := len(err.Error()); n > maxParseError {
+			t.Errorf("Parse(%.20q...) error is %d bytes", in, n)
 		}
 	}
 }

@@ -382,25 +382,31 @@ func (r renderer) timestampLiteral(age time.Duration) (string, error) {
 	return "TIMESTAMP " + mustQuoteString(t.Format("2006-01-02 15:04:05.000000")+"Z"), nil
 }
 
-// expireSnapshots renders expire_snapshots(older_than, retain_last). The
-// job's horizon is already at least min_reader_margin; Spark, like reactor,
-// never expires a branch or tag head.
+// expireSnapshots renders expire_snapshots(older_than, retain_last).
+// Spark deletes the unreachable files at once, where reactor unlinks them
+// and deletes them min_reader_margin later; so the horizon rendered is at
+// least min_reader_margin (the seeds' rule for an immediate delete: older
+// than the longest reader), and a deletion delay beyond it cannot be
+// expressed. Spark, like reactor, never expires a branch or tag head.
 func (r renderer) expireSnapshots() ([]Statement, error) {
 	if err := r.noDryRun(ExpireSnapshots); err != nil {
 		return nil, err
 	}
 	s := r.job.Settings
-	if s.ExpireDeletionDelay > 0 {
+	if s.ExpireDeletionDelay > s.MinReaderMargin {
 		return nil, fmt.Errorf("%w: expire_deletion_delay=%s keeps unreachable files for a later pass; Spark's expire_snapshots deletes them at once",
 			ErrNotExpressible, s.ExpireDeletionDelay)
 	}
-	olderThan, err := r.timestampLiteral(r.job.ExpireOlderThan)
+	if r.job.ExpireOlderThan <= 0 && r.job.ExpireRetainLast <= 0 {
+		return nil, fmt.Errorf("%w: the expiry job names no retention", ErrNotExpressible)
+	}
+	olderThan, err := r.timestampLiteral(max(r.job.ExpireOlderThan, s.MinReaderMargin))
 	if err != nil {
 		return nil, err
 	}
 	args := []arg{{"older_than", olderThan}}
-	if s.RetainLast > 0 {
-		args = append(args, arg{"retain_last", itoa(s.RetainLast)})
+	if retain := max(s.RetainLast, r.job.ExpireRetainLast); retain > 0 {
+		args = append(args, arg{"retain_last", itoa(retain)})
 	}
 	st, err := r.call(ExpireSnapshots, args...)
 	if err != nil {

@@ -326,7 +326,7 @@ func TestRenderRejects(t *testing.T) {
 	dry := func(j planner.Job) planner.Job { j.DryRun = true; return j }
 	deferred := job(planner.KindExpireSnapshots)
 	deferred.ExpireOlderThan = 48 * time.Hour
-	deferred.Settings.ExpireDeletionDelay = time.Hour
+	deferred.Settings.ExpireDeletionDelay = 72 * time.Hour // beyond the 48h reader margin
 	noHorizon := job(planner.KindExpireSnapshots)
 	tracked := job(planner.KindRemoveOrphans)
 	tracked.OrphanSource = planner.OrphansFromTracking

@@ -70,13 +70,58 @@ func (w *Writer) DeleteKeys(ctx context.Context, ids ...int64) (int64, error) {
 		byID[id] = w.live[id]
 	}
 	w.mu.Unlock()
+	committed, err := w.commitEqualityDeletes(ctx, live, byID)
+	if err != nil {
+		return 0, err
+	}
+	w.forget(live)
+	snap := committed.CurrentSnapshot().SnapshotID
+	return snap, w.announce(ctx, snap, "delete", cats...)
+}
+
+// DeleteKeysIn commits equality deletes on the id column for ids in
+// partition category whether or not such rows exist, as a CDC pipeline
+// does when it forwards a delete for a key the table never received (or
+// already lost). Live ids of that partition leave the tally. It returns
+// the snapshot id.
+func (w *Writer) DeleteKeysIn(ctx context.Context, category string, ids ...int64) (int64, error) {
+	if len(ids) == 0 {
+		return 0, nil
+	}
+	ids = slices.Clone(ids)
+	slices.Sort(ids)
+	ids = slices.Compact(ids)
+	byID := make(map[int64]string, len(ids))
+	for _, id := range ids {
+		byID[id] = category
+	}
+	committed, err := w.commitEqualityDeletes(ctx, ids, byID)
+	if err != nil {
+		return 0, err
+	}
+	w.mu.Lock()
+	var live []int64
+	for _, id := range ids {
+		if c, ok := w.live[id]; ok && c == category {
+			live = append(live, id)
+		}
+	}
+	w.mu.Unlock()
+	w.forget(live)
+	snap := committed.CurrentSnapshot().SnapshotID
+	return snap, w.announce(ctx, snap, "delete", category)
+}
+
+// commitEqualityDeletes commits equality deletes on the id column for ids
+// (category[id] their partition) in one row delta, retrying conflicts.
+func (w *Writer) commitEqualityDeletes(ctx context.Context, ids []int64, category map[int64]string) (*table.Table, error) {
 	var committed *table.Table
 	op := func() error {
 		tbl, err := w.cat.LoadTable(ctx, w.ident)
 		if err != nil {
 			return w.loadError(err)
 		}
-		rec, err := keyRecord(tbl, live, byID)
+		rec, err := keyRecord(tbl, ids, category)
 		if err != nil {
 			return backoff.Permanent(err)
 		}
@@ -96,11 +141,9 @@ func (w *Writer) DeleteKeys(ctx context.Context, ids ...int64) (int64, error) {
 		return w.commitError(err, "commit equality deletes to")
 	}
 	if err := retry(ctx, op); err != nil {
-		return 0, fmt.Errorf("streamwriter: %w", err)
+		return nil, fmt.Errorf("streamwriter: %w", err)
 	}
-	w.forget(live)
-	snap := committed.CurrentSnapshot().SnapshotID
-	return snap, w.announce(ctx, snap, "delete", cats...)
+	return committed, nil
 }
 
 // keyRecord holds the equality-delete rows: the id and, because the table

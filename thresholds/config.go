@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
 	"path"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -27,6 +27,7 @@ const (
 	DefaultMaxFileRatio           = 1.8
 	DefaultMinInputFiles          = 5
 	DefaultSmallFileCount         = 10
+	DefaultTierFanIn              = 10
 	DefaultQuietPeriod            = 2 * time.Second
 	DefaultMaxQuietWait           = 10 * time.Minute
 	DefaultOrphanMargin           = 72 * time.Hour
@@ -129,6 +130,12 @@ type Policy struct {
 	// SmallFileCount: a partition with this many small files is scheduled
 	// for compaction. Default 10; must be >= 1 and >= MinInputFiles.
 	SmallFileCount *int `yaml:"small_file_count"`
+	// TierFanIn: small files are tiered by size from the small size down,
+	// each tier TierFanIn times smaller than the one above; a tier holding
+	// this many files (at least min_input_files) merges into the next, so a
+	// compacted file is not rewritten with every trickle of new ones.
+	// Default 10; must be >= 2.
+	TierFanIn *int `yaml:"tier_fan_in"`
 	// QuietPeriod: partitions written more recently than this are skipped.
 	// Default 2s; must be >= 0.
 	QuietPeriod *Duration `yaml:"quiet_period"`
@@ -155,18 +162,25 @@ type Policy struct {
 	// snapshots are kept whatever their age. The table property
 	// history.expire.min-snapshots-to-keep wins over it. Default 1; >= 1.
 	RetainLast *int `yaml:"retain_last"`
-	// MinReaderMargin is the longest legitimate reader: no snapshot younger
-	// than this is ever expired, whatever the retention says (seed 000: a
-	// 6-hour horizon deleted files under a 15-minute reader). Default 48h.
+	// MinReaderMargin is the longest legitimate reader: a file that left
+	// the table (expiry removed the last snapshot that referenced it) is
+	// deleted only once this long has passed since, whatever the
+	// retention (seed 000: a 6-hour horizon deleted files under a
+	// 15-minute reader). It protects files, not snapshots: retention bounds
+	// the metadata, this margin bounds what a reader can lose. The list of
+	// files waiting for it is stored under the table's metadata location
+	// and survives restarts. 0 deletes at the expiry. Default 48h.
 	MinReaderMargin *Duration `yaml:"min_reader_margin"`
-	// ExpireDeletionDelay: 0 (the default) deletes the files expiry made
-	// unreachable once the expiry commits; a positive delay keeps them that
-	// long and deletes them in a later pass (after checking again that no
-	// snapshot references them), for readers that planned before the expiry.
+	// ExpireDeletionDelay: files expiry unlinked wait at least this long
+	// before deletion, on top of nothing: the wait is the longer of it and
+	// min_reader_margin. Kept for configurations written before the margin
+	// applied to files; new ones set min_reader_margin. Default 0.
 	ExpireDeletionDelay *Duration `yaml:"expire_deletion_delay"`
-	// SnapshotCount: a table with this many snapshots has every snapshot
-	// older than min_reader_margin expired (beyond retain_last), without
-	// waiting for snapshot_max_age. Default 500; >= 2.
+	// SnapshotCount bounds the history: a table with this many snapshots
+	// has its oldest expired (beyond retain_last and branch or tag heads)
+	// until the newest half remain, without waiting for snapshot_max_age.
+	// A table committing every second carries at most this many snapshots
+	// in the metadata every commit reads and writes. Default 500; >= 2.
 	SnapshotCount *int `yaml:"snapshot_count"`
 	// Health check (seed 000's DAG step): a table is unhealthy with more
 	// than HealthMaxTinyFiles files below TinyFileSize (default 200 below
@@ -179,7 +193,11 @@ type Policy struct {
 	// ManifestCount: a table whose current snapshot has this many data
 	// manifests gets its manifests rewritten, clustered by partition (every
 	// streaming append adds one, and every later job pays for reading them).
-	// Default 100; must be >= 2.
+	// A rewrite cannot go below one manifest per partition, so a table is
+	// rewritten only while it has more data manifests than partitions with
+	// data, whatever this says (a table's partition count is not known
+	// here: the planner logs when the value cannot be reached). Default
+	// 100; must be >= 2.
 	ManifestCount *int `yaml:"manifest_count"`
 	// MaxQuietWait bounds how long a partition over its threshold waits for
 	// a quiet period: a partition that is written continuously (the current
@@ -262,6 +280,7 @@ type Effective struct {
 	MaxFileSize            int64  // files above this are never rewritten: TargetFileSize * MaxFileRatio
 	MinInputFiles          int
 	SmallFileCount         int
+	TierFanIn              int
 	QuietPeriod            time.Duration
 	MaxQuietWait           time.Duration
 	OrphanMargin           time.Duration
@@ -306,6 +325,7 @@ func Builtin() Policy {
 		MaxFileRatio:           ptr(DefaultMaxFileRatio),
 		MinInputFiles:          ptr(DefaultMinInputFiles),
 		SmallFileCount:         ptr(DefaultSmallFileCount),
+		TierFanIn:              ptr(DefaultTierFanIn),
 		QuietPeriod:            ptr(Duration(DefaultQuietPeriod)),
 		MaxQuietWait:           ptr(Duration(DefaultMaxQuietWait)),
 		OrphanMargin:           ptr(Duration(DefaultOrphanMargin)),
@@ -351,8 +371,21 @@ func Default() *Config { return &Config{} }
 // document must be a single YAML document.
 //
 // Errors wrap *FieldError values where a field can be named (see
-// [FieldError]); validation errors are all reported, joined.
-func Parse(data []byte) (*Config, error) {
+// [FieldError]); validation errors are all reported, joined. A document
+// over [MaxFileSize] or [MaxDepth] is refused with a [*LimitError] before
+// it is parsed, and one with a YAML tag (!!str, !x) with a [*FieldError]:
+// go-yaml's decoder crashes on some tagged values. Whatever the input,
+// Parse returns: a panic inside it (a bug here or in go-yaml) comes back as
+// an [*InternalError] carrying the stack.
+func Parse(data []byte) (cfg *Config, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			cfg, err = nil, newInternalError(r)
+		}
+	}()
+	if err := checkLimits(data); err != nil {
+		return nil, err
+	}
 	file, err := parser.ParseBytes(data, 0)
 	if err != nil {
 		return nil, syntaxError(err)
@@ -367,8 +400,14 @@ func Parse(data []byte) (*Config, error) {
 		}
 		body = doc.Body
 	}
-	cfg := Default()
+	cfg = Default()
 	if body != nil {
+		if err := checkTags(body); err != nil {
+			return nil, err
+		}
+		if err := checkUnknownFields(body, reflect.TypeFor[Config]()); err != nil {
+			return nil, err
+		}
 		if err := yaml.NodeToValue(body, cfg, yaml.Strict()); err != nil {
 			return nil, decodeError(body, err)
 		}
@@ -387,11 +426,12 @@ func Parse(data []byte) (*Config, error) {
 	return cfg, nil
 }
 
-// Load reads the file at path and [Parse]s it. Errors name the path.
+// Load reads the file at path ([ReadFile]: at most [MaxFileSize] bytes)
+// and [Parse]s it. Errors name the path.
 func Load(path string) (*Config, error) {
-	data, err := os.ReadFile(path)
+	data, err := ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("thresholds: load: %w", err)
+		return nil, fmt.Errorf("thresholds: load %s: %w", path, err)
 	}
 	cfg, err := Parse(data)
 	if err != nil {
@@ -466,7 +506,7 @@ func (c *Config) Validate() error {
 		}
 		o.Policy.validate(p, []layer{defaults, {name: "built-in default", policy: &builtin}}, add)
 	}
-	return errors.Join(errs...)
+	return joinBounded(errs)
 }
 
 type layer struct {
@@ -494,6 +534,9 @@ func (p *Policy) validate(prefix string, parents []layer, add func(path string, 
 	if v := p.SmallFileCount; v != nil && *v < 1 {
 		add(f("small_file_count"), *v, "must be >= 1")
 	}
+	if v := p.TierFanIn; v != nil && *v < 2 {
+		add(f("tier_fan_in"), *v, "must be >= 2 (a tier of one file merges into nothing)")
+	}
 	if v := p.OrphanMargin; v != nil && *v > 0 {
 		floor, fromLayer := inherit(p, parents, func(q *Policy) *Duration { return q.OrphanMarginFloor })
 		if *v < floor {
@@ -515,7 +558,7 @@ func (p *Policy) validate(prefix string, parents []layer, add func(path string, 
 		add(f("snapshot_count"), *v, "must be >= 2")
 	}
 	if v := p.ManifestCount; v != nil && *v < 2 {
-		add(f("manifest_count"), *v, "must be >= 2 (one manifest cannot be merged)")
+		add(f("manifest_count"), *v, "must be >= 2 (one manifest cannot be merged; a partitioned table needs more than one per partition)")
 	}
 	for _, d := range []struct {
 		name     string
@@ -677,6 +720,7 @@ func (c *Config) For(table string, props map[string]string) Effective {
 	e.MaxFileSize = scale(e.TargetFileSize, maxRatio)
 	e.MinInputFiles = *first(layers, func(p *Policy) *int { return p.MinInputFiles })
 	e.SmallFileCount = max(*first(layers, func(p *Policy) *int { return p.SmallFileCount }), e.MinInputFiles)
+	e.TierFanIn = *first(layers, func(p *Policy) *int { return p.TierFanIn })
 	e.QuietPeriod = time.Duration(*first(layers, func(p *Policy) *Duration { return p.QuietPeriod }))
 	e.MaxQuietWait = time.Duration(*first(layers, func(p *Policy) *Duration { return p.MaxQuietWait }))
 	e.OrphanMargin = time.Duration(*first(layers, func(p *Policy) *Duration { return p.OrphanMargin }))

@@ -43,6 +43,8 @@
 // The package performs no I/O beyond reading the one file handed to [Load]. It
 // does not talk to the Iceberg catalog, NATS, or anything else: table
 // properties are passed in as a plain map[string]string, and namespaces and
-// tables are plain dot-joined strings. It depends only on the standard library
-// and github.com/goccy/go-yaml, and holds no package-level mutable state.
+// tables are plain dot-joined strings. It depends only on the standard library,
+// github.com/goccy/go-yaml and reactor's sortorder and excerpt packages, and holds
+// no package-level mutable state. Hostile documents are bounded before parsing
+// (limits.go) and while reporting (hostile.go).
 package thresholds

@@ -10,6 +10,8 @@ import (
 	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/ast"
 	"github.com/goccy/go-yaml/token"
+
+	"github.com/icereactor/reactor/excerpt"
 )
 
 // FieldError reports one invalid field of a thresholds document.
@@ -28,11 +30,13 @@ type FieldError struct {
 	Reason string
 }
 
-// Error returns "path: reason, got value" (omitting the parts that are empty).
+// Error returns "path: reason, got value" (omitting the parts that are
+// empty). The path and the value are cut to excerpt.Max bytes: both come
+// from the document, and a key or value may be a megabyte long.
 func (e *FieldError) Error() string {
 	var b strings.Builder
 	if e.Path != "" {
-		b.WriteString(e.Path)
+		b.WriteString(excerpt.String(e.Path, excerpt.Max))
 		b.WriteString(": ")
 	}
 	b.WriteString(e.Reason)
@@ -46,13 +50,13 @@ func (e *FieldError) Error() string {
 func formatValue(v any) string {
 	switch x := v.(type) {
 	case string:
-		return strconv.Quote(x)
+		return excerpt.Quote(x)
 	case float64:
 		return strconv.FormatFloat(x, 'g', -1, 64)
 	case fmt.Stringer:
-		return x.String()
+		return excerpt.String(x.String(), excerpt.Max)
 	}
-	return fmt.Sprint(v)
+	return excerpt.String(fmt.Sprint(v), excerpt.Max)
 }
 
 // locatedError is a FieldError found while decoding YAML, with the source
@@ -109,7 +113,7 @@ func decodeError(root ast.Node, err error) error {
 	}
 	var yerr yaml.Error
 	if !errors.As(err, &yerr) {
-		return fmt.Errorf("thresholds: decode: %w", err)
+		return fmt.Errorf("thresholds: decode: %w", excerpt.Error(err))
 	}
 	tok := yerr.GetToken()
 	path := ""
@@ -133,9 +137,10 @@ func decodeError(root ast.Node, err error) error {
 		fe = &FieldError{Path: path, Reason: fmt.Sprintf("must be %s, got %s",
 			describeNodeType(nodeType.Expected), describeNodeType(nodeType.Actual))}
 	default:
-		msg := "thresholds: " + yerr.GetMessage()
+		detail := excerpt.String(yerr.GetMessage(), excerpt.Max)
+		msg := "thresholds: " + detail
 		if tok != nil && tok.Position != nil {
-			msg = fmt.Sprintf("thresholds: line %d, column %d: %s", tok.Position.Line, tok.Position.Column, yerr.GetMessage())
+			msg = fmt.Sprintf("thresholds: line %d, column %d: %s", tok.Position.Line, tok.Position.Column, detail)
 		}
 		return &wrappedError{msg: msg, err: err}
 	}
@@ -150,13 +155,14 @@ func decodeError(root ast.Node, err error) error {
 func syntaxError(err error) error {
 	var yerr yaml.Error
 	if errors.As(err, &yerr) {
-		msg := "thresholds: invalid YAML: " + yerr.GetMessage()
+		detail := excerpt.String(yerr.GetMessage(), excerpt.Max)
+		msg := "thresholds: invalid YAML: " + detail
 		if tok := yerr.GetToken(); tok != nil && tok.Position != nil {
-			msg = fmt.Sprintf("thresholds: invalid YAML at line %d, column %d: %s", tok.Position.Line, tok.Position.Column, yerr.GetMessage())
+			msg = fmt.Sprintf("thresholds: invalid YAML at line %d, column %d: %s", tok.Position.Line, tok.Position.Column, detail)
 		}
 		return &wrappedError{msg: msg, err: err}
 	}
-	return fmt.Errorf("thresholds: invalid YAML: %w", err)
+	return fmt.Errorf("thresholds: invalid YAML: %w", excerpt.Error(err))
 }
 
 // findByToken returns the first node (in document order) whose token is tok.
@@ -175,7 +181,7 @@ type tokenFinder struct {
 }
 
 func (f *tokenFinder) Visit(n ast.Node) ast.Visitor {
-	if f.found != nil {
+	if f.found != nil || n == nil {
 		return nil
 	}
 	if n.GetToken() == f.tok {
@@ -297,6 +303,11 @@ func unknownFieldReason(path string, tok *token.Token) string {
 	if tok != nil {
 		name = tok.Value
 	}
+	if len(name) > 64 {
+		// No field is that long, and the distance costs len(name) per
+		// candidate: list them instead.
+		return "unknown field (valid fields: " + strings.Join(valid, ", ") + ")"
+	}
 	best, bestDist := "", -1
 	for _, v := range valid {
 		if d := editDistance(name, v); bestDist < 0 || d < bestDist {
@@ -313,6 +324,13 @@ func unknownFieldReason(path string, tok *token.Token) string {
 // inline fields.
 func yamlFieldNames(t reflect.Type) []string {
 	var names []string
+	eachYAMLField(t, func(name string, _ reflect.Type) { names = append(names, name) })
+	return names
+}
+
+// eachYAMLField calls fn with the YAML key and type of every field of
+// struct type t, in order, descending into inline fields.
+func eachYAMLField(t reflect.Type, fn func(name string, typ reflect.Type)) {
 	for i := range t.NumField() {
 		f := t.Field(i)
 		tag := f.Tag.Get("yaml")
@@ -321,15 +339,14 @@ func yamlFieldNames(t reflect.Type) []string {
 			continue
 		}
 		if strings.Contains(","+opts+",", ",inline,") && f.Type.Kind() == reflect.Struct {
-			names = append(names, yamlFieldNames(f.Type)...)
+			eachYAMLField(f.Type, fn)
 			continue
 		}
 		if name == "" {
 			name = strings.ToLower(f.Name)
 		}
-		names = append(names, name)
+		fn(name, f.Type)
 	}
-	return names
 }
 
 // editDistance is the Levenshtein distance between a and b (bytes).

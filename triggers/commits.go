@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/icereactor/reactor/events"
+	"github.com/icereactor/reactor/excerpt"
 	"github.com/icereactor/reactor/metrics"
 	"github.com/icereactor/reactor/planner"
 )
@@ -96,6 +97,10 @@ func EnsureStreams(ctx context.Context, js jetstream.JetStream, opts CommitOptio
 		Retention:   jetstream.LimitsPolicy,
 		MaxAge:      14 * 24 * time.Hour,
 		Storage:     jetstream.FileStorage,
+		// Longer than the consumers' AckWait: a message whose
+		// acknowledgement was lost comes back after it, and its dead
+		// letter (same message id) must then be recognised.
+		Duplicates: 10 * time.Minute,
 	}); err != nil {
 		return fmt.Errorf("create dead-letter stream %s for subject %q: %w", opts.DeadLetterStream, opts.DeadLetterSubject, err)
 	}
@@ -176,11 +181,12 @@ func (c *CommitConsumer) handle(msg jetstream.Msg) {
 // dead letter cannot be stored the message is not acknowledged: it comes
 // back rather than being lost.
 func (c *CommitConsumer) reject(msg jetstream.Msg, reason, outcome string, cause error) {
+	cause = deadLetterCause(cause)
 	err := deadLetter(c.ctx, c.js, c.opts.DeadLetterSubject, msg, reason, cause)
 	if err != nil {
 		c.met.Events.WithLabelValues("commit", metrics.OutcomeDeadLetterErr).Inc()
 		c.log.Error("could not dead-letter an event; it will be redelivered", "subject", msg.Subject(),
-			"reason", reason, "cause", cause, "error", err)
+			"reason", reason, "cause", cause, "error", excerpt.Error(err))
 		_ = msg.NakWithDelay(c.opts.RetryMax)
 		return
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/icereactor/reactor/events"
+	"github.com/icereactor/reactor/excerpt"
 	"github.com/icereactor/reactor/metrics"
 	"github.com/icereactor/reactor/planner"
 )
@@ -178,11 +179,12 @@ func (c *NotificationConsumer) handle(msg jetstream.Msg) {
 }
 
 func (c *NotificationConsumer) reject(msg jetstream.Msg, cause error) {
+	cause = deadLetterCause(cause)
 	err := deadLetter(c.ctx, c.js, c.opts.DeadLetterSubject, msg, events.ReasonMalformed, cause)
 	if err != nil {
 		c.met.Events.WithLabelValues("notification", metrics.OutcomeDeadLetterErr).Inc()
 		c.log.Error("could not dead-letter a notification; it will be redelivered", "subject", msg.Subject(),
-			"cause", cause, "error", err)
+			"cause", cause, "error", excerpt.Error(err))
 		_ = msg.NakWithDelay(c.opts.RetryMax)
 		return
 	}

@@ -46,7 +46,7 @@ func (r *redelivery) later(ctx context.Context, msg jetstream.Msg, cause error, 
 		level = slog.LevelWarn
 	}
 	r.log.Log(ctx, level, "waiting for the catalog: "+r.what+" not applied, will be redelivered",
-		append(attrs, "delivery", delivered, "retry_in", delay, "error", cause)...)
+		append(attrs, "delivery", delivered, "retry_in", delay, "error", deadLetterCause(cause))...)
 	if err := msg.NakWithDelay(delay); err != nil {
 		r.log.Warn("nak failed; the "+r.what+" will be redelivered after the ack wait", append(attrs, "error", err)...)
 	}

@@ -46,7 +46,7 @@ func TestBadEventsAreDeadLetteredAndProcessingContinues(t *testing.T) {
 	}
 	for i, b := range bad {
 		dl := dls[i]
-		if dl.Reason != b.reason || dl.Payload != b.payload || dl.Subject != b.subject || dl.Error == "" {
+		if dl.Reason != b.reason || string(dl.Payload) != b.payload || dl.Subject != b.subject || dl.Error == "" {
 			t.Errorf("dead letter %d = %+v, want reason %q payload %q subject %q", i, dl, b.reason, b.payload, b.subject)
 		}
 	}

@@ -181,7 +181,7 @@ func TestBadNotificationsAreHandled(t *testing.T) {
 	}
 	var many bytes.Buffer
 	many.WriteString(`{"Records":[`)
-	for i := range 10_001 {
+	for i := range events.MaxRecords + 1 {
 		if i > 0 {
 			many.WriteByte(',')
 		}
@@ -210,7 +210,7 @@ func TestBadNotificationsAreHandled(t *testing.T) {
 	if len(dls) != 3 {
 		t.Fatalf("%d dead letters, want 3", len(dls))
 	}
-	for i, want := range []string{"invalid JSON", "more than the 10000", "%zz"} {
+	for i, want := range []string{"invalid JSON", "more than the 1000", "%zz"} {
 		if dls[i].Reason != events.ReasonMalformed || !strings.Contains(dls[i].Error, want) {
 			t.Errorf("dead letter %d = %q / %q, want malformed mentioning %q", i, dls[i].Reason, dls[i].Error, want)
 		}
@@ -234,9 +234,10 @@ func put(t *testing.T, h *harness, key, body string) {
 
 var _ = thresholds.Default
 
-// deadLetterPayloadIsBounded: the 10,001-record message was ~0.9 MB; its
-// dead letter must have fit (it was stored) with a truncated payload.
-func TestDeadLetterOfHugeMessageIsTruncated(t *testing.T) {
+// A ~0.9 MB notification (10,001 records) is malformed (over
+// events.MaxPayloadBytes) and its dead letter, sized to the server's max
+// payload, carries it whole.
+func TestDeadLetterOfHugeMessageKeepsItWhole(t *testing.T) {
 	h := newS3Harness(t, testThresholds)
 	h.start()
 	var many bytes.Buffer
@@ -251,7 +252,7 @@ func TestDeadLetterOfHugeMessageIsTruncated(t *testing.T) {
 	h.publishRaw("minio.events", many.String())
 	h.eventually("the dead letter is stored", func() bool { return len(h.deadLetters()) == 1 })
 	dl := h.deadLetters()[0]
-	if !dl.PayloadTruncated || dl.PayloadBytes != many.Len() || len(dl.Payload) != events.MaxDeadLetterPayload {
+	if dl.PayloadTruncated || dl.PayloadBytes != many.Len() || !bytes.Equal(dl.Payload, many.Bytes()) {
 		t.Errorf("dead letter: truncated=%v bytes=%d (want %d) kept=%d", dl.PayloadTruncated, dl.PayloadBytes, many.Len(), len(dl.Payload))
 	}
 }

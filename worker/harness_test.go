@@ -245,7 +245,7 @@ func (h *harness) deadLetters() []events.DeadLetter {
 		if err != nil {
 			continue
 		}
-		dl, err := events.DecodeDeadLetter(msg.Data)
+		dl, err := events.DecodeDeadLetter(msg.Header, msg.Data)
 		if err != nil {
 			h.t.Fatalf("dead letter %d: %v", seq, err)
 		}

@@ -17,7 +17,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 
@@ -35,6 +34,7 @@ import (
 	"github.com/icereactor/reactor/executor"
 	"github.com/icereactor/reactor/metrics"
 	"github.com/icereactor/reactor/planner"
+	"github.com/icereactor/reactor/redact"
 	"github.com/icereactor/reactor/thresholds"
 	"github.com/icereactor/reactor/triggers"
 )
@@ -80,6 +80,9 @@ type Config struct {
 	Concurrency int
 	Logger      *slog.Logger
 	Metrics     *metrics.Metrics
+
+	// parseThresholds replaces thresholds.Parse on reload (tests).
+	parseThresholds func([]byte) (*thresholds.Config, error)
 }
 
 // Worker is a running reactor.
@@ -102,6 +105,13 @@ type Worker struct {
 	jobPrefix string
 	// concurrency is the pool's size (for the reload warning).
 	concurrency int
+	// parseThresholds is Config.parseThresholds.
+	parseThresholds func([]byte) (*thresholds.Config, error)
+
+	// mu guards Conn, JS, consumer and objects, which a worker started
+	// before NATS was reachable sets once it connects, and closing.
+	mu      sync.Mutex
+	closing bool
 }
 
 // HTTPAddr is the address the metrics and probe endpoints listen on ("" if
@@ -111,11 +121,11 @@ func (w *Worker) HTTPAddr() string { return w.httpAddr }
 // Ready reports whether the worker can do its work: connected to NATS and
 // able to reach the catalog.
 func (w *Worker) Ready(ctx context.Context) error {
-	if w.Conn == nil || !w.Conn.IsConnected() {
+	if conn, _, _ := w.link(); conn == nil || !conn.IsConnected() {
 		return errors.New("not connected to NATS")
 	}
 	if _, err := w.Catalog.ListNamespaces(ctx, nil); err != nil {
-		return fmt.Errorf("catalog unreachable: %w", err)
+		return fmt.Errorf("catalog unreachable: %w", redact.Error(err))
 	}
 	return nil
 }
@@ -156,9 +166,10 @@ func OpenCatalog(ctx context.Context, cfg Config) (catalog.Catalog, error) {
 	}
 	cat, err := catalog.Load(ctx, cfg.CatalogName, cfg.CatalogProps)
 	if err != nil {
-		return nil, err
+		// A REST catalog's error quotes the URL it could not reach.
+		return nil, redact.Error(err)
 	}
-	log.Info("opened catalog", "name", cfg.CatalogName, "type", cfg.CatalogProps["type"], "uri", redactURI(cfg.CatalogProps["uri"]))
+	log.Info("opened catalog", "name", cfg.CatalogName, "type", cfg.CatalogProps["type"], "uri", redact.String(cfg.CatalogProps["uri"]))
 	return cat, nil
 }
 
@@ -189,9 +200,14 @@ const DefaultOrphanSubjectPrefix = "reactor.orphans"
 
 // publish sends a report as JSON, best effort: reports are also logged.
 func (w *Worker) publish(subject string, v any) {
+	conn, _, _ := w.link()
+	if conn == nil {
+		w.log.Debug("not connected to NATS yet; report not published", "subject", subject)
+		return
+	}
 	data, err := json.Marshal(v)
 	if err == nil {
-		err = w.Conn.Publish(subject, data)
+		err = conn.Publish(subject, data)
 	}
 	if err != nil {
 		w.log.Warn("could not publish a report", "subject", subject, "error", err)
@@ -213,6 +229,31 @@ func (w *Worker) refreshLocations(ctx context.Context, every time.Duration) {
 			if _, err := w.Planner.RefreshLocations(ctx); err != nil && ctx.Err() == nil {
 				w.log.Warn("table location index refresh failed; keeping the previous one", "error", err)
 			}
+		}
+	}
+}
+
+// discover brings the catalog's tables into the planner once at start, in
+// the background, retrying while the catalog is unreachable: a table that
+// nobody writes to still has deadlines (expiry, orphan listing) and files
+// waiting for deletion, and after a restart no event would bring it in.
+func (w *Worker) discover(ctx context.Context) {
+	defer w.bg.Done()
+	start := time.Now()
+	for wait := time.Second; ; wait = min(2*wait, time.Minute) {
+		n, err := w.Planner.Discover(ctx)
+		if err == nil {
+			w.log.Info("tables discovered", "tables", n, "duration", time.Since(start).Round(time.Millisecond))
+			return
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		w.log.Warn("table discovery failed; retrying", "error", err, "retry_in", wait)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
 		}
 	}
 }
@@ -250,24 +291,6 @@ func Start(ctx context.Context, cfg Config) (_ *Worker, err error) {
 		}
 		url = w.NATS.URL()
 		cfg.Logger.Info("started embedded NATS server", "url", url, "store", store)
-	}
-	opts := []nats.Option{nats.Name("reactor"), nats.MaxReconnects(-1),
-		nats.DisconnectErrHandler(func(_ *nats.Conn, derr error) {
-			if derr != nil {
-				cfg.Logger.Warn("disconnected from NATS; reconnecting", "error", derr)
-			}
-		}),
-		nats.ReconnectHandler(func(c *nats.Conn) { cfg.Logger.Info("reconnected to NATS", "url", c.ConnectedUrl()) })}
-	if cfg.NATSCreds != "" {
-		opts = append(opts, nats.UserCredentials(cfg.NATSCreds))
-	}
-	w.Conn, err = nats.Connect(url, opts...)
-	if err != nil {
-		return nil, fmt.Errorf("worker: connect to NATS at %s: %w", url, err)
-	}
-	w.JS, err = jetstream.New(w.Conn)
-	if err != nil {
-		return nil, fmt.Errorf("worker: jetstream: %w", err)
 	}
 
 	w.Catalog, err = OpenCatalog(ctx, cfg)
@@ -326,15 +349,12 @@ func Start(ctx context.Context, cfg Config) (_ *Worker, err error) {
 			return nil, fmt.Errorf("worker: %w", err)
 		}
 	}
-	w.consumer, err = triggers.StartCommits(runCtx, w.JS, cfg.Commits, w.Planner, cfg.Logger, cfg.Metrics)
-	if err != nil {
-		return nil, fmt.Errorf("worker: %w", err)
-	}
 	if cfg.ThresholdsFile != "" {
-		initial, err := os.ReadFile(cfg.ThresholdsFile)
+		initial, err := thresholds.ReadFile(cfg.ThresholdsFile)
 		if err != nil {
 			return nil, fmt.Errorf("worker: %w", err)
 		}
+		w.parseThresholds = cfg.parseThresholds
 		every := cfg.ThresholdsReload
 		if every <= 0 {
 			every = 5 * time.Second
@@ -342,24 +362,23 @@ func Start(ctx context.Context, cfg Config) (_ *Worker, err error) {
 		w.bg.Add(1)
 		go w.watchThresholds(runCtx, cfg.ThresholdsFile, every, initial)
 	}
-	if !cfg.DisableNotifications {
-		if cfg.Notifications.DeadLetterSubject == "" {
-			cfg.Notifications.DeadLetterSubject = cfg.Commits.DeadLetterSubject
-		}
-		if _, err := w.Planner.RefreshLocations(ctx); err != nil {
-			// Not fatal: the index is rebuilt when an object misses.
-			cfg.Logger.Warn("table location index not built yet; will retry on demand", "error", err)
-		}
-		w.objects, err = triggers.StartNotifications(runCtx, w.JS, cfg.Notifications, w.Planner, cfg.Logger, cfg.Metrics)
-		if err != nil {
+	if cfg.Notifications.DeadLetterSubject == "" {
+		cfg.Notifications.DeadLetterSubject = cfg.Commits.DeadLetterSubject
+	}
+	// Discovery reads the catalog only: it need not wait for NATS.
+	w.bg.Add(1)
+	go w.discover(runCtx)
+	connect := func(ctx context.Context) error { return w.connectNATS(ctx, runCtx, cfg, url) }
+	if err := connect(ctx); err != nil {
+		if cfg.NATSURL == "" || !natsRetryable(err) {
 			return nil, fmt.Errorf("worker: %w", err)
 		}
-		every := cfg.LocationRefresh
-		if every <= 0 {
-			every = 5 * time.Minute
-		}
+		// A NATS server that is down or restarting is a transient fault,
+		// as the catalog's is: wait for it, and say not-ready meanwhile.
+		cfg.Logger.Warn("NATS is not reachable; waiting for it (not ready until connected)",
+			"url", redact.String(url), "error", err)
 		w.bg.Add(1)
-		go w.refreshLocations(runCtx, every)
+		go w.awaitNATS(runCtx, connect, redact.String(url))
 	}
 	return w, nil
 }
@@ -375,11 +394,11 @@ func (w *Worker) Close() {
 // rest cleanly (their uncommitted outputs are deleted) and closes. It
 // reports whether every job finished within the grace period.
 func (w *Worker) Shutdown(grace time.Duration) bool {
-	if w.consumer != nil {
-		w.consumer.Stop()
-	}
-	if w.objects != nil {
-		w.objects.Stop()
+	if _, commits, objects := w.link(); commits != nil {
+		commits.Stop()
+		if objects != nil {
+			objects.Stop()
+		}
 	}
 	if w.Planner != nil {
 		w.Planner.Close()
@@ -408,11 +427,15 @@ func (w *Worker) close() {
 		_ = w.http.Shutdown(shutdownCtx)
 		cancel()
 	}
-	if w.consumer != nil {
-		w.consumer.Stop()
+	w.mu.Lock()
+	w.closing = true
+	w.mu.Unlock()
+	conn, commits, objects := w.link()
+	if commits != nil {
+		commits.Stop()
 	}
-	if w.objects != nil {
-		w.objects.Stop()
+	if objects != nil {
+		objects.Stop()
 	}
 	if w.Planner != nil {
 		w.Planner.Close()
@@ -427,20 +450,10 @@ func (w *Worker) close() {
 	if c, ok := w.Catalog.(interface{ Close() error }); ok {
 		_ = c.Close()
 	}
-	if w.Conn != nil {
-		w.Conn.Close()
+	if conn != nil {
+		conn.Close()
 	}
 	if w.NATS != nil {
 		w.NATS.Shutdown()
 	}
-}
-
-// redactURI drops credentials from a URI before it is logged.
-func redactURI(uri string) string {
-	if i := strings.Index(uri, "@"); i >= 0 {
-		if j := strings.Index(uri, "://"); j >= 0 && j < i {
-			return uri[:j+3] + "***" + uri[i:]
-		}
-	}
-	return uri
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/icereactor/reactor/events"
 	"github.com/icereactor/reactor/metrics"
 	"github.com/icereactor/reactor/planner"
+	"github.com/icereactor/reactor/redact"
 	"github.com/icereactor/reactor/streamwriter"
 	"github.com/icereactor/reactor/thresholds"
 	"github.com/icereactor/reactor/worker"
@@ -153,7 +154,7 @@ func demoCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (err 
 		}()
 	}
 
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: cfg.logLevel}))
+	log := slog.New(redact.Handler(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: cfg.logLevel})))
 	met := metrics.New()
 	w, err := worker.Start(ctx, worker.Config{
 		DataDir:     dir,

@@ -5,6 +5,8 @@ import (
 	"flag"
 	"fmt"
 	"strings"
+
+	"github.com/icereactor/reactor/redact"
 )
 
 // envPrefix starts the environment variable of every `reactor run` flag:
@@ -101,7 +103,7 @@ func (p *propsFlag) String() string {
 	}
 	parts := make([]string, len(p.keys))
 	for i, k := range p.keys {
-		parts[i] = k + "=" + redact(k, p.values[k])
+		parts[i] = k + "=" + redact.Value(k, p.values[k])
 	}
 	return strings.Join(parts, ",")
 }
@@ -122,17 +124,4 @@ func (p *propsFlag) Set(s string) error {
 	}
 	p.values[k] = v
 	return nil
-}
-
-// redact returns value, or a placeholder when key names a secret (secret,
-// token, credential, password, key: s3.secret-access-key, oauth2 tokens,
-// rest.credential and the like never reach a log line).
-func redact(key, value string) string {
-	k := strings.ToLower(key)
-	for _, w := range []string{"secret", "token", "credential", "password", "key"} {
-		if strings.Contains(k, w) {
-			return "***"
-		}
-	}
-	return value
 }

@@ -32,6 +32,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/icereactor/reactor/redact"
 )
 
 // command is one subcommand. run returns nil on success, flag.ErrHelp after
@@ -107,11 +109,13 @@ func exitCode(name string, err error, stderr io.Writer) int {
 	case err == nil, errors.Is(err, flag.ErrHelp):
 		return 0
 	case errors.As(err, &uerr):
-		fmt.Fprintf(stderr, "reactor %s: %v\n", name, uerr.err)
+		fmt.Fprintf(stderr, "reactor %s: %s\n", name, redact.String(uerr.err.Error()))
 		fmt.Fprintf(stderr, "Run 'reactor %s -h' for usage.\n", name)
 		return 2
 	default:
-		fmt.Fprintf(stderr, "reactor %s: %v\n", name, err)
+		// Whatever the error wraps (a NATS or catalog URL in a library's
+		// message), its credentials do not reach the terminal.
+		fmt.Fprintf(stderr, "reactor %s: %s\n", name, redact.String(err.Error()))
 		return 1
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/icereactor/reactor/executor"
 	"github.com/icereactor/reactor/metrics"
 	"github.com/icereactor/reactor/planner"
+	"github.com/icereactor/reactor/redact"
 )
 
 // oneShotResult is what a one-shot job prints with --json.
@@ -32,7 +33,7 @@ type oneShotResult struct {
 // the result columns of the equivalent Spark procedure to stdout. A job that
 // failed or gave up on conflicts is an error (exit 1).
 func runOneShot(ctx context.Context, c *tableCommand, kind planner.JobKind, opts planner.ManualOptions, stdout, stderr io.Writer) error {
-	log := slog.New(slog.NewTextHandler(stderr, nil))
+	log := slog.New(redact.Handler(slog.NewTextHandler(stderr, nil)))
 	cfg, cat, tbl, closeCatalog, err := c.load(ctx, log)
 	if err != nil {
 		return err
@@ -45,18 +46,37 @@ func runOneShot(ctx context.Context, c *tableCommand, kind planner.JobKind, opts
 	if (kind == planner.KindCompact || kind == planner.KindRewritePositionDeletes) && len(job.Partitions) == 0 {
 		fmt.Fprintf(stderr, "%s has no partition to work on\n", c.table)
 	}
-	res, rep := executor.New(cat, log, metrics.New()).Run(ctx, job)
+	exec := executor.New(cat, log, metrics.New())
+	res, rep := exec.Run(ctx, job)
 	out := oneShotResult{JobID: job.ID, Kind: kind, Table: job.TableName, DryRun: rep.DryRun || rep.Orphans.DryRun,
 		Outcome: res.Outcome.String(), Counts: rep.CountMap(kind), Orphans: rep.Orphans.Orphans}
 	if res.Err != nil {
 		out.Error = res.Err.Error()
+	}
+	counts := rep.ProcedureCounts(kind)
+	if kind == planner.KindExpireSnapshots && !out.DryRun && res.Outcome != planner.Failed {
+		// Files earlier expiries unlinked whose reader margin has passed
+		// are deleted now, so repeated one-shot runs (cron) converge
+		// without a running reactor.
+		deleted, err := deleteDueFiles(ctx, exec, job)
+		if err != nil {
+			return err
+		}
+		for i, c := range counts {
+			counts[i].Value += deleted[c.Name]
+			out.Counts[c.Name] += deleted[c.Name]
+		}
+		if rep.Expiry.Deferred {
+			fmt.Fprintf(stderr, "%d files the expiry unlinked are deleted after min_reader_margin, at %s: by reactor run, or by reactor expire run again then\n",
+				rep.Expiry.Files(), rep.Expiry.DeletionDue.Format(time.RFC3339))
+		}
 	}
 	if *c.json {
 		if err := writeJSON(stdout, out); err != nil {
 			return err
 		}
 	} else {
-		printCounts(stdout, rep.ProcedureCounts(kind))
+		printCounts(stdout, counts)
 		for _, o := range out.Orphans {
 			fmt.Fprintf(stdout, "orphan_file_location\t%s\n", o.Location)
 		}
@@ -78,4 +98,21 @@ func printCounts(w io.Writer, counts []executor.Count) {
 		fmt.Fprintf(tw, "%s\t%d\n", c.Name, c.Value)
 	}
 	tw.Flush()
+}
+
+// deleteDueFiles runs the deletion pass for the table's pending batches
+// that are due, and returns its deleted-file counts.
+func deleteDueFiles(ctx context.Context, exec *executor.Executor, expiry planner.Job) (map[string]int64, error) {
+	pass := expiry
+	pass.Kind = planner.KindDeleteExpiredFiles
+	due, err := exec.DuePendingDeletes(ctx, expiry.Table, time.Now())
+	if err != nil || len(due) == 0 {
+		return nil, err
+	}
+	pass.PendingDeletes = due
+	res, rep := exec.Run(ctx, pass)
+	if res.Outcome == planner.Failed {
+		return nil, fmt.Errorf("delete files earlier expiries unlinked: %w", res.Err)
+	}
+	return rep.CountMap(planner.KindDeleteExpiredFiles), nil
 }

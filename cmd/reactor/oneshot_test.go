@@ -188,32 +188,54 @@ func TestRewriteManifestsCommand(t *testing.T) {
 	o.checkRows()
 }
 
+// reactor expire commits the expiry at any horizon but, with the default
+// reader margin, deletes nothing yet: it says when the unlinked files go.
+// With a zero margin it deletes them at once; a later run deletes what
+// earlier runs left once it is due.
 func TestExpireCommand(t *testing.T) {
 	o := newOneShotTable(t)
-	_, errOut := o.run(2, "expire", "db.t", "--older-than", "1s")
-	if !strings.Contains(errOut, "below min_reader_margin") {
-		t.Errorf("stderr %s", errOut)
-	}
-	cfg := filepath.Join(o.dir, "t.yaml")
-	if err := os.WriteFile(cfg, []byte("defaults: {min_reader_margin: 0s}\n"), 0o644); err != nil {
-		t.Fatal(err)
+	var lists []string
+	for _, snap := range o.load().Metadata().Snapshots() {
+		lists = append(lists, strings.TrimPrefix(snap.ManifestList, "file://"))
 	}
 	time.Sleep(5 * time.Millisecond) // snapshot timestamps have millisecond resolution
-	out, _ := o.run(0, "expire", "db.t", "--thresholds", cfg, "--older-than", "1ms", "--dry-run", "--json")
-	if c := counts(t, out); c["expired_snapshots_count"] != 7 || c["deleted_data_files_count"] != 0 || c["deleted_manifest_lists_count"] != 7 {
+	out, _ := o.run(0, "expire", "db.t", "--older-than", "1ms", "--dry-run", "--json")
+	if c := counts(t, out); c["expired_snapshots_count"] != 7 || c["deleted_data_files_count"] != 0 {
 		t.Errorf("dry run counts %v", c)
 	}
 	if n := len(o.load().Metadata().Snapshots()); n != 8 {
 		t.Fatalf("a dry run expired snapshots: %d left", n)
 	}
-	out, _ = o.run(0, "expire", "db.t", "--thresholds", cfg, "--older-than", "1ms", "--json")
-	if c := counts(t, out); c["expired_snapshots_count"] != 7 || c["deleted_manifest_lists_count"] != 7 {
-		t.Errorf("counts %v", c)
+	out, errOut := o.run(0, "expire", "db.t", "--older-than", "1ms", "--json")
+	c := counts(t, out)
+	if c["expired_snapshots_count"] != 7 || c["deleted_manifest_lists_count"] != 0 || c["deletion_deferred_files_count"] < 7 {
+		t.Errorf("counts %v: 7 snapshots expired, their files deferred", c)
+	}
+	if !strings.Contains(errOut, "after min_reader_margin") {
+		t.Errorf("stderr does not say when the files go:\n%s", errOut)
 	}
 	if n := len(o.load().Metadata().Snapshots()); n != 1 {
 		t.Errorf("%d snapshots left, want 1 (retain_last)", n)
 	}
+	for _, f := range lists {
+		if _, err := os.Stat(f); err != nil {
+			t.Errorf("a manifest list expiry unlinked was deleted inside the reader margin: %v", err)
+		}
+	}
 	o.checkRows()
+
+	// A zero margin deletes at once.
+	o2 := newOneShotTable(t)
+	cfg := filepath.Join(o2.dir, "t.yaml")
+	if err := os.WriteFile(cfg, []byte("defaults: {min_reader_margin: 0s}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(5 * time.Millisecond)
+	out, _ = o2.run(0, "expire", "db.t", "--thresholds", cfg, "--older-than", "1ms", "--json")
+	if c := counts(t, out); c["expired_snapshots_count"] != 7 || c["deleted_manifest_lists_count"] != 7 || c["deletion_deferred_files_count"] != 0 {
+		t.Errorf("counts %v", c)
+	}
+	o2.checkRows()
 }
 
 func TestOrphansCommand(t *testing.T) {

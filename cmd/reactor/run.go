@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -15,6 +16,7 @@ import (
 	"github.com/apache/iceberg-go"
 
 	"github.com/icereactor/reactor/events"
+	"github.com/icereactor/reactor/redact"
 	"github.com/icereactor/reactor/thresholds"
 	"github.com/icereactor/reactor/triggers"
 	"github.com/icereactor/reactor/worker"
@@ -122,8 +124,8 @@ func parseRunConfig(args []string, getenv func(string) string, stdout io.Writer)
 	cfg.noNotification = len(cfg.notifications.Sources) == 0
 	cfg.notifications.DeadLetterSubject = *deadLetter
 	if cfg.natsURL != "" {
-		if _, err := url.Parse(cfg.natsURL); err != nil {
-			return runConfig{}, usageErrorf("--nats-url: %w", err)
+		if err := checkNATSURL(cfg.natsURL); err != nil {
+			return runConfig{}, err
 		}
 	}
 	if cfg.natsCreds != "" {
@@ -221,7 +223,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: cfg.logLevel}))
+	log := slog.New(redact.Handler(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: cfg.logLevel})))
 	log.Info("reactor starting", cfg.logAttrs()...)
 
 	w, err := worker.Start(ctx, worker.Config{
@@ -245,7 +247,11 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		log.Error("reactor could not start", "error", err)
 		return fmt.Errorf("start: %w", err)
 	}
-	log.Info("reactor running; send SIGINT or SIGTERM to stop")
+	if w.Connected() {
+		log.Info("reactor running; send SIGINT or SIGTERM to stop")
+	} else {
+		log.Info("reactor running, waiting for NATS (/readyz says not ready until it connects); send SIGINT or SIGTERM to stop")
+	}
 	<-ctx.Done()
 	log.Info("reactor shutting down: no new events or jobs; waiting for running jobs", "grace", cfg.shutdownGrace)
 	if !w.Shutdown(cfg.shutdownGrace) {
@@ -263,17 +269,13 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 func (c runConfig) logAttrs() []any {
 	natsURL := "embedded"
 	if c.natsURL != "" {
-		natsURL = redactURL(c.natsURL)
+		natsURL = redact.String(c.natsURL)
 	}
 	catalog := any("embedded")
 	if c.catalogProps != nil {
 		shown := map[string]string{}
 		for _, k := range slices.Sorted(maps.Keys(c.catalogProps)) {
-			v := c.catalogProps[k]
-			if k == "uri" {
-				v = redactURL(v)
-			}
-			shown[k] = redact(k, v)
+			shown[k] = redact.Value(k, c.catalogProps[k])
 		}
 		catalog = shown
 	}
@@ -289,30 +291,19 @@ func (c runConfig) logAttrs() []any {
 	}
 }
 
-// redactURL masks the user information of a URL (nats://user:pass@host)
-// and query parameters named like secrets (?password=...). Strings
-// that do not parse as URLs (SQL DSNs) are masked entirely when they look
-// like they carry credentials.
-func redactURL(s string) string {
-	u, err := url.Parse(s)
-	if err != nil || u.Scheme == "" {
-		if strings.Contains(s, "@") || strings.Contains(strings.ToLower(s), "password") {
-			return "***"
-		}
-		return s
-	}
-	if u.User != nil {
-		// NATS accepts a bare token as the user part, so all of it goes.
-		u.User = url.User("***")
-	}
-	if u.RawQuery != "" {
-		q := u.Query()
-		for k := range q {
-			if redact(k, "") != "" {
-				q.Set(k, "REDACTED")
+// checkNATSURL refuses a --nats-url that does not parse. url.Parse's error
+// quotes the whole URL, password included: the message names the problem
+// and shows the URL redacted.
+func checkNATSURL(s string) error {
+	for part := range strings.SplitSeq(s, ",") {
+		if _, err := url.Parse(strings.TrimSpace(part)); err != nil {
+			reason := err
+			var uerr *url.Error
+			if errors.As(err, &uerr) {
+				reason = uerr.Err
 			}
+			return usageErrorf("--nats-url %s is not a valid URL: %v", redact.String(s), reason)
 		}
-		u.RawQuery = q.Encode()
 	}
-	return u.String()
+	return nil
 }

@@ -73,6 +73,7 @@ func printEffective(w io.Writer, s thresholds.Effective) {
 	row("max file size", thresholds.Size(s.MaxFileSize), "target_file_size x max_file_ratio")
 	row("min_input_files", s.MinInputFiles, "")
 	row("small_file_count", s.SmallFileCount, "")
+	row("tier_fan_in", s.TierFanIn, "")
 	row("quiet_period", s.QuietPeriod, "")
 	row("max_quiet_wait", s.MaxQuietWait, "")
 	row("cooldown", s.Cooldown, "")

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -18,6 +17,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/icereactor/reactor/events"
+	"github.com/icereactor/reactor/redact"
 	"github.com/icereactor/reactor/streamwriter"
 	"github.com/icereactor/reactor/triggers"
 	"github.com/icereactor/reactor/worker"
@@ -116,8 +116,8 @@ func parseWriteConfig(args []string, getenv func(string) string, stdout io.Write
 	case cfg.commits < 0:
 		return writeConfig{}, usageErrorf("--commits must not be negative, got %d", cfg.commits)
 	}
-	if _, err := url.Parse(cfg.natsURL); err != nil {
-		return writeConfig{}, usageErrorf("--nats-url: %w", err)
+	if err := checkNATSURL(cfg.natsURL); err != nil {
+		return writeConfig{}, err
 	}
 	if cfg.natsCreds != "" {
 		if _, err := os.Stat(cfg.natsCreds); err != nil {
@@ -176,7 +176,7 @@ func writeCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: cfg.logLevel}))
+	log := slog.New(redact.Handler(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: cfg.logLevel})))
 
 	opts := []nats.Option{nats.Name("reactor-write"), nats.MaxReconnects(-1)}
 	if cfg.natsCreds != "" {
@@ -184,7 +184,7 @@ func writeCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	conn, err := nats.Connect(cfg.natsURL, opts...)
 	if err != nil {
-		return fmt.Errorf("connect to NATS at %s: %w", redactURL(cfg.natsURL), err)
+		return fmt.Errorf("connect to NATS at %s: %w", redact.String(cfg.natsURL), redact.Error(err))
 	}
 	defer conn.Close()
 	js, err := jetstream.New(conn)

@@ -1,0 +1,155 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/icereactor/reactor/redact"
+	"github.com/icereactor/reactor/triggers"
+)
+
+// natsWaitLogEvery bounds how often "still waiting for NATS" is logged.
+const natsWaitLogEvery = 30 * time.Second
+
+// errClosing: the worker was closed while it was connecting.
+var errClosing = errors.New("worker closing")
+
+// natsRetryable reports whether a failed connection to NATS is worth
+// retrying: a server that is down, restarting or whose JetStream is not
+// up yet, yes; credentials it refuses, no (waiting will not fix them).
+func natsRetryable(err error) bool {
+	for _, permanent := range []error{nats.ErrAuthorization, nats.ErrAuthExpired, nats.ErrAuthRevoked,
+		nats.ErrAccountAuthExpired, nats.ErrPermissionViolation, errClosing} {
+		if errors.Is(err, permanent) {
+			return false
+		}
+	}
+	return true
+}
+
+// connectNATS connects to url, creates the streams and durable consumers,
+// and only then makes them the worker's: a half-made connection is taken
+// apart again. Consumers live under runCtx; ctx bounds the attempt.
+func (w *Worker) connectNATS(ctx, runCtx context.Context, cfg Config, url string) (err error) {
+	opts := []nats.Option{nats.Name("reactor"), nats.MaxReconnects(-1), nats.CustomInboxPrefix(InboxPrefix),
+		nats.DisconnectErrHandler(func(_ *nats.Conn, derr error) {
+			if derr != nil {
+				cfg.Logger.Warn("disconnected from NATS; reconnecting", "error", redact.Error(derr))
+			}
+		}),
+		nats.ReconnectHandler(func(c *nats.Conn) { cfg.Logger.Info("reconnected to NATS", "url", redact.String(c.ConnectedUrl())) })}
+	if cfg.NATSCreds != "" {
+		opts = append(opts, nats.UserCredentials(cfg.NATSCreds))
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	conn, err := nats.Connect(url, opts...)
+	if err != nil {
+		return fmt.Errorf("connect to NATS at %s: %w", redact.String(url), redact.Error(err))
+	}
+	var (
+		commits *triggers.CommitConsumer
+		objects *triggers.NotificationConsumer
+	)
+	defer func() {
+		if err == nil {
+			return
+		}
+		if objects != nil {
+			objects.Stop()
+		}
+		if commits != nil {
+			commits.Stop()
+		}
+		conn.Close()
+	}()
+	js, err := jetstream.New(conn)
+	if err != nil {
+		return fmt.Errorf("jetstream: %w", err)
+	}
+	if commits, err = triggers.StartCommits(runCtx, js, cfg.Commits, w.Planner, cfg.Logger, cfg.Metrics); err != nil {
+		return err
+	}
+	if !cfg.DisableNotifications {
+		if _, err := w.Planner.RefreshLocations(ctx); err != nil {
+			// Not fatal: the index is rebuilt when an object misses.
+			cfg.Logger.Warn("table location index not built yet; will retry on demand", "error", err)
+		}
+		if objects, err = triggers.StartNotifications(runCtx, js, cfg.Notifications, w.Planner, cfg.Logger, cfg.Metrics); err != nil {
+			return err
+		}
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closing {
+		return errClosing
+	}
+	w.Conn, w.JS, w.consumer, w.objects = conn, js, commits, objects
+	if !cfg.DisableNotifications {
+		every := cfg.LocationRefresh
+		if every <= 0 {
+			every = 5 * time.Minute
+		}
+		w.bg.Add(1)
+		go w.refreshLocations(runCtx, every)
+	}
+	return nil
+}
+
+// awaitNATS retries connect with exponential backoff (250 ms doubling to
+// 10 s) until it succeeds, fails for good, or ctx ends; it says it is
+// waiting at most every natsWaitLogEvery.
+func (w *Worker) awaitNATS(ctx context.Context, connect func(context.Context) error, url string) {
+	defer w.bg.Done()
+	bo := backoff.NewExponentialBackOff()
+	bo.InitialInterval = 250 * time.Millisecond
+	bo.MaxInterval = 10 * time.Second
+	bo.MaxElapsedTime = 0
+	start := time.Now()
+	said, attempts := start, 1
+	op := func() error {
+		attempts++
+		err := connect(ctx)
+		if err != nil && !natsRetryable(err) {
+			return backoff.Permanent(err)
+		}
+		return err
+	}
+	notify := func(err error, _ time.Duration) {
+		if time.Since(said) >= natsWaitLogEvery {
+			said = time.Now()
+			w.log.Warn("still waiting for NATS", "url", url, "waited", time.Since(start).Round(time.Second),
+				"attempts", attempts, "error", err)
+		}
+	}
+	err := backoff.RetryNotify(op, backoff.WithContext(bo, ctx), notify)
+	switch {
+	case err == nil:
+		w.log.Info("connected to NATS; consuming events", "url", url, "waited", time.Since(start).Round(time.Millisecond),
+			"attempts", attempts)
+	case ctx.Err() != nil || errors.Is(err, errClosing):
+	default:
+		w.log.Error("stopped waiting for NATS: it refuses this reactor; fix the credentials and restart", "url", url, "error", err)
+	}
+}
+
+// link returns what the NATS connection carries (nil before connecting).
+func (w *Worker) link() (*nats.Conn, *triggers.CommitConsumer, *triggers.NotificationConsumer) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.Conn, w.consumer, w.objects
+}
+
+// Connected reports whether the worker has connected to NATS and is
+// consuming events (it may be reconnecting after a disconnect).
+func (w *Worker) Connected() bool {
+	conn, _, _ := w.link()
+	return conn != nil
+}
