@@ -58,7 +58,7 @@ realparts_go_binary() {
   local tmp start
   tmp=$(mktemp -d "$cache/build.XXXXXX")
   start=$(date +%s)
-  echo "realparts: building $module@$version (go install; MinIO takes 2-4 min with a warm Go build cache, ~15 min cold)" >&2
+  echo "realparts: building $module@$version (go install: MinIO takes seconds with a warm Go build cache, about 5 min cold)" >&2
   # Outside any module, so reactor's go.mod is neither read nor touched.
   (cd "$tmp" && GOFLAGS=-mod=mod GOBIN="$tmp/bin" go install "$module@$version") >&2 ||
     { rm -rf "$tmp"; realparts_die "go install $module@$version failed"; }

@@ -210,10 +210,9 @@ func (l *lake) checkReferencedExist() {
 	}
 }
 
-// checkNoGarbage fails naming every object under the table's data/ that
-// its metadata does not reference: files a lost commit attempt left
-// behind. (Only valid for tables nothing writes aborted files into.)
-func (l *lake) checkNoGarbage() {
+// unreferencedData lists the objects under the table's data/ that its
+// metadata does not reference: files a lost commit attempt left behind.
+func (l *lake) unreferencedData() []string {
 	l.t.Helper()
 	refs := map[string]bool{}
 	for _, loc := range l.referenced() {
@@ -224,16 +223,13 @@ func (l *lake) checkNoGarbage() {
 	if err != nil {
 		l.t.Fatal(err)
 	}
-	var garbage []string
+	var out []string
 	for _, k := range keys {
 		if loc := "s3://" + bucket + "/" + k; !refs[loc] {
-			garbage = append(garbage, loc)
+			out = append(out, loc)
 		}
 	}
-	if len(garbage) > 0 {
-		l.t.Errorf("%s: %d of %d data files are referenced by no snapshot (left by failed attempts?): %v",
-			l.name, len(garbage), len(keys), garbage[:min(len(garbage), 20)])
-	}
+	return out
 }
 
 // location is the table's location, s3://bucket/prefix.
