@@ -112,6 +112,7 @@ realparts_setup() {
   # One install at a time per cache (CI may run two jobs on one machine).
   exec 8>"$cache/.lock"
   flock 8
+  rm -rf "$cache"/build.* # left by an interrupted build
   local nats minio jar="$cache/jars/iceberg-open-api-$REALPARTS_CATALOG_VERSION.jar"
   nats=$(realparts_go_binary nats-server "$REALPARTS_NATS_MODULE" "$REALPARTS_NATS_VERSION" "$REALPARTS_NATS_SUM" "$cache")
   minio=$(realparts_go_binary minio "$REALPARTS_MINIO_MODULE" "$REALPARTS_MINIO_VERSION" "$REALPARTS_MINIO_SUM" "$cache")
