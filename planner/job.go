@@ -137,6 +137,13 @@ type Job struct {
 	// DryRun jobs (one-shot commands only) plan and count what they would
 	// do and change nothing: no file written, deleted or committed.
 	DryRun bool
+	// InputFiles and InputBytes are the job's input as the planner counted
+	// it when it scheduled the job: the data and delete files of its
+	// partitions, or of the whole table for a job that names none
+	// (expiry, manifests, orphans). They decide where the job runs
+	// (reactor or Spark); the executor plans from the table itself.
+	InputFiles int
+	InputBytes int64
 }
 
 // PartitionKeys lists the job's partition keys (for logs).

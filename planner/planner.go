@@ -601,6 +601,7 @@ func (p *Planner) scheduleLocked(st *tableState, kind JobKind, parts []Partition
 		ScheduledAt:    now,
 		BaseSnapshotID: st.counters.snapshotID,
 	}
+	job.InputFiles, job.InputBytes = st.counters.input(parts)
 	for _, f := range with {
 		f(&job)
 	}

@@ -408,6 +408,27 @@ func isOwnSnapshot(s *table.Snapshot) bool {
 	return ok
 }
 
+// input counts the data and delete files of parts and their bytes; with
+// no parts, of the whole table (a table-wide job's input).
+func (tc *tableCounters) input(parts []Partition) (files int, bytes int64) {
+	add := func(c Counters) {
+		files += c.DataFiles + c.DeleteFiles()
+		bytes += c.Bytes + c.DeleteBytes
+	}
+	if len(parts) == 0 {
+		for _, ps := range tc.partitions {
+			add(ps.Counters)
+		}
+		return files, bytes
+	}
+	for _, p := range parts {
+		if ps, ok := tc.partitions[p.Key]; ok {
+			add(ps.Counters)
+		}
+	}
+	return files, bytes
+}
+
 // totals sums the counters of every partition.
 func (tc *tableCounters) totals() Counters {
 	var t Counters
