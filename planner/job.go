@@ -210,4 +210,10 @@ type Result struct {
 	// planner settles the job's kind for them until they are written
 	// again, whatever the job's outcome elsewhere.
 	NothingToDo map[string]string
+	// OwnSnapshots are snapshots the job committed without reactor's
+	// snapshot properties (Spark commits a job's procedure call, and its
+	// summary cannot carry reactor.job-id): the planner treats them as its
+	// own (not a write; sorted files for a sort job) for as long as it
+	// runs. After a restart they read as another writer's once.
+	OwnSnapshots []int64
 }

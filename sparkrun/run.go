@@ -254,6 +254,7 @@ func (r *Runner) account(rep *executor.Report, res *planner.Result, job planner.
 		// a streaming writer's appends in between are not.
 		if s.Summary != nil && s.Summary.Operation == table.OpReplace {
 			rep.Commits++
+			res.OwnSnapshots = append(res.OwnSnapshots, s.SnapshotID)
 			if rep.CommittedSnapshotID == 0 {
 				rep.CommittedSnapshotID = s.SnapshotID
 			}

@@ -200,6 +200,9 @@ func TestRunMapsSparkResults(t *testing.T) {
 	if rep.Commits < 1 || rep.CommittedSnapshotID == 0 || res.Table == nil || res.Table.CurrentSnapshot().SnapshotID != rep.CommittedSnapshotID {
 		t.Fatalf("commits %d, committed %d, table %v", rep.Commits, rep.CommittedSnapshotID, res.Table != nil)
 	}
+	if len(res.OwnSnapshots) != rep.Commits || res.OwnSnapshots[0] != rep.CommittedSnapshotID {
+		t.Fatalf("own snapshots %v for %d commits, committed %d", res.OwnSnapshots, rep.Commits, rep.CommittedSnapshotID)
+	}
 	if n := f.dataFiles(); n != 2 {
 		t.Fatalf("%d data files after the job, want 2", n)
 	}

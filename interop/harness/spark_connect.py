@@ -8,7 +8,8 @@ started the way that script does, spark-submit --class
 org.apache.spark.sql.connect.service.SparkConnectServer spark-internal),
 with the Iceberg runtime and the shared SQLite catalog. `reactor run`
 (against a NATS server that `jobtail` starts and whose job events it
-prints) discovers the tables, sends the compaction of the tables the spark
+prints) hears of the tables through commit events (published by jobtail,
+as a streaming writer would), sends the compaction of the tables the spark
 rules select to Spark, runs the others itself, and the job events carry
 the counts, with backend spark or local. Then the server is killed
 mid-job: reactor must report the job failed, the table must be
@@ -106,16 +107,20 @@ class JobEvents:
     def __init__(self, env):
         store = os.path.join(env.work, "nats")
         os.makedirs(store, exist_ok=True)
-        self.proc = subprocess.Popen([env.tools["jobtail"], store], stdout=subprocess.PIPE, text=True)
+        self.proc = subprocess.Popen([env.tools["jobtail"], store], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         first = self.proc.stdout.readline().split()
         check(len(first) == 2 and first[0] == "nats", f"jobtail said {first}")
         self.url = first[1]
-        self.events, self.lock = [], threading.Lock()
+        self.events, self.published, self.lock = [], set(), threading.Lock()
         self.log = open(os.path.join(env.work, "job-events.jsonl"), "w")
         threading.Thread(target=self._read, daemon=True).start()
 
     def _read(self):
         for line in self.proc.stdout:
+            if line.startswith("published "):
+                with self.lock:
+                    self.published.add(line.split()[1])
+                continue
             self.log.write(line)
             self.log.flush()
             try:
@@ -134,6 +139,26 @@ class JobEvents:
                         return ev
             time.sleep(0.2)
         raise Failure(f"no job event {what} within {timeout}s (events: {self.log.name})")
+
+    def announce(self, spark, name):
+        """Publishes the commit event of db.<name>'s current snapshot (a
+        JetStream publish, retried until reactor's commit stream exists:
+        reactor is connected then, and every job event of the table
+        reaches jobtail)."""
+        snap = spark.sql(f"SELECT snapshot_id FROM {CATALOG}.db.{name}.snapshots "
+                         "ORDER BY committed_at DESC LIMIT 1").collect()[0][0]
+        subject = f"iceberg.commits.db.{name}"
+        body = json.dumps({"catalog": CATALOG, "namespace": "db", "table": name, "snapshot_id": snap})
+        self.proc.stdin.write(f"{subject} {body}\n")
+        self.proc.stdin.flush()
+        deadline = time.time() + 150
+        while time.time() < deadline:
+            with self.lock:
+                if subject in self.published:
+                    self.published.discard(subject)
+                    return
+            time.sleep(0.1)
+        raise Failure(f"jobtail could not publish the commit event of db.{name}")
 
     def stop(self):
         self.proc.terminate()
@@ -195,15 +220,17 @@ def scenario_spark_connect(work, tools, opts):
         # Two copies of one table (same rows, same files): the spark rule
         # selects db.spark_a, db.local_a stays local. 15 INSERTs of two
         # partitions: 30 small files each, over the rule's 20.
+        result["server_start_s"] = round(server.start(), 1)
+        events = JobEvents(env)
+        reactor = start_reactor(env, events.url, 1)
         models, tables = {}, {}
         for name in ("spark_a", "local_a"):
             models[name] = M.Model(seed=7)
             tables[name] = make_table(spark, models[name], name, 15)
         files_before = {n: data_files(spark, t) for n, t in tables.items()}
         log(f"  tables written: {files_before} data files")
-        result["server_start_s"] = round(server.start(), 1)
-        events = JobEvents(env)
-        reactor = start_reactor(env, events.url, 1)
+        for name in tables:
+            events.announce(spark, name)
 
         evs = {}
         for name in ("spark_a", "local_a"):
@@ -230,14 +257,13 @@ def scenario_spark_connect(work, tools, opts):
         result["seconds"] = {"spark": round(evs["spark_a"]["duration_seconds"], 2),
                              "local": round(evs["local_a"]["duration_seconds"], 2)}
         result["counts"] = {n: e.get("counts") for n, e in evs.items()}
-        stop_reactor(reactor)
 
         # The kill: a larger table, the server killed while Spark runs it.
         m = M.Model(seed=8)
         kill_table = make_table(spark, m, "spark_b", 40)
         exp = save_expected(spark, m.expected(), M.SCHEMA, os.path.join(env.work, "expected", "spark_b"), "exp_spark_b")
         n_before = data_files(spark, kill_table)
-        reactor = start_reactor(env, events.url, 2)
+        events.announce(spark, "spark_b")
         started = events.wait(lambda e: e.get("table") == "db.spark_b" and e.get("phase") == "started", 300,
                               "started for db.spark_b")
         check(started.get("backend") == "spark", f"db.spark_b started on {started.get('backend')}")
