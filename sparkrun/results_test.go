@@ -141,3 +141,15 @@ func TestClassify(t *testing.T) {
 		}
 	}
 }
+
+func TestElideKeepsTheCause(t *testing.T) {
+	sql := "CALL `lake`.system.rewrite_data_files(table => 't', options => map('a', 'b'))"
+	se := &sparkerrors.SparkError{Code: codes.Unavailable, Message: "error reading from server: EOF"}
+	err := elide(sparkerrors.WithType(fmt.Errorf("failed to execute sql: %s: %w", sql, se), sparkerrors.ExecutionError), sql)
+	if strings.Contains(err.Error(), "options") || !strings.Contains(err.Error(), "rewrite_data_files(...)") {
+		t.Fatalf("elided error = %q", err)
+	}
+	if classify(err) != endedUnconfirmed {
+		t.Fatalf("the elided error no longer classifies as a broken connection")
+	}
+}

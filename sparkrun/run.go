@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -289,7 +290,7 @@ func (r *Runner) execute(ctx context.Context, log *slog.Logger, sess Session, sq
 	done := make(chan result, 1)
 	go func() {
 		c, rows, err := sess.Exec(execCtx, sql)
-		done <- result{c, rows, err}
+		done <- result{c, rows, elide(err, sql)}
 	}()
 	timer := time.NewTimer(time.Until(deadline))
 	defer timer.Stop()
@@ -340,6 +341,29 @@ func (r *Runner) execute(ctx context.Context, log *slog.Logger, sess Session, sq
 		}
 	}
 }
+
+// elide returns err with the statement it quotes (the client repeats the
+// whole CALL in its message) cut to the procedure's name: the statement is
+// in the job's "spark statement" log line already, and job events stay
+// readable. errors.Is and errors.As still see err.
+func elide(err error, sql string) error {
+	if err == nil || !strings.Contains(err.Error(), sql) {
+		return err
+	}
+	short := sql
+	if i := strings.Index(sql, "("); i > 0 {
+		short = sql[:i] + "(...)"
+	}
+	return &elided{msg: strings.ReplaceAll(err.Error(), sql, short), err: err}
+}
+
+type elided struct {
+	msg string
+	err error
+}
+
+func (e *elided) Error() string { return e.msg }
+func (e *elided) Unwrap() error { return e.err }
 
 // confirmGone interrupts the job's operations until Spark answers (it
 // stopped them, or has no such session any more) or grace runs out.
