@@ -30,6 +30,9 @@ type Executor struct {
 	cat catalog.Catalog
 	log *slog.Logger
 	met *metrics.Metrics
+	// referenceMaxAge: see the constant (tests set 0: re-read before
+	// every delete).
+	referenceMaxAge time.Duration
 }
 
 // New creates an executor committing through cat.
@@ -40,7 +43,7 @@ func New(cat catalog.Catalog, log *slog.Logger, met *metrics.Metrics) *Executor 
 	if met == nil {
 		met = metrics.New()
 	}
-	return &Executor{cat: cat, log: log, met: met}
+	return &Executor{cat: cat, log: log, met: met, referenceMaxAge: referenceMaxAge}
 }
 
 // Report is what a job did, in the terms the Spark procedures report

@@ -16,6 +16,7 @@ import (
 	"github.com/cenkalti/backoff/v4"
 
 	"github.com/icereactor/reactor/deletions"
+	"github.com/icereactor/reactor/location"
 	"github.com/icereactor/reactor/planner"
 )
 
@@ -273,7 +274,7 @@ func (e *Executor) deleteUnlinked(ctx context.Context, log *slog.Logger, tbl *ta
 	referenced := refs.locations(tbl)
 	gone := 0
 	for _, f := range files {
-		if referenced[canonicalLocation(f.Path)] {
+		if referenced[location.Identity(f.Path)] {
 			or.StillReferenced++
 			log.Info("an unlinked file is referenced again; kept", "path", f.Path)
 			continue
@@ -552,7 +553,7 @@ func pendingLocations(fs iceio.IO, tbl *table.Table) (map[string]bool, error) {
 			return nil, err
 		}
 		for _, f := range b.Files {
-			out[canonicalLocation(f.Path)] = true
+			out[location.Identity(f.Path)] = true
 		}
 	}
 	return out, nil

@@ -175,9 +175,20 @@ type interleavingCatalog struct {
 	before []func()
 	// commits counts CommitTable calls made by reactor through it.
 	commits int
+	// beforeLoad, when set, runs before each LoadTable with its number
+	// (1 for the first).
+	beforeLoad func(n int)
+	loads      int
 }
 
 func (c *interleavingCatalog) LoadTable(ctx context.Context, id table.Identifier) (*table.Table, error) {
+	c.mu.Lock()
+	c.loads++
+	n, hook := c.loads, c.beforeLoad
+	c.mu.Unlock()
+	if hook != nil {
+		hook(n)
+	}
 	tbl, err := c.Catalog.LoadTable(ctx, id)
 	if err != nil {
 		return nil, err
@@ -198,6 +209,13 @@ func (c *interleavingCatalog) CommitTable(ctx context.Context, id table.Identifi
 		run()
 	}
 	return c.Catalog.CommitTable(ctx, id, reqs, updates)
+}
+
+// loadCount is how many tables were loaded through c.
+func (c *interleavingCatalog) loadCount() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.loads
 }
 
 // beforeNextCommits queues actions, one per upcoming reactor commit.

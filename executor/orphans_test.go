@@ -8,6 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/icereactor/reactor/executor"
 	"github.com/icereactor/reactor/planner"
 )
 
@@ -24,7 +27,7 @@ func (f *fixture) orphanJob(del bool, source string, cands ...planner.OrphanCand
 
 // ageTree makes every file under dir look written two hours ago, so only
 // being referenced protects a file from the 1h margin.
-func ageTree(t *testing.T, dir string) {
+func ageTree(t testing.TB, dir string) {
 	t.Helper()
 	old := time.Now().Add(-2 * time.Hour)
 	err := filepath.Walk(dir, func(p string, info os.FileInfo, err error) error {
@@ -38,7 +41,7 @@ func ageTree(t *testing.T, dir string) {
 	}
 }
 
-func writeFile(t *testing.T, path string) {
+func writeFile(t testing.TB, path string) {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		t.Fatal(err)
@@ -71,6 +74,11 @@ func TestOrphanListingDryRunThenDelete(t *testing.T) {
 	for _, h := range hidden {
 		writeFile(t, h)
 	}
+	ageTree(t, dir)
+	// A name a store might resolve to another object ('?' starts a query
+	// for some clients): listed, old, unreferenced, and still refused.
+	oddName := filepath.Join(dir, "data", "category=a", "odd?name.parquet")
+	writeFile(t, oddName)
 	ageTree(t, dir)
 	inFlight := filepath.Join(dir, "data", "category=a", "00000-9-being-written.parquet")
 	writeFile(t, inFlight) // fresh: younger than the margin
@@ -120,10 +128,23 @@ func TestOrphanListingDryRunThenDelete(t *testing.T) {
 			t.Errorf("hidden file %s was deleted", h)
 		}
 	}
+	if !fileExists(t, oddName) || rep.Orphans.RefusedFiles != 1 || len(rep.Orphans.Refused) != 1 ||
+		rep.Orphans.Refused[0].Reason != executor.RefusedNotCanonical {
+		t.Errorf("odd name exists %v; refusals %d %+v (want it refused as not canonical)", fileExists(t, oddName),
+			rep.Orphans.RefusedFiles, rep.Orphans.Refused)
+	}
+	if n := testutil.ToFloat64(f.met.OrphansRefused.WithLabelValues("db.events", executor.RefusedNotCanonical)); n != 2 {
+		t.Errorf("reactor_orphans_refused_total{reason=not_canonical} = %v, want 2 (dry run and real run)", n)
+	}
 }
 
-// Tracked candidates (from bucket notifications) are checked against the
-// history first: a referenced file is never deleted, only untracked.
+// Tracked candidates (from bucket notifications) only nominate: the
+// object store's own LastModified and the table's history, read right
+// before each delete, decide. A referenced file is never deleted, only
+// untracked; a file the notification called old but the store calls fresh
+// is kept and deferred to its real age; a candidate spelled another way
+// than its canonical location, or outside the data location, is refused,
+// counted and kept.
 func TestTrackedOrphansAreVerifiedBeforeDeletion(t *testing.T) {
 	f := newFixture(t, nil)
 	for range 2 {
@@ -136,19 +157,102 @@ func TestTrackedOrphansAreVerifiedBeforeDeletion(t *testing.T) {
 	for loc := range f.dataFiles("a") {
 		live = loc
 	}
-	old := time.Now().Add(-2 * time.Hour)
+	meta := strings.TrimPrefix(f.load().MetadataLocation(), "file://")
+	ageTree(t, dir)
+	inFlight := filepath.Join(dir, "data", "category=a", "in-flight.parquet")
+	writeFile(t, inFlight) // written just now; the notification lies about its age
+	liveDoubled := strings.Replace(live, "/data/", "/data//", 1)
+	forged := time.Now().Add(-1000 * time.Hour)
 	cands := []planner.OrphanCandidate{
-		{Location: "file://" + stray, Size: 26, Created: old},
-		{Location: live, Size: 1, Created: old},
+		{Location: "file://" + stray, Size: 26, Created: forged},
+		{Location: live, Size: 1, Created: forged},
+		{Location: "file://" + inFlight, Size: 26, Created: forged},
+		{Location: liveDoubled, Size: 1, Created: forged},
+		{Location: meta, Size: 1, Created: forged},
 	}
+	rows := f.contents().Total
 	res, rep := f.exec.Run(f.ctx, f.orphanJob(true, planner.OrphansFromTracking, cands...))
-	if res.Outcome != planner.Succeeded || rep.Orphans.DeletedFiles != 1 || rep.Orphans.StillReferenced != 1 {
+	if res.Outcome != planner.Succeeded || rep.Orphans.DeletedFiles != 1 || rep.Orphans.StillReferenced != 1 ||
+		rep.Orphans.TooYoung != 1 || rep.Orphans.RefusedFiles != 2 {
 		t.Fatalf("%v %v %+v", res.Outcome, res.Err, rep.Orphans)
 	}
-	if fileExists(t, stray) || !fileExists(t, live) {
-		t.Errorf("stray exists %v (want false), live exists %v (want true)", fileExists(t, stray), fileExists(t, live))
+	if fileExists(t, stray) || !fileExists(t, live) || !fileExists(t, inFlight) || !fileExists(t, meta) {
+		t.Errorf("stray exists %v (want false), live %v, in-flight %v, metadata %v (want true)",
+			fileExists(t, stray), fileExists(t, live), fileExists(t, inFlight), fileExists(t, meta))
 	}
-	if len(res.Settled) != 2 {
-		t.Errorf("settled %v, want both locations", res.Settled)
+	if got := f.contents().Total; got != rows {
+		t.Errorf("rows %v after cleanup, %v before", got, rows)
+	}
+	// Deleted, referenced and refused-for-good are settled; the young
+	// file stays tracked from the store's LastModified.
+	if len(res.Settled) != 4 || slices.Contains(res.Settled, "file://"+inFlight) {
+		t.Errorf("settled %v, want every candidate but the in-flight file", res.Settled)
+	}
+	info, err := os.Stat(inFlight)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := res.Deferred["file://"+inFlight]; !ok || !got.Equal(info.ModTime()) {
+		t.Errorf("deferred %v, want the in-flight file at its modification time %v", res.Deferred, info.ModTime())
+	}
+	reasons := map[string]string{}
+	for _, r := range rep.Orphans.Refused {
+		reasons[r.Location] = r.Reason
+	}
+	if reasons[liveDoubled] != executor.RefusedNotCanonical || reasons[meta] != executor.RefusedOutsideData {
+		t.Errorf("refusals %v", reasons)
+	}
+	for _, reason := range []string{executor.RefusedNotCanonical, executor.RefusedOutsideData} {
+		if n := testutil.ToFloat64(f.met.OrphansRefused.WithLabelValues("db.events", reason)); n != 1 {
+			t.Errorf("reactor_orphans_refused_total{reason=%q} = %v, want 1", reason, n)
+		}
+	}
+}
+
+// The reference check is re-read from the catalog right before a delete:
+// an old file nobody referenced when the job started, which a commit made
+// meanwhile adds to the table (Spark's add_files importing a file already
+// under data/), is kept, and the table stays readable.
+func TestOrphanReferencesAreReReadBeforeDeleting(t *testing.T) {
+	f := newFixture(t, nil)
+	f.commit("a", 10)
+	dir := strings.TrimPrefix(f.load().Location(), "file://")
+	var live string
+	for loc := range f.dataFiles("a") {
+		live = strings.TrimPrefix(loc, "file://")
+	}
+	imported := filepath.Join(dir, "data", "category=a", "imported-by-add-files.parquet")
+	data, err := os.ReadFile(live)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(imported, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ageTree(t, dir)
+	rows := f.contents().Total
+	executor.ReReadReferencesBeforeEveryDelete(f.exec)
+	// The job's first load reads the history without the file; before the
+	// next (the re-read before the delete) a writer commits it.
+	f.icat.beforeLoad = func(n int) {
+		if n != 2 {
+			return
+		}
+		tx := f.load().NewTransaction()
+		if err := tx.AddFiles(f.ctx, []string{"file://" + imported}, nil, false); err != nil {
+			t.Error(err)
+			return
+		}
+		if _, err := tx.Commit(f.ctx); err != nil {
+			t.Error(err)
+		}
+	}
+	cands := []planner.OrphanCandidate{{Location: "file://" + imported, Created: time.Now().Add(-2 * time.Hour)}}
+	res, rep := f.exec.Run(f.ctx, f.orphanJob(true, planner.OrphansFromTracking, cands...))
+	if res.Outcome == planner.Failed || rep.Orphans.DeletedFiles != 0 || rep.Orphans.StillReferenced != 1 || !fileExists(t, imported) {
+		t.Fatalf("%v %v %+v; imported file exists: %v", res.Outcome, res.Err, rep.Orphans, fileExists(t, imported))
+	}
+	if got := f.contents().Total.Rows; got != 2*rows.Rows {
+		t.Errorf("table reads %d rows, want the %d written plus the %d imported", got, rows.Rows, rows.Rows)
 	}
 }

@@ -47,6 +47,12 @@ func (r Report) ProcedureCounts(kind planner.JobKind) []Count {
 			{"orphan_files_count", int64(len(r.Orphans.Orphans))},
 			{"orphan_bytes_count", r.Orphans.OrphanBytes},
 			{"deleted_files_count", int64(r.Orphans.DeletedFiles)},
+			// reactor's own: candidates kept because the history
+			// references them, the store says they are younger than the
+			// margin, or they were refused (see reactor_orphans_refused_total).
+			{"still_referenced_files_count", int64(r.Orphans.StillReferenced)},
+			{"too_young_files_count", int64(r.Orphans.TooYoung)},
+			{"refused_files_count", int64(r.Orphans.RefusedFiles)},
 		}
 	case planner.KindDeleteExpiredFiles:
 		return append(expiryCounts(r.Expiry), Count{"still_referenced_files_count", int64(r.Orphans.StillReferenced)})

@@ -50,6 +50,7 @@ type Metrics struct {
 	DataFiles        *prometheus.GaugeVec
 	SmallFiles       *prometheus.GaugeVec
 	OrphanCandidates *prometheus.GaugeVec
+	OrphansRefused   *prometheus.CounterVec
 	DeleteFiles      *prometheus.GaugeVec
 	DeleteFileRatio  *prometheus.GaugeVec
 	// Spark backend (jobs also count in Jobs and JobDuration).
@@ -106,7 +107,7 @@ func New() *Metrics {
 		}, []string{"result"}),
 		Objects: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "reactor_objects_total",
-			Help: "Objects from bucket notifications, by outcome (commit, tracked, confirmed, removed, ignored, outside, tracking_full).",
+			Help: "Objects from bucket notifications, by outcome (commit, tracked, confirmed, removed, ignored, refused, held, outside, tracking_full).",
 		}, []string{"outcome"}),
 		UnconfirmedFiles: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "reactor_unconfirmed_files",
@@ -124,6 +125,10 @@ func New() *Metrics {
 			Name: "reactor_table_orphan_candidates",
 			Help: "Orphan files the table's last cleanup found and left in place (all of them in a dry run).",
 		}, []string{"table"}),
+		OrphansRefused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "reactor_orphans_refused_total",
+			Help: "Orphan candidates refused (never deleted), by table and reason (not_canonical, outside_data_location, outside_table_location, hidden, stat_failed, not_a_file, no_last_modified, stat_unsupported).",
+		}, []string{"table", "reason"}),
 		DeleteFiles: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "reactor_table_delete_files",
 			Help: "Live delete files by kind (position, equality, deletion_vector), as tracked by the planner.",
@@ -148,7 +153,7 @@ func New() *Metrics {
 	}
 	m.Registry.MustRegister(m.Events, m.JobsScheduled, m.Jobs, m.JobDuration, m.CommitConflicts,
 		m.CommitRetries, m.StateRebuilds, m.FilesRewritten, m.FilesAdded, m.ConfigReloads, m.Objects, m.UnconfirmedFiles,
-		m.DataFiles, m.SmallFiles, m.OrphanCandidates, m.DeleteFiles, m.DeleteFileRatio, m.SparkLocalRuns, m.SparkInterrupts,
-		m.SparkUnconfirmed, m.snapshots)
+		m.DataFiles, m.SmallFiles, m.OrphanCandidates, m.OrphansRefused, m.DeleteFiles, m.DeleteFileRatio, m.SparkLocalRuns,
+		m.SparkInterrupts, m.SparkUnconfirmed, m.snapshots)
 	return m
 }

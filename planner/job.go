@@ -199,9 +199,15 @@ type Result struct {
 	// Table is the table after the job's last commit (nil if none).
 	Table *table.Table
 	Err   error
-	// Settled lists tracked locations the job dealt with (deleted, or
-	// found referenced): the planner stops tracking them.
+	// Settled lists tracked locations the job dealt with (deleted, found
+	// referenced or gone, or refused for good): the planner stops tracking
+	// them.
 	Settled []string
+	// Deferred are tracked locations the object store says are younger
+	// than the orphan margin, with the LastModified it reported: the
+	// planner keeps tracking them from that time instead of the
+	// notification's eventTime.
+	Deferred map[string]time.Time
 	// PendingDeletes are the batches of files an expiry unlinked, due for
 	// deletion once min_reader_margin has passed.
 	PendingDeletes []deletions.Ref

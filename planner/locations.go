@@ -18,19 +18,48 @@ import (
 // Counted and ignored: buckets hold much more than Iceberg tables.
 var ErrOutsideTables = errors.New("object outside every watched table")
 
+// ErrUnclaimed: an object no known table claims that lies under a watched
+// warehouse prefix, so it may belong to a table the catalog does not list
+// yet (created since the index was built, or still being created). The
+// index was refreshed for it (or just had been); the consumer holds the
+// notification and redelivers it until a table claims it or a grace
+// passes.
+var ErrUnclaimed = errors.New("object under a watched warehouse prefix claimed by no table yet")
+
+// DefaultMissRefreshInterval is the least time between two index refreshes
+// triggered by unclaimed objects under a watched prefix; refreshes asked
+// for meanwhile share the one in flight or wait for the next.
+const DefaultMissRefreshInterval = 500 * time.Millisecond
+
 // locationIndex maps object locations (bucket + key) to the table whose
 // location contains them. It is built from the catalog for the watched
-// namespaces and rebuilt when an object misses (rate-limited) or on a
-// schedule, so created, dropped and relocated tables are picked up.
+// namespaces and rebuilt on a schedule; an object no table claims triggers
+// a refresh at once when it lies under a watched warehouse prefix (at most
+// every missInterval, coalesced), else a full rebuild at most every
+// minRebuild. So created, dropped and relocated tables are picked up.
 type locationIndex struct {
-	mu         sync.Mutex
-	byBucket   map[string][]tableLocation // longest prefix first
-	builtAt    time.Time
-	building   bool
-	minRebuild time.Duration
+	mu       sync.Mutex
+	byBucket map[string][]tableLocation // longest prefix first
+	// configured are the warehouse prefixes from the options (the
+	// catalog's warehouse, --watch-prefix) and namespaces the namespaces'
+	// own location properties; watched is their union with the parent of
+	// every known table's location, by bucket (key prefixes ending in "/",
+	// "" for a whole bucket).
+	configured     []string
+	namespaces     []string
+	namespaceNames []string // the namespaces listed by the last refresh
+	watched        map[string][]string
+	builtAt        time.Time
+	building       bool
+	minRebuild     time.Duration
+
+	missInterval  time.Duration
+	missRefreshAt time.Time     // when the last miss-triggered refresh started
+	missInflight  chan struct{} // closed when the refresh in flight ends
 }
 
 type tableLocation struct {
+	bucket string
 	prefix string // key prefix inside the bucket, ending in "/"
 	ident  table.Identifier
 	name   string
@@ -70,14 +99,77 @@ func (ix *locationIndex) set(locs map[string][]tableLocation) {
 		sort.Slice(l, func(i, j int) bool { return len(l[i].prefix) > len(l[j].prefix) })
 	}
 	ix.mu.Lock()
+	defer ix.mu.Unlock()
 	ix.byBucket = locs
-	ix.mu.Unlock()
+	watched := map[string][]string{}
+	watch := func(loc string) {
+		if bucket, key, ok := objectPath(loc); ok {
+			watched[bucket] = append(watched[bucket], strings.TrimSuffix(key, "/")+"/")
+		} else if u, err := url.Parse(loc); err == nil && u.Host != "" {
+			watched[u.Host] = append(watched[u.Host], "") // a whole bucket
+		}
+	}
+	for _, loc := range ix.configured {
+		watch(loc)
+	}
+	for _, loc := range ix.namespaces {
+		watch(loc)
+	}
+	for bucket, tables := range locs {
+		for _, tl := range tables {
+			// The parent of a table's location: where a catalog puts the
+			// namespace's next table (warehouse/ns.db/ for iceberg-go's
+			// SQL catalog, Hive and Spark).
+			parent := ""
+			if i := strings.LastIndex(strings.TrimSuffix(tl.prefix, "/"), "/"); i >= 0 {
+				parent = tl.prefix[:i+1]
+			}
+			watched[bucket] = append(watched[bucket], parent)
+		}
+	}
+	ix.watched = watched
+}
+
+// underWatchedPrefix reports the watched prefix the object lies under.
+func (ix *locationIndex) underWatchedPrefix(bucket, key string) (string, bool) {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	for _, prefix := range ix.watched[bucket] {
+		if strings.HasPrefix(key, prefix) {
+			return "s3://" + bucket + "/" + prefix, true
+		}
+	}
+	return "", false
 }
 
 // RefreshLocations rebuilds the location index from the catalog: every
 // table of every watched namespace (all namespaces when none is
-// configured). It returns how many tables were indexed.
+// configured), each loaded for its location, and the namespaces' location
+// properties. It returns how many tables were indexed.
 func (p *Planner) RefreshLocations(ctx context.Context) (int, error) {
+	return p.refreshLocations(ctx, true)
+}
+
+// refreshLocations lists the watched namespaces' tables. A full refresh
+// loads every table for its location; otherwise only the tables the index
+// does not know yet are loaded (the others keep their location) and known
+// namespaces' properties are not read again: what a table created a moment
+// ago needs, at the cost of a listing.
+func (p *Planner) refreshLocations(ctx context.Context, full bool) (int, error) {
+	known := map[string]tableLocation{}
+	knownNamespaces := map[string]bool{}
+	if !full {
+		p.locations.mu.Lock()
+		for _, tables := range p.locations.byBucket {
+			for _, tl := range tables {
+				known[tl.name] = tl
+			}
+		}
+		for _, ns := range p.locations.namespaceNames {
+			knownNamespaces[ns] = true
+		}
+		p.locations.mu.Unlock()
+	}
 	cfg := p.cfg.Load()
 	var namespaces []table.Identifier
 	if len(cfg.Namespaces) > 0 {
@@ -92,13 +184,28 @@ func (p *Planner) RefreshLocations(ctx context.Context) (int, error) {
 	}
 	locs := map[string][]tableLocation{}
 	n := 0
+	var nsLocations, nsNames []string
 	for _, ns := range namespaces {
+		name := strings.Join(ns, ".")
+		nsNames = append(nsNames, name)
+		if full || !knownNamespaces[name] {
+			if props, err := p.cat.LoadNamespaceProperties(ctx, ns); err == nil {
+				if loc := props["location"]; loc != "" {
+					nsLocations = append(nsLocations, loc)
+				}
+			}
+		}
 		for ident, err := range p.cat.ListTables(ctx, ns) {
 			if err != nil {
 				if errors.Is(err, catalog.ErrNoSuchNamespace) {
 					break
 				}
 				return n, fmt.Errorf("%w: list tables of %s: %w", ErrCatalogUnavailable, strings.Join(ns, "."), err)
+			}
+			if tl, ok := known[strings.Join(ident, ".")]; ok {
+				locs[tl.bucket] = append(locs[tl.bucket], tl)
+				n++
+				continue
 			}
 			tbl, err := p.cat.LoadTable(ctx, ident)
 			if err != nil {
@@ -113,6 +220,7 @@ func (p *Planner) RefreshLocations(ctx context.Context) (int, error) {
 				continue // a local warehouse: no bucket notifications
 			}
 			locs[bucket] = append(locs[bucket], tableLocation{
+				bucket: bucket,
 				prefix: strings.TrimSuffix(key, "/") + "/",
 				ident:  ident,
 				name:   strings.Join(ident, "."),
@@ -120,11 +228,25 @@ func (p *Planner) RefreshLocations(ctx context.Context) (int, error) {
 			n++
 		}
 	}
+	p.locations.mu.Lock()
+	if full {
+		p.locations.namespaces = nsLocations
+	} else {
+		p.locations.namespaces = append(p.locations.namespaces, nsLocations...)
+	}
+	p.locations.namespaceNames = nsNames
+	p.locations.mu.Unlock()
 	p.locations.set(locs)
 	p.locations.mu.Lock()
-	p.locations.builtAt = p.now()
+	if full {
+		p.locations.builtAt = p.now()
+	}
 	p.locations.mu.Unlock()
-	p.log.Info("table location index rebuilt", "tables", n, "buckets", len(locs))
+	if full {
+		p.log.Info("table location index rebuilt", "tables", n, "buckets", len(locs))
+	} else {
+		p.log.Debug("table location index refreshed for an unclaimed object", "tables", n, "buckets", len(locs))
+	}
 	return n, nil
 }
 
@@ -147,12 +269,25 @@ func listAllNamespaces(ctx context.Context, cat catalog.Catalog, parent table.Id
 	return out, nil
 }
 
-// locate finds the table an object belongs to, rebuilding the index once
-// when it misses and the last rebuild is older than the minimum interval
-// (a table created since). Misses are cheap after that.
+// locate finds the table an object belongs to. An object no known table
+// claims that lies under a watched warehouse prefix gets a refresh of the
+// index at once (coalesced, at most every missInterval) and, if still
+// unclaimed, ErrUnclaimed: the caller holds it. Any other miss rebuilds the
+// index once when the last rebuild is older than the minimum interval, and
+// is ErrOutsideTables; misses are cheap after that.
 func (p *Planner) locate(ctx context.Context, bucket, key string) (tableLocation, error) {
 	if tl, ok := p.locations.lookup(bucket, key); ok {
 		return tl, nil
+	}
+	if prefix, ok := p.locations.underWatchedPrefix(bucket, key); ok {
+		if err := p.refreshForMiss(ctx, bucket, key); err != nil {
+			return tableLocation{}, err
+		}
+		if tl, ok := p.locations.lookup(bucket, key); ok {
+			return tl, nil
+		}
+		return tableLocation{}, fmt.Errorf("%w: %s (under %s)", ErrUnclaimed,
+			boundedLocation("s3://"+bucket+"/"+key), boundedLocation(prefix))
 	}
 	p.locations.mu.Lock()
 	stale := p.now().Sub(p.locations.builtAt) >= p.locations.minRebuild && !p.locations.building
@@ -171,8 +306,52 @@ func (p *Planner) locate(ctx context.Context, bucket, key string) (tableLocation
 		if tl, ok := p.locations.lookup(bucket, key); ok {
 			return tl, nil
 		}
+		if prefix, ok := p.locations.underWatchedPrefix(bucket, key); ok {
+			return tableLocation{}, fmt.Errorf("%w: %s (under %s)", ErrUnclaimed,
+				boundedLocation("s3://"+bucket+"/"+key), boundedLocation(prefix))
+		}
 	}
-	return tableLocation{}, fmt.Errorf("%w: s3://%s/%s", ErrOutsideTables, bucket, key)
+	return tableLocation{}, fmt.Errorf("%w: %s", ErrOutsideTables, boundedLocation("s3://"+bucket+"/"+key))
+}
+
+// refreshForMiss refreshes the index for an unclaimed object: it waits for
+// a refresh in flight, and starts one unless one started since the object
+// arrived (its answer is current) or one started less than missInterval
+// ago (the object is held and asks again when redelivered).
+func (p *Planner) refreshForMiss(ctx context.Context, bucket, key string) error {
+	ix := &p.locations
+	arrived := p.now()
+	for {
+		if _, ok := ix.lookup(bucket, key); ok {
+			return nil
+		}
+		ix.mu.Lock()
+		if ch := ix.missInflight; ch != nil {
+			ix.mu.Unlock()
+			select {
+			case <-ch:
+				continue
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		now := p.now()
+		if !ix.missRefreshAt.Before(arrived) || now.Sub(ix.missRefreshAt) < ix.missInterval {
+			ix.mu.Unlock()
+			return nil
+		}
+		ch := make(chan struct{})
+		ix.missInflight, ix.missRefreshAt = ch, now
+		ix.mu.Unlock()
+		_, err := p.refreshLocations(ctx, false)
+		ix.mu.Lock()
+		ix.missInflight = nil
+		close(ch)
+		ix.mu.Unlock()
+		if err != nil {
+			return err
+		}
+	}
 }
 
 // Discover brings every table of the watched namespaces (all namespaces

@@ -110,9 +110,11 @@ func ManualJob(ctx context.Context, tbl *table.Table, cfg *thresholds.Config, ki
 		job.Reasons = []Reason{manual}
 	case KindRemoveOrphans:
 		if opts.OlderThan > 0 {
-			if opts.OlderThan < thresholds.DefaultOrphanMarginFloor {
+			// The built-in floor for a manual run, or the table's own
+			// floor if the configuration raised it.
+			if floor := max(thresholds.DefaultOrphanMarginFloor, set.OrphanMarginFloor); opts.OlderThan < floor {
 				return Job{}, fmt.Errorf("%w: older than %s is below the orphan margin floor %s: a file that young may belong to a commit in progress",
-					ErrUnsafeOption, opts.OlderThan, thresholds.DefaultOrphanMarginFloor)
+					ErrUnsafeOption, opts.OlderThan, floor)
 			}
 			job.Settings.OrphanMargin = opts.OlderThan
 		}

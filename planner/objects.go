@@ -5,13 +5,27 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/table"
 
 	"github.com/icereactor/reactor/events"
+	"github.com/icereactor/reactor/location"
 )
+
+// maxLoggedLocation bounds a location quoted in a log line: keys come from
+// notifications anyone on the subject may publish.
+const maxLoggedLocation = 512
+
+func boundedLocation(s string) string {
+	if len(s) <= maxLoggedLocation {
+		return s
+	}
+	return s[:maxLoggedLocation] + "..."
+}
 
 // MaxUnconfirmedPerTable bounds the files tracked per table while no
 // snapshot references them yet. Each entry costs its path plus ~40 bytes;
@@ -29,12 +43,19 @@ const (
 	ObjectConfirmed   ObjectOutcome = "confirmed"     // a data file a snapshot already references
 	ObjectRemoved     ObjectOutcome = "removed"       // a removal, dropped from tracking
 	ObjectIgnored     ObjectOutcome = "ignored"       // other paths under a table (manifests, stats) and other actions
+	ObjectRefused     ObjectOutcome = "refused"       // a key not in canonical form: never tracked, never a candidate
+	ObjectHeld        ObjectOutcome = "held"          // under a watched prefix, no table known yet: redelivered
 	ObjectOutside     ObjectOutcome = "outside"       // under no watched table
 	ObjectUntrackable ObjectOutcome = "tracking_full" // the table's tracking bound was reached
 )
 
 type unconfirmedFile struct {
-	size    int64
+	location string // canonical: the spelling a job stats and deletes by
+	size     int64
+	// created nominates the file: the notification's eventTime (never
+	// later than its arrival). The executor judges the file's age from
+	// the object store's LastModified and, when that is younger, the
+	// planner moves created to it.
 	created time.Time
 }
 
@@ -51,12 +72,19 @@ type OrphanCandidate struct {
 // brought up to date exactly as a commit event would (and applied once, if
 // both arrive). A new file under data/ is tracked until a snapshot
 // references it; a removal drops it. Objects under no watched table return
-// ErrOutsideTables.
+// ErrOutsideTables; objects under a watched warehouse prefix that no table
+// claims even after a refresh of the index return ErrUnclaimed (hold them).
 func (p *Planner) ApplyObject(ctx context.Context, ev events.ObjectEvent) (ObjectOutcome, error) {
+	if _, err := location.Canonical(ev.Location()); err != nil {
+		return p.refuseObject(ev, err)
+	}
 	tl, err := p.locate(ctx, ev.Bucket, ev.Key)
 	if err != nil {
-		if errors.Is(err, ErrOutsideTables) {
+		switch {
+		case errors.Is(err, ErrOutsideTables):
 			return ObjectOutside, err
+		case errors.Is(err, ErrUnclaimed):
+			return ObjectHeld, err
 		}
 		return "", err
 	}
@@ -78,12 +106,84 @@ func (p *Planner) ApplyObject(ctx context.Context, ev events.ObjectEvent) (Objec
 		if err := p.Observe(ctx, tbl); err != nil {
 			return "", err
 		}
+		// A catalog writes the metadata file before it commits it (the
+		// SQL catalog's row, the REST server's swap), so the notification
+		// can come first: until the catalog shows this metadata file (or a
+		// later one), the commit is not applied yet: hold it.
+		if !metadataVisible(tbl, ev.Location()) {
+			return ObjectHeld, fmt.Errorf("%w: %s: the catalog's current metadata of %s is %s", ErrNotYetVisible,
+				boundedLocation(ev.Location()), tl.name, tbl.MetadataLocation())
+		}
 		return ObjectCommit, nil
 	case strings.HasPrefix(rel, "data/"):
 		return p.trackData(tl, ev), nil
 	default:
 		return ObjectIgnored, nil
 	}
+}
+
+// refuseObject handles a key not in canonical form: another spelling of
+// some key, which a store may resolve to a live file, so it is never
+// tracked (it could make that file an orphan candidate) and never held (no
+// table location is spelled that way, so none will ever claim it). Under a
+// table's location it is counted and logged; elsewhere it is just outside.
+func (p *Planner) refuseObject(ev events.ObjectEvent, cause error) (ObjectOutcome, error) {
+	if key := strings.TrimSuffix(ev.Key, "/"); key != ev.Key {
+		if _, err := location.Canonical("s3://" + ev.Bucket + "/" + key); err == nil {
+			return ObjectIgnored, nil // a directory marker
+		}
+	}
+	tl, ok := p.locations.lookup(ev.Bucket, ev.Key)
+	if !ok {
+		_, watched := p.locations.underWatchedPrefix(ev.Bucket, ev.Key)
+		if !watched {
+			return ObjectOutside, fmt.Errorf("%w: %s", ErrOutsideTables, boundedLocation(ev.Location()))
+		}
+		tl.name = "-" // under a watched prefix, no table: counted all the same
+	}
+	p.met.OrphansRefused.WithLabelValues(tl.name, "not_canonical").Inc()
+	p.log.Warn("object key not in canonical form: not tracked, never an orphan candidate",
+		"table", tl.name, "location", boundedLocation(ev.Location()), "reason", "not_canonical", "detail", cause)
+	return ObjectRefused, nil
+}
+
+// ErrNotYetVisible: a new metadata file whose commit the catalog does not
+// show yet. Like ErrUnclaimed, the notification is held and redelivered
+// (a failed commit's metadata file never becomes visible: it is dropped
+// after the grace).
+var ErrNotYetVisible = errors.New("metadata file not visible in the catalog yet")
+
+// metadataVisible reports whether the catalog's table has reached the
+// metadata file at loc: it is the current one, in the metadata log, or
+// older by its version number (iceberg names metadata files
+// NNNNN-uuid.metadata.json) than the current one. A name without a version
+// counts as visible: nothing tells otherwise.
+func metadataVisible(tbl *table.Table, loc string) bool {
+	id := normalizeLocation(loc)
+	if normalizeLocation(tbl.MetadataLocation()) == id {
+		return true
+	}
+	for entry := range tbl.Metadata().PreviousFiles() {
+		if normalizeLocation(entry.MetadataFile) == id {
+			return true
+		}
+	}
+	notified, ok := metadataVersion(loc)
+	if !ok {
+		return true
+	}
+	current, ok := metadataVersion(tbl.MetadataLocation())
+	return ok && notified <= current
+}
+
+func metadataVersion(loc string) (int, bool) {
+	name := loc[strings.LastIndexByte(loc, '/')+1:]
+	num, _, ok := strings.Cut(name, "-")
+	if !ok {
+		return 0, false
+	}
+	v, err := strconv.Atoi(num)
+	return v, err == nil && v >= 0
 }
 
 // metadataApplied reports whether the table's state already includes the
@@ -104,7 +204,8 @@ func (p *Planner) trackData(tl tableLocation, ev events.ObjectEvent) ObjectOutco
 	st := p.state(tl.ident, tl.name)
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	loc := normalizeLocation(ev.Location())
+	canonical, _ := location.Canonical(ev.Location()) // ApplyObject refused the others
+	loc := normalizeLocation(canonical)
 	switch ev.Action {
 	case events.ObjectRemoved:
 		delete(st.unconfirmed, loc)
@@ -138,11 +239,13 @@ func (p *Planner) trackData(tl tableLocation, ev events.ObjectEvent) ObjectOutco
 	if st.unconfirmed == nil {
 		st.unconfirmed = map[string]unconfirmedFile{}
 	}
+	// The producer writes eventTime: it only says when to look first. A
+	// missing or future one is the arrival time.
 	created := ev.Time
-	if created.IsZero() {
-		created = p.now()
+	if now := p.now(); created.IsZero() || created.After(now) {
+		created = now
 	}
-	st.unconfirmed[loc] = unconfirmedFile{size: ev.Size, created: created}
+	st.unconfirmed[loc] = unconfirmedFile{location: canonical, size: ev.Size, created: created}
 	p.met.UnconfirmedFiles.WithLabelValues(tl.name).Set(float64(len(st.unconfirmed)))
 	// Wake when it would become an orphan candidate: nothing else may
 	// happen on this table until then. (Before the table's first commit is
@@ -151,6 +254,24 @@ func (p *Planner) trackData(tl tableLocation, ev events.ObjectEvent) ObjectOutco
 		p.wakeAtLocked(st, created.Add(st.settings.OrphanMargin))
 	}
 	return ObjectTracked
+}
+
+// deferOrphansLocked moves tracked files an orphan job found younger than
+// the margin, by the object store's LastModified, to that time (the next
+// evaluation arms the table's timer for when they come of age): a forged
+// or early eventTime costs one look, not a job per cool-down.
+func (p *Planner) deferOrphansLocked(st *tableState, deferred map[string]time.Time) {
+	for loc, modified := range deferred {
+		key := normalizeLocation(loc)
+		f, ok := st.unconfirmed[key]
+		if !ok || modified.IsZero() {
+			continue
+		}
+		if modified.After(f.created) {
+			f.created = modified
+			st.unconfirmed[key] = f
+		}
+	}
 }
 
 // confirmLocked drops tracked files a newly applied snapshot references.
@@ -204,7 +325,7 @@ func (p *Planner) OrphanCandidates(ctx context.Context, name string, asOf time.T
 			continue
 		}
 		if f.created.Before(cutoff) {
-			out = append(out, OrphanCandidate{Location: loc, Size: f.size, Created: f.created})
+			out = append(out, OrphanCandidate{Location: f.location, Size: f.size, Created: f.created})
 		}
 	}
 	p.met.UnconfirmedFiles.WithLabelValues(name).Set(float64(len(st.unconfirmed)))

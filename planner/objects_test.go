@@ -17,11 +17,12 @@ import (
 // s3://b/wh/db/t, and will not rebuild (there is no catalog behind it).
 func newIndexedPlanner(t testing.TB) *Planner {
 	t.Helper()
-	p := New(Options{Dispatch: func(Job) {}, LocationRebuildInterval: time.Hour})
+	p := New(Options{Dispatch: func(Job) {}, LocationRebuildInterval: time.Hour, MissRefreshInterval: time.Hour})
 	p.locations.set(map[string][]tableLocation{
-		"b": {{prefix: "wh/db/t/", ident: table.Identifier{"db", "t"}, name: "db.t"}},
+		"b": {{bucket: "b", prefix: "wh/db/t/", ident: table.Identifier{"db", "t"}, name: "db.t"}},
 	})
 	p.locations.builtAt = time.Now()
+	p.locations.missRefreshAt = time.Now() // refreshed a moment ago: unclaimed objects are held at once
 	return p
 }
 
@@ -46,7 +47,13 @@ func TestApplyObjectTracking(t *testing.T) {
 		{"stale creation after the removal", obj(events.ObjectCreated, "wh/db/t/data/p=1/f1.parquet", t0), ObjectIgnored, nil},
 		{"a new object at the same key", obj(events.ObjectCreated, "wh/db/t/data/p=1/f1.parquet", t0.Add(2*time.Second)), ObjectTracked, nil},
 		{"other bucket", obj(events.ObjectCreated, "wh/db/t/data/f.parquet", t0), ObjectOutside, ErrOutsideTables},
-		{"sibling prefix", obj(events.ObjectCreated, "wh/db/t2/data/f.parquet", t0), ObjectOutside, ErrOutsideTables},
+		// Beside the table, where the namespace's next table would be: held.
+		{"sibling prefix", obj(events.ObjectCreated, "wh/db/t2/data/f.parquet", t0), ObjectHeld, ErrUnclaimed},
+		{"outside the namespace", obj(events.ObjectCreated, "elsewhere/t/data/f.parquet", t0), ObjectOutside, ErrOutsideTables},
+		// Another spelling of a key: never tracked.
+		{"doubled slash", obj(events.ObjectCreated, "wh/db/t/data//p=1/f2.parquet", t0), ObjectRefused, nil},
+		{"dot segment", obj(events.ObjectCreated, "wh/db/t/data/./p=1/f2.parquet", t0), ObjectRefused, nil},
+		{"directory marker", obj(events.ObjectCreated, "wh/db/t/data/p=1/", t0), ObjectIgnored, nil},
 	}
 	steps[7].ev.Bucket = "other"
 	for _, s := range steps {
@@ -63,6 +70,36 @@ func TestApplyObjectTracking(t *testing.T) {
 	st.confirmLocked([]string{"s3a://b/wh/db/t/data/p=1/f1.parquet"})
 	if len(st.unconfirmed) != 0 {
 		t.Errorf("s3a:// path did not confirm the s3:// tracked file")
+	}
+}
+
+// A notification's eventTime only nominates: a missing or future one never
+// postpones a file (it is tracked from its arrival), an old one nominates
+// it at once, and a deferral moves it to the store's LastModified.
+func TestTrackedEventTimes(t *testing.T) {
+	ctx := context.Background()
+	p := newIndexedPlanner(t)
+	before := time.Now()
+	for key, at := range map[string]time.Time{
+		"wh/db/t/data/future.parquet": before.Add(1000 * time.Hour),
+		"wh/db/t/data/zero.parquet":   {},
+		"wh/db/t/data/old.parquet":    before.Add(-1000 * time.Hour),
+	} {
+		if got, err := p.ApplyObject(ctx, events.ObjectEvent{Action: events.ObjectCreated, Bucket: "b", Key: key, Time: at}); got != ObjectTracked || err != nil {
+			t.Fatalf("%s: %q, %v", key, got, err)
+		}
+	}
+	st := p.tables["db.t"]
+	created := func(key string) time.Time { return st.unconfirmed[normalizeLocation("s3://b/"+key)].created }
+	for _, key := range []string{"wh/db/t/data/future.parquet", "wh/db/t/data/zero.parquet"} {
+		if c := created(key); c.Before(before) || c.After(time.Now()) {
+			t.Errorf("%s tracked from %v, want its arrival", key, c)
+		}
+	}
+	modified := time.Now().Add(-time.Minute)
+	p.deferOrphansLocked(st, map[string]time.Time{"s3://b/wh/db/t/data/old.parquet": modified})
+	if c := created("wh/db/t/data/old.parquet"); !c.Equal(modified) {
+		t.Errorf("deferred file tracked from %v, want the store's %v", c, modified)
 	}
 }
 

@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -53,6 +54,15 @@ type Options struct {
 	// LocationRebuildInterval is the least time between two rebuilds of the
 	// table-location index triggered by objects no table claims (default 30s).
 	LocationRebuildInterval time.Duration
+	// WarehousePrefixes are object-store locations (s3://bucket/prefix)
+	// under which new tables may appear: an object there that no known
+	// table claims refreshes the index at once and is held, not dropped
+	// (see ErrUnclaimed). The parents of known tables' locations and the
+	// namespaces' location properties are watched as well.
+	WarehousePrefixes []string
+	// MissRefreshInterval is the least time between two such refreshes
+	// (default DefaultMissRefreshInterval).
+	MissRefreshInterval time.Duration
 }
 
 // Planner keeps per-table state and schedules jobs.
@@ -124,6 +134,8 @@ func New(opts Options) *Planner {
 	if p.locations.minRebuild <= 0 {
 		p.locations.minRebuild = 30 * time.Second
 	}
+	p.locations.configured = opts.WarehousePrefixes
+	p.locations.missInterval = cmp.Or(opts.MissRefreshInterval, DefaultMissRefreshInterval)
 	if p.log == nil {
 		p.log = slog.Default()
 	}
@@ -562,9 +574,9 @@ func (p *Planner) orphanJobLocked(st *tableState, now time.Time, deferUntil func
 	deferUntil(st.nextListing)
 	cutoff := now.Add(-set.OrphanMargin)
 	var cands []OrphanCandidate
-	for loc, f := range st.unconfirmed {
+	for _, f := range st.unconfirmed {
 		if f.created.Before(cutoff) {
-			cands = append(cands, OrphanCandidate{Location: loc, Size: f.size, Created: f.created})
+			cands = append(cands, OrphanCandidate{Location: f.location, Size: f.size, Created: f.created})
 		} else {
 			deferUntil(f.created.Add(set.OrphanMargin))
 		}
@@ -575,7 +587,7 @@ func (p *Planner) orphanJobLocked(st *tableState, now time.Time, deferUntil func
 	if !set.OrphanDelete {
 		fresh := false
 		for _, c := range cands {
-			fresh = fresh || !st.dryRunReported[c.Location]
+			fresh = fresh || !st.dryRunReported[normalizeLocation(c.Location)]
 		}
 		if !fresh {
 			return nil // a dry run reported all of them already
@@ -682,13 +694,14 @@ func (p *Planner) Finished(ctx context.Context, job Job, res Result) {
 				st.dryRunReported = map[string]bool{}
 			}
 			for _, c := range job.OrphanCandidates {
-				st.dryRunReported[c.Location] = true
+				st.dryRunReported[normalizeLocation(c.Location)] = true
 			}
 		}
 		for _, loc := range res.Settled {
 			delete(st.unconfirmed, normalizeLocation(loc))
 			delete(st.dryRunReported, normalizeLocation(loc))
 		}
+		p.deferOrphansLocked(st, res.Deferred)
 	}
 	if job.Kind == KindRewriteManifests {
 		st.manifestCooldownUntil = now.Add(job.Settings.Cooldown)

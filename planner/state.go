@@ -8,6 +8,8 @@ import (
 	"github.com/apache/iceberg-go"
 	iceio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
+
+	"github.com/icereactor/reactor/location"
 )
 
 // Counters describe the live files of one partition: its data files and
@@ -512,15 +514,11 @@ func (r *recentSet[T]) has(v T) bool {
 	return ok
 }
 
-// normalizeLocation renders an object location as "s3://bucket/key" whatever
-// the scheme alias (s3a, s3n) it was written with; other locations (local
-// files) are returned unchanged.
-func normalizeLocation(loc string) string {
-	if bucket, key, ok := objectPath(loc); ok {
-		return "s3://" + bucket + "/" + key
-	}
-	return loc
-}
+// normalizeLocation is the key the planner compares and tracks locations
+// by: their identity (see package location), the same on every side of
+// every comparison whatever spelling a writer, a listing or a notification
+// used.
+func normalizeLocation(loc string) string { return location.Identity(loc) }
 
 func countDataManifests(ms []iceberg.ManifestFile) int {
 	n := 0

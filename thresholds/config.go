@@ -286,7 +286,8 @@ type Effective struct {
 	TierFanIn              int
 	QuietPeriod            time.Duration
 	MaxQuietWait           time.Duration
-	OrphanMargin           time.Duration
+	OrphanMargin           time.Duration // never below OrphanMarginFloor
+	OrphanMarginFloor      time.Duration // the highest floor among the matching levels
 	OrphanDelete           bool
 	OrphanListingInterval  time.Duration
 	ManifestCount          int
@@ -511,7 +512,59 @@ func (c *Config) Validate() error {
 		}
 		o.Policy.validate(p, []layer{defaults, {name: "built-in default", policy: &builtin}}, add)
 	}
+	c.validateOrphanFloors(add)
 	return joinBounded(errs)
+}
+
+// validateOrphanFloors checks the orphan margin against the floor across
+// overlapping overrides: one override may set the margin and another,
+// matching the same tables, a higher floor. The tables checked are every
+// exact match and every glob read as a name (so "db.*" and "db.ev*"
+// overlap on "db.ev*"); For raises any margin such a check could miss.
+func (c *Config) validateOrphanFloors(add func(path string, value any, reason string, args ...any)) {
+	reported := map[string]bool{}
+	for _, o := range c.Tables {
+		if o.Match == "" || !validPattern(o.Match) {
+			continue
+		}
+		margin, marginAt, floor, floorAt := c.orphanMargins(o.Match)
+		// A margin inherited from the defaults is raised to a floor an
+		// override sets (that is what raising the floor asks for); a margin
+		// an override sets below it is a contradiction.
+		if margin >= floor || reported[marginAt] || !strings.HasPrefix(marginAt, "tables[") {
+			continue
+		}
+		reported[marginAt] = true
+		add(marginAt+".orphan_margin", Duration(margin), "is below orphan_margin_floor %s (from %s) for tables matching %q: every effective margin must be >= the effective floor",
+			Duration(floor), floorAt, o.Match)
+	}
+}
+
+// orphanMargins resolves, for table, the margin (and the path of the level
+// that set it) and the effective floor: the highest floor among the
+// matching overrides and the defaults (or the built-in floor when the
+// defaults set none).
+func (c *Config) orphanMargins(table string) (margin time.Duration, marginAt string, floor time.Duration, floorAt string) {
+	builtin := Builtin()
+	margin, marginAt = time.Duration(*builtin.OrphanMargin), "built-in default"
+	floor, floorAt = time.Duration(*builtin.OrphanMarginFloor), "built-in default"
+	if v := c.Defaults.OrphanMarginFloor; v != nil {
+		floor, floorAt = time.Duration(*v), "defaults"
+	}
+	if v := c.Defaults.OrphanMargin; v != nil {
+		margin, marginAt = time.Duration(*v), "defaults"
+	}
+	marginSet := false
+	for _, i := range c.matchingIndexes(table) {
+		p := &c.Tables[i].Policy
+		if v := p.OrphanMargin; v != nil && !marginSet {
+			margin, marginAt, marginSet = time.Duration(*v), fmt.Sprintf("tables[%d]", i), true
+		}
+		if v := p.OrphanMarginFloor; v != nil && time.Duration(*v) > floor {
+			floor, floorAt = time.Duration(*v), fmt.Sprintf("tables[%d]", i)
+		}
+	}
+	return margin, marginAt, floor, floorAt
 }
 
 type layer struct {
@@ -546,6 +599,18 @@ func (p *Policy) validate(prefix string, parents []layer, add func(path string, 
 		floor, fromLayer := inherit(p, parents, func(q *Policy) *Duration { return q.OrphanMarginFloor })
 		if *v < floor {
 			add(f("orphan_margin"), *v, "must be >= orphan_margin_floor (%s%s): a shorter margin can delete an in-flight writer's files", floor, from(fromLayer))
+		}
+	}
+	// The floor protects writers the operator of the defaults knows about:
+	// an override may raise it for its tables, never lower it.
+	if v := p.OrphanMarginFloor; v != nil && *v > 0 && len(parents) > 1 {
+		floor, fromLayer := inherit(parents[0].policy, parents[1:], func(q *Policy) *Duration { return q.OrphanMarginFloor })
+		if fromLayer == "" {
+			fromLayer = parents[0].name
+		}
+		if *v < floor {
+			add(f("orphan_margin_floor"), *v, "must be >= the defaults' orphan_margin_floor (%s%s): an override may raise the floor, never lower it",
+				floor, from(fromLayer))
 		}
 	}
 	if v := p.TinyFileSize; v != nil && *v <= 0 {
@@ -728,7 +793,13 @@ func (c *Config) For(table string, props map[string]string) Effective {
 	e.TierFanIn = *first(layers, func(p *Policy) *int { return p.TierFanIn })
 	e.QuietPeriod = time.Duration(*first(layers, func(p *Policy) *Duration { return p.QuietPeriod }))
 	e.MaxQuietWait = time.Duration(*first(layers, func(p *Policy) *Duration { return p.MaxQuietWait }))
-	e.OrphanMargin = time.Duration(*first(layers, func(p *Policy) *Duration { return p.OrphanMargin }))
+	// The floor is the highest among the matching levels; the margin is
+	// never below it, whichever levels set the two (Validate rejects the
+	// combinations it can see; this covers overlapping globs).
+	e.OrphanMargin, _, e.OrphanMarginFloor, _ = c.orphanMargins(table)
+	if e.OrphanMargin < e.OrphanMarginFloor {
+		e.OrphanMargin = e.OrphanMarginFloor
+	}
 	e.OrphanDelete = *first(layers, func(p *Policy) *bool { return p.OrphanDelete })
 	e.OrphanListingInterval = time.Duration(*first(layers, func(p *Policy) *Duration { return p.OrphanListingInterval }))
 	e.ManifestCount = *first(layers, func(p *Policy) *int { return p.ManifestCount })
@@ -828,6 +899,19 @@ func (c *Config) matching(table string) []*Policy {
 		layers = append(layers, &c.Tables[h.index].Policy)
 	}
 	return layers
+}
+
+// matchingIndexes is matching as indexes into c.Tables.
+func (c *Config) matchingIndexes(table string) []int {
+	var out []int
+	for _, p := range c.matching(table) {
+		for i := range c.Tables {
+			if &c.Tables[i].Policy == p {
+				out = append(out, i)
+			}
+		}
+	}
+	return out
 }
 
 // specificity counts the literal characters of a path.Match pattern

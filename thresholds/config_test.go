@@ -60,6 +60,7 @@ func builtinEffective(table string) Effective {
 		QuietPeriod:                2 * time.Second,
 		MaxQuietWait:               10 * time.Minute,
 		OrphanMargin:               72 * time.Hour,
+		OrphanMarginFloor:          24 * time.Hour,
 		OrphanListingInterval:      7 * 24 * time.Hour,
 		ManifestCount:              100,
 		TinyFileSize:               16 << 20,
@@ -214,6 +215,7 @@ func TestParseFullDocument(t *testing.T) {
 		QuietPeriod:                0,
 		MaxQuietWait:               10 * time.Minute,
 		OrphanMargin:               72 * time.Hour,
+		OrphanMarginFloor:          24 * time.Hour,
 		OrphanListingInterval:      7 * 24 * time.Hour,
 		ManifestCount:              100,
 		TinyFileSize:               16 << 20,
@@ -258,6 +260,7 @@ func TestParseFullDocument(t *testing.T) {
 		QuietPeriod:                500 * time.Millisecond,
 		MaxQuietWait:               10 * time.Minute,
 		OrphanMargin:               72 * time.Hour,
+		OrphanMarginFloor:          24 * time.Hour,
 		OrphanListingInterval:      7 * 24 * time.Hour,
 		ManifestCount:              100,
 		TinyFileSize:               16 << 20,
@@ -858,6 +861,51 @@ func TestOrphanMarginFloor(t *testing.T) {
 	}
 	if e := cfg.For("db.b", nil); e.OrphanDelete {
 		t.Errorf("orphan cleanup must default to a dry run: %+v", e)
+	}
+}
+
+// orphan_margin_floor is a floor whatever level sets it: an override can
+// raise it, never lower it below the defaults' floor, and no effective
+// margin is ever below the effective floor, even when one override sets
+// the margin and another, overlapping one, the floor.
+func TestOrphanMarginFloorIsAFloor(t *testing.T) {
+	for _, tt := range []struct{ doc, want string }{
+		// An override lowering the floor to sneak a short margin through.
+		{"tables:\n  - match: db.a\n    orphan_margin_floor: 1s\n    orphan_margin: 1s\n",
+			"tables[0].orphan_margin_floor: must be >= the defaults' orphan_margin_floor (24h0m0s, from built-in default): an override may raise the floor, never lower it, got 1s"},
+		{"defaults: {orphan_margin_floor: 48h}\ntables:\n  - match: \"db.*\"\n    orphan_margin_floor: 36h\n",
+			"tables[0].orphan_margin_floor: must be >= the defaults' orphan_margin_floor (48h0m0s, from defaults)"},
+		// A glob raises the floor; an exact override for one of its tables
+		// sets a margin below it.
+		{"tables:\n  - match: \"db.*\"\n    orphan_margin_floor: 96h\n  - match: db.a\n    orphan_margin: 30h\n",
+			`tables[1].orphan_margin: is below orphan_margin_floor 96h0m0s (from tables[0]) for tables matching "db.a"`},
+		// Two overlapping globs.
+		{"tables:\n  - match: \"db.ev*\"\n    orphan_margin: 25h\n  - match: \"db.*\"\n    orphan_margin_floor: 48h\n",
+			`tables[0].orphan_margin: is below orphan_margin_floor 48h0m0s (from tables[1]) for tables matching "db.ev*"`},
+	} {
+		if err := mustFail(t, tt.doc); !strings.Contains(err, tt.want) {
+			t.Errorf("%s\nerror %q\nwant it to contain %q", tt.doc, err, tt.want)
+		}
+	}
+
+	// A raised floor raises the margin inherited from the defaults.
+	cfg := mustParse(t, "defaults: {orphan_margin: 30h}\ntables:\n  - match: db.keep\n    orphan_margin_floor: 96h\n")
+	if e := cfg.For("db.keep", nil); e.OrphanMargin != 96*time.Hour || e.OrphanMarginFloor != 96*time.Hour {
+		t.Errorf("db.keep: margin %s floor %s, want both 96h", e.OrphanMargin, e.OrphanMarginFloor)
+	}
+	if e := cfg.For("db.other", nil); e.OrphanMargin != 30*time.Hour || e.OrphanMarginFloor != DefaultOrphanMarginFloor {
+		t.Errorf("db.other: margin %s floor %s", e.OrphanMargin, e.OrphanMarginFloor)
+	}
+
+	// Globs whose overlap Validate cannot see (neither pattern matches the
+	// other read as a name): For still never returns a margin below the
+	// floor.
+	cfg = mustParse(t, "tables:\n  - match: \"*.events\"\n    orphan_margin: 25h\n  - match: \"db.*\"\n    orphan_margin_floor: 48h\n")
+	if e := cfg.For("db.events", nil); e.OrphanMargin != 48*time.Hour || e.OrphanMarginFloor != 48*time.Hour {
+		t.Errorf("db.events: margin %s floor %s, want 48h both", e.OrphanMargin, e.OrphanMarginFloor)
+	}
+	if e := cfg.For("x.events", nil); e.OrphanMargin != 25*time.Hour || e.OrphanMarginFloor != DefaultOrphanMarginFloor {
+		t.Errorf("x.events: margin %s floor %s", e.OrphanMargin, e.OrphanMarginFloor)
 	}
 }
 

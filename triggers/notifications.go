@@ -41,7 +41,19 @@ type NotificationOptions struct {
 	DeadLetterSubject string
 	RetryBase         time.Duration
 	RetryMax          time.Duration
+	// NewTableGrace bounds how long a notification is held when its object
+	// lies under a watched warehouse prefix but no table claims it (a table
+	// just created, or still being created): it is redelivered, from
+	// HoldBase doubling to HoldMax, and the index refreshed for it, until a
+	// table claims it or this long after it was stored. Default
+	// DefaultNewTableGrace.
+	NewTableGrace     time.Duration
+	HoldBase, HoldMax time.Duration
 }
+
+// DefaultNewTableGrace is how long a notification no table claims yet is
+// held: far longer than a catalog takes to list a table it just created.
+const DefaultNewTableGrace = 2 * time.Minute
 
 func (o *NotificationOptions) defaults() {
 	if len(o.Sources) == 0 {
@@ -62,6 +74,15 @@ func (o *NotificationOptions) defaults() {
 		o.DeadLetterSubject = DefaultDeadLetterSubject
 	}
 	o.RetryBase, o.RetryMax = retryDefaults(o.RetryBase, o.RetryMax)
+	if o.NewTableGrace <= 0 {
+		o.NewTableGrace = DefaultNewTableGrace
+	}
+	if o.HoldBase <= 0 {
+		o.HoldBase = 250 * time.Millisecond
+	}
+	if o.HoldMax <= 0 {
+		o.HoldMax = 5 * time.Second
+	}
 }
 
 // ObjectApplier applies object events (the planner).
@@ -80,6 +101,7 @@ type NotificationConsumer struct {
 	cc      jetstream.ConsumeContext
 
 	retry    *redelivery
+	hold     *holder
 	stopOnce sync.Once
 }
 
@@ -117,7 +139,8 @@ func StartNotifications(ctx context.Context, js jetstream.JetStream, opts Notifi
 		return nil, fmt.Errorf("create durable consumer %s on %s: %w", opts.Durable, opts.Stream, err)
 	}
 	c := &NotificationConsumer{js: js, opts: opts, applier: applier, log: log, met: met, ctx: ctx,
-		retry: &redelivery{source: "notification", what: "notification", base: opts.RetryBase, max: opts.RetryMax, log: log, met: met}}
+		retry: &redelivery{source: "notification", what: "notification", base: opts.RetryBase, max: opts.RetryMax, log: log, met: met},
+		hold:  &holder{base: opts.HoldBase, max: opts.HoldMax, grace: opts.NewTableGrace}}
 	cc, err := cons.Consume(c.handle)
 	if err != nil {
 		return nil, fmt.Errorf("consume %s: %w", opts.Stream, err)
@@ -165,6 +188,30 @@ func (c *NotificationConsumer) handle(msg jetstream.Msg) {
 		case errors.Is(err, planner.ErrOutsideTables):
 			c.met.Objects.WithLabelValues(string(planner.ObjectOutside)).Inc()
 			c.log.Debug("object outside every watched table", "location", ev.Location())
+		case errors.Is(err, planner.ErrUnclaimed), errors.Is(err, planner.ErrNotYetVisible):
+			// Possibly a table the catalog does not list yet, or a commit
+			// it does not show yet: hold the whole message (what it
+			// applied so far re-applies harmlessly).
+			held, age, nakErr := c.hold.again(msg)
+			if held == holdRedelivered {
+				c.met.Objects.WithLabelValues(string(planner.ObjectHeld)).Inc()
+				c.log.Debug("object claimed by no table yet; held for redelivery", "error", err, "age", age.Round(time.Millisecond))
+				if nakErr != nil {
+					c.log.Warn("nak failed; the notification will be redelivered after the ack wait", "error", nakErr)
+				}
+				return
+			}
+			dropped := planner.ObjectOutside
+			if errors.Is(err, planner.ErrNotYetVisible) {
+				dropped = planner.ObjectIgnored // a failed commit's metadata file
+			}
+			c.met.Objects.WithLabelValues(string(dropped)).Inc()
+			if held == holdFull {
+				c.log.Warn("too many notifications held waiting for the catalog; dropped", "error", err, "held", maxHeld)
+			} else {
+				c.log.Info("gave up waiting for the catalog to show the object's table or commit; dropped",
+					"error", err, "grace", c.opts.NewTableGrace)
+			}
 		default:
 			// Transient: redeliver the whole message later. The events
 			// applied so far re-apply harmlessly (tracking and commits are
@@ -174,6 +221,7 @@ func (c *NotificationConsumer) handle(msg jetstream.Msg) {
 		}
 	}
 	c.retry.recovered()
+	c.hold.release(msg)
 	c.met.Events.WithLabelValues("notification", metrics.OutcomeApplied).Inc()
 	_ = msg.Ack()
 }

@@ -31,11 +31,7 @@ func (r *redelivery) later(ctx context.Context, msg jetstream.Msg, cause error, 
 	if md, err := msg.Metadata(); err == nil && md.NumDelivered > 0 {
 		delivered = md.NumDelivered
 	}
-	delay := r.base
-	for i := uint64(1); i < delivered && delay < r.max; i++ {
-		delay *= 2
-	}
-	delay = min(delay, r.max)
+	delay := holdDelay(delivered, r.base, r.max)
 	r.met.Events.WithLabelValues(r.source, metrics.OutcomeRetry).Inc()
 	r.mu.Lock()
 	first := !r.waiting
@@ -72,4 +68,83 @@ func retryDefaults(base, maxDelay time.Duration) (time.Duration, time.Duration) 
 		maxDelay = 30 * time.Second
 	}
 	return base, maxDelay
+}
+
+// holdDelay is the redelivery delay of a held message on its delivered-th
+// delivery: base doubling per delivery, capped at maxDelay.
+func holdDelay(delivered uint64, base, maxDelay time.Duration) time.Duration {
+	delay := base
+	for i := uint64(1); i < delivered && delay < maxDelay; i++ {
+		delay *= 2
+	}
+	return min(delay, maxDelay)
+}
+
+// maxHeld bounds the notifications held at once, well below the
+// consumer's MaxAckPending (1024): a flood of keys no table claims (a
+// dropped table's stragglers, a hostile publisher) must not stall the
+// notifications behind it for the whole grace.
+const maxHeld = 256
+
+// holder redelivers messages waiting for something that is not a fault (a
+// table the catalog does not list yet, a commit it does not show yet) with
+// a short, growing delay, until grace has passed since the message was
+// stored; then, or when maxHeld messages are held already, it gives up.
+type holder struct {
+	base, max, grace time.Duration
+
+	mu   sync.Mutex
+	held map[uint64]time.Time // stream sequence -> when first held
+}
+
+// Hold outcomes.
+type holdOutcome int
+
+const (
+	holdRedelivered holdOutcome = iota // negatively acknowledged for later
+	holdExpired                        // the grace has passed: give up
+	holdFull                           // too many held already: give up
+)
+
+// again holds msg again, or says why not (the caller then acknowledges it
+// and forgets it). Without delivery metadata the message's age is unknown:
+// the delivery count bounds it instead.
+func (h *holder) again(msg jetstream.Msg) (holdOutcome, time.Duration, error) {
+	delivered, age, seq := uint64(1), time.Duration(0), uint64(0)
+	if md, err := msg.Metadata(); err == nil {
+		delivered, age, seq = max(md.NumDelivered, 1), time.Since(md.Timestamp), md.Sequence.Stream
+	}
+	if age >= h.grace || time.Duration(delivered)*h.base > h.grace {
+		h.release(msg)
+		return holdExpired, age, nil
+	}
+	h.mu.Lock()
+	if h.held == nil {
+		h.held = map[uint64]time.Time{}
+	}
+	if _, ok := h.held[seq]; !ok {
+		for s, at := range h.held { // forget messages that went away (purged, taken by another consumer)
+			if time.Since(at) > 2*h.grace {
+				delete(h.held, s)
+			}
+		}
+		if len(h.held) >= maxHeld {
+			h.mu.Unlock()
+			return holdFull, age, nil
+		}
+		h.held[seq] = time.Now()
+	}
+	h.mu.Unlock()
+	return holdRedelivered, age, msg.NakWithDelay(holdDelay(delivered, h.base, h.max))
+}
+
+// release forgets msg: it is being acknowledged.
+func (h *holder) release(msg jetstream.Msg) {
+	md, err := msg.Metadata()
+	if err != nil {
+		return
+	}
+	h.mu.Lock()
+	delete(h.held, md.Sequence.Stream)
+	h.mu.Unlock()
 }

@@ -17,6 +17,10 @@ import (
 var (
 	sharedNATS    *embedded.NATS
 	sharedGateway *s3gateway.Gateway
+	// sharedGatewayRoot holds the gateway's buckets as directories (posix
+	// backend): tests age objects there, since the gateway reports a
+	// file's modification time as the object's LastModified.
+	sharedGatewayRoot string
 )
 
 const gatewaySubject = "versitygw.events"
@@ -41,8 +45,9 @@ func runMain(m *testing.M) int {
 		return 1
 	}
 	defer sharedNATS.Shutdown()
+	sharedGatewayRoot = filepath.Join(dir, "s3")
 	sharedGateway, err = s3gateway.Start(context.Background(), s3gateway.Options{
-		RootDir: filepath.Join(dir, "s3"),
+		RootDir: sharedGatewayRoot,
 		NATSURL: sharedNATS.URL(),
 		Subject: gatewaySubject,
 	})

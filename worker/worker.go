@@ -15,8 +15,11 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -77,6 +80,12 @@ type Config struct {
 	// LocationRefresh is how often the table-location index is rebuilt
 	// from the catalog besides on demand (default 5m).
 	LocationRefresh time.Duration
+	// WarehousePrefixes are object-store locations (s3://bucket/prefix)
+	// where new tables may appear; the catalog's warehouse property, when
+	// it is such a location, is added. Bucket notifications for objects
+	// there that no known table claims are held until the catalog lists
+	// their table (see triggers.NotificationOptions.NewTableGrace).
+	WarehousePrefixes []string
 	// Concurrency bounds jobs running at once (across tables).
 	Concurrency int
 	Logger      *slog.Logger
@@ -178,6 +187,21 @@ func OpenCatalog(ctx context.Context, cfg Config) (catalog.Catalog, error) {
 	}
 	log.Info("opened catalog", "name", cfg.CatalogName, "type", cfg.CatalogProps["type"], "uri", redact.String(cfg.CatalogProps["uri"]))
 	return cat, nil
+}
+
+// warehousePrefixes are the configured prefixes plus the catalog's
+// warehouse property when it names an object-store location (a REST
+// catalog's warehouse is often a name, not a location: then only the
+// configured prefixes, the namespaces' locations and the parents of known
+// tables are watched).
+func warehousePrefixes(cfg Config) []string {
+	out := slices.Clone(cfg.WarehousePrefixes)
+	if wh := cfg.CatalogProps["warehouse"]; wh != "" {
+		if u, err := url.Parse(wh); err == nil && u.Host != "" && !strings.EqualFold(u.Scheme, "file") {
+			out = append(out, wh)
+		}
+	}
+	return out
 }
 
 // DefaultHealthSubjectPrefix is where health reports go by default.
@@ -331,8 +355,9 @@ func Start(ctx context.Context, cfg Config) (_ *Worker, err error) {
 			w.publishJob(jobEvent(events.JobScheduled, job, time.Now()))
 			w.Pool.Dispatch(job)
 		},
-		Logger:  cfg.Logger,
-		Metrics: cfg.Metrics,
+		Logger:            cfg.Logger,
+		Metrics:           cfg.Metrics,
+		WarehousePrefixes: warehousePrefixes(cfg),
 	})
 	healthPrefix := cfg.HealthSubjectPrefix
 	if healthPrefix == "" {

@@ -9,11 +9,14 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/icereactor/reactor/triggers"
 )
 
 func envMap(m map[string]string) func(string) string {
@@ -165,6 +168,22 @@ func TestParseRunConfig(t *testing.T) {
 				t.Errorf("level = %v", c.logLevel)
 			}
 		}},
+		{name: "watch prefixes and the new-table grace",
+			args: []string{"--watch-prefix", "s3://lake/warehouse", "--new-table-grace", "30s"},
+			env:  map[string]string{"REACTOR_WATCH_PREFIX": "s3://ignored/x"}, // the flag wins
+			check: func(t *testing.T, c runConfig) {
+				if !slices.Equal(c.watchPrefixes, []string{"s3://lake/warehouse"}) || c.notifications.NewTableGrace != 30*time.Second {
+					t.Errorf("watch prefixes %v, grace %s", c.watchPrefixes, c.notifications.NewTableGrace)
+				}
+			}},
+		{name: "watch prefixes from env", env: map[string]string{"REACTOR_WATCH_PREFIX": "s3://a/wh, s3a://b/"},
+			check: func(t *testing.T, c runConfig) {
+				if !slices.Equal(c.watchPrefixes, []string{"s3://a/wh", "s3a://b/"}) || c.notifications.NewTableGrace != triggers.DefaultNewTableGrace {
+					t.Errorf("watch prefixes %v, grace %s", c.watchPrefixes, c.notifications.NewTableGrace)
+				}
+			}},
+		{name: "a local watch prefix", args: []string{"--watch-prefix", "/tmp/wh"}, wantErr: "--watch-prefix"},
+		{name: "a zero grace", args: []string{"--new-table-grace", "0s"}, wantErr: "--new-table-grace must be positive"},
 		{name: "bad concurrency value", args: []string{"--concurrency", "two"}, wantErr: `invalid value "two" for flag -concurrency`},
 		{name: "negative concurrency", args: []string{"--concurrency", "-1"}, wantErr: "--concurrency must not be negative"},
 		{name: "unknown flag", args: []string{"--nats"}, wantErr: "flag provided but not defined: -nats"},

@@ -34,6 +34,7 @@ type runConfig struct {
 	commits        triggers.CommitOptions
 	notifications  triggers.NotificationOptions
 	noNotification bool
+	watchPrefixes  []string
 	httpAddr       string
 	shutdownGrace  time.Duration
 	concurrency    int
@@ -67,6 +68,10 @@ func parseRunConfig(args []string, getenv func(string) string, stdout io.Writer)
 		"how that source encodes object keys: url (MinIO, AWS) or raw (versitygw)")
 	var extraSources propsFlag
 	fs.Var(&extraSources, "notification-source", "another notification source `subject=encoding` (url or raw), repeatable")
+	var watchPrefixes stringList
+	fs.Var(&watchPrefixes, "watch-prefix", "an object-store `location` (s3://bucket/prefix) where new tables may appear, besides the catalog's warehouse; repeatable")
+	newTableGrace := fs.Duration("new-table-grace", triggers.DefaultNewTableGrace,
+		"how long a notification under a watched prefix waits for the catalog to list its table before it is dropped")
 	grace := fs.Duration("shutdown-grace", 30*time.Second, "on SIGTERM, how long running jobs may take to finish before they are abandoned")
 	httpAddr := fs.String("http-addr", ":9090", "`address` for /metrics, /healthz and /readyz; empty disables them")
 	concurrency := fs.Int("concurrency", 0, "run at most `n` jobs at once, across tables (0: the thresholds file's concurrency, else 2)")
@@ -122,6 +127,16 @@ func parseRunConfig(args []string, getenv func(string) string, stdout io.Writer)
 		cfg.notifications.Sources = append(cfg.notifications.Sources, triggers.NotificationSource{Subject: subject, KeyEncoding: enc})
 	}
 	cfg.noNotification = len(cfg.notifications.Sources) == 0
+	if *newTableGrace <= 0 {
+		return runConfig{}, usageErrorf("--new-table-grace must be positive, got %s", *newTableGrace)
+	}
+	cfg.notifications.NewTableGrace = *newTableGrace
+	for _, p := range watchPrefixes {
+		if u, err := url.Parse(p); err != nil || u.Host == "" || strings.EqualFold(u.Scheme, "file") {
+			return runConfig{}, usageErrorf("--watch-prefix %q: want an object-store location such as s3://bucket/warehouse", p)
+		}
+	}
+	cfg.watchPrefixes = watchPrefixes
 	cfg.notifications.DeadLetterSubject = *deadLetter
 	if cfg.natsURL != "" {
 		if err := checkNATSURL(cfg.natsURL); err != nil {
@@ -241,6 +256,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 
 		Notifications:        cfg.notifications,
 		DisableNotifications: cfg.noNotification,
+		WarehousePrefixes:    cfg.watchPrefixes,
 		HTTPAddr:             cfg.httpAddr,
 	})
 	if err != nil {

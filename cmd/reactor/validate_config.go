@@ -155,6 +155,7 @@ func printEffective(w io.Writer, s thresholds.Effective) {
 	row("min_reader_margin", s.MinReaderMargin, "")
 	row("expire_deletion_delay", s.ExpireDeletionDelay, "")
 	row("orphan_margin", s.OrphanMargin, "")
+	row("orphan_margin_floor", s.OrphanMarginFloor, "")
 	row("orphan_delete", s.OrphanDelete, "")
 	row("orphan_listing_interval", s.OrphanListingInterval, "")
 	row("tiny_file_size", thresholds.Size(s.TinyFileSize), "")
