@@ -38,7 +38,7 @@ defaults:
 spark:
   endpoint: sc://127.0.0.1:{port}
   catalog: {catalog}
-  timeout: 5m
+  timeout: {timeout}
   interrupt_grace: 2m
   connect_timeout: 30s
   rules:
@@ -248,12 +248,56 @@ def compact_pair(env, spark, events, suffix, seed):
             "local": round(evs[f"local_{suffix}"]["duration_seconds"], 2)}
 
 
+def wait_reloads(env, n):
+    """Waits until reactor logged its n-th thresholds reload."""
+    path = os.path.join(env.work, "reactor-run-1.log")
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        with open(path) as f:
+            if f.read().count('"thresholds reloaded"') >= n:
+                return
+        time.sleep(0.5)
+    raise Failure(f"reactor did not reload the thresholds file {n} times within 60s ({path})")
+
+
+def timeout_phase(env, spark, events, port):
+    from .scenarios import check_metadata
+
+    env.write_thresholds(THRESHOLDS.format(port=port, catalog=CATALOG, timeout="500ms"))
+    wait_reloads(env, 1)
+    m = M.Model(seed=10)
+    table = make_table(spark, m, "spark_d", 40)
+    exp = save_expected(spark, m.expected(), M.SCHEMA, os.path.join(env.work, "expected", "spark_d"), "exp_spark_d")
+    events.announce(spark, "spark_d")
+    ev = events.wait(terminal("db.spark_d"), 300, "ending the compaction of db.spark_d")
+    log(f"  job over its 500ms timeout: {ev['phase']}/{ev.get('outcome')} on {ev.get('backend')} after "
+        f"{ev.get('duration_seconds', 0):.1f}s: {ev.get('error')}")
+    check(ev["phase"] == "failed" and "interrupted (timeout)" in (ev.get("error") or ""),
+          f"the job over its timeout ended {ev['phase']}: {ev.get('error')}")
+    with open(os.path.join(env.work, "reactor-run-1.log")) as f:
+        lines = [line for line in f if ev["job_id"] in line]
+    check(any('"Spark ended the interrupted statement"' in line for line in lines),
+          "reactor's log does not say Spark ended the interrupted statement")
+    with events.lock:
+        before_end = events.events[:events.events.index(ev)]
+    others = [e for e in before_end if e.get("table") == "db.spark_d" and e.get("phase") == "started" and e.get("job_id") != ev["job_id"]]
+    check(not others, f"another job started on db.spark_d before the interrupted one ended: {others}")
+    compare_rows(spark, table, exp, "after the interrupted Spark job")
+    check_metadata(spark, table, "db.spark_d after the interrupted Spark job")
+    env.write_thresholds(THRESHOLDS.format(port=port, catalog=CATALOG, timeout="5m"))
+    wait_reloads(env, 2)
+    ok = events.wait(terminal("db.spark_d", phase="succeeded"), 300, "a later successful compaction of db.spark_d")
+    check(ok.get("backend") == "spark", f"the later attempt ran on {ok.get('backend')}")
+    compare_rows(spark, table, exp, "after the later attempt on db.spark_d")
+    return {"error": ev.get("error"), "seconds": ev.get("duration_seconds")}
+
+
 def scenario_spark_connect(work, tools, opts):
     from .scenarios import check_metadata
 
     env = Env(work, tools, "s7_spark_connect")
     port = free_port()
-    env.write_thresholds(THRESHOLDS.format(port=port, catalog=CATALOG))
+    env.write_thresholds(THRESHOLDS.format(port=port, catalog=CATALOG, timeout="5m"))
     spark = env.spark("interop-s7")
     server, events, reactor = ConnectServer(env, port), None, None
     result = {}
@@ -294,13 +338,18 @@ def scenario_spark_connect(work, tools, opts):
         ok = events.wait(terminal("db.spark_b", phase="succeeded"), 300, "a later successful compaction of db.spark_b")
         log(f"  later attempt {ok['job_id']}: {ok.get('outcome')} on {ok.get('backend')}, counts {ok.get('counts')}")
         check(ok.get("backend") == "spark" and ok.get("outcome") == "succeeded", f"the later attempt: {ok}")
-        stop_reactor(reactor)
-        reactor = None
         compare_rows(spark, kill_table, exp, "after the later Spark attempt")
         check_metadata(spark, kill_table, "db.spark_b after the later attempt")
         n_after = data_files(spark, kill_table)
         check(n_after < n_before, f"db.spark_b still has {n_after} data files (had {n_before})")
         result["kill"] = {"failed_error": ev.get("error"), "later": ok.get("counts"), "files": [n_before, n_after]}
+
+        # The timeout: a job still running at spark.timeout is interrupted
+        # through Spark Connect (by its operation tag), and its table is
+        # given to no other job before Spark ended the statement.
+        result["timeout"] = timeout_phase(env, spark, events, port)
+        stop_reactor(reactor)
+        reactor = None
         log(f"  figure: the same compaction (30 files, 2 partitions) took {result['seconds']['local']}s in reactor, "
             f"{result['seconds']['spark']}s through Spark Connect on a fresh server, "
             f"{result['seconds_warm']['local']}s and {result['seconds_warm']['spark']}s on a warm one")
