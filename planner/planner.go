@@ -445,8 +445,11 @@ func (p *Planner) tableWideLocked(st *tableState, now time.Time, deferUntil func
 		// otherwise (a branch's own retention): wait for a commit.
 		due, next = false, time.Time{}
 	}
+	// The count bound ignores the cool-down (keeping half the history is
+	// its own hysteresis); age-based expiry waits it out, or a table whose
+	// snapshots age out one commit at a time would expire once per commit.
 	switch {
-	case due && !now.Before(st.expireCooldownUntil):
+	case due && (reason.Threshold == "snapshot_count" || !now.Before(st.expireCooldownUntil)):
 		p.scheduleLocked(st, KindExpireSnapshots, nil, []Reason{reason}, now, func(j *Job) {
 			j.ExpireOlderThan, j.ExpireRetainLast = olderThan, retainLast
 		})
@@ -652,14 +655,13 @@ func (p *Planner) Finished(ctx context.Context, job Job, res Result) {
 	}
 	now := p.now()
 	if job.Kind == KindExpireSnapshots {
-		// A failed or conflicting expiry waits a cool-down; one that
-		// committed does not (its deadline timer or the snapshot bound
-		// brings the next one), nor does one that found nothing (it
-		// settles until the next commit).
+		// An expiry waits a cool-down before the next age-based one (the
+		// snapshot bound does not wait); one that found nothing settles
+		// until the next commit.
 		switch res.Outcome {
 		case GaveUp:
 			st.expireCooldownUntil = now.Add(job.Settings.ConflictCooldown)
-		case Failed:
+		case Failed, Succeeded:
 			st.expireCooldownUntil = now.Add(job.Settings.Cooldown)
 		case Noop:
 			st.expireSettledAt = st.counters.snapshotID

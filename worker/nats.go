@@ -92,6 +92,7 @@ func (w *Worker) connectNATS(ctx, runCtx context.Context, cfg Config, url string
 		return errClosing
 	}
 	w.Conn, w.JS, w.consumer, w.objects = conn, js, commits, objects
+	close(w.connected)
 	if !cfg.DisableNotifications {
 		every := cfg.LocationRefresh
 		if every <= 0 {

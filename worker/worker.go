@@ -128,6 +128,8 @@ type Worker struct {
 	// before NATS was reachable sets once it connects, and closing.
 	mu      sync.Mutex
 	closing bool
+	// connected is closed once NATS is connected and the consumers run.
+	connected chan struct{}
 }
 
 // HTTPAddr is the address the metrics and probe endpoints listen on ("" if
@@ -270,6 +272,11 @@ func (w *Worker) refreshLocations(ctx context.Context, every time.Duration) {
 // waiting for deletion, and after a restart no event would bring it in.
 func (w *Worker) discover(ctx context.Context) {
 	defer w.bg.Done()
+	select {
+	case <-w.connected:
+	case <-ctx.Done():
+		return
+	}
 	start := time.Now()
 	for wait := time.Second; ; wait = min(2*wait, time.Minute) {
 		n, err := w.Planner.Discover(ctx)
@@ -303,7 +310,7 @@ func Start(ctx context.Context, cfg Config) (_ *Worker, err error) {
 	if cfg.DataDir == "" && (cfg.NATSURL == "" || cfg.CatalogProps == nil) {
 		return nil, errors.New("worker: a data directory is required for the embedded NATS server or catalog")
 	}
-	w := &Worker{Metrics: cfg.Metrics, log: cfg.Logger}
+	w := &Worker{Metrics: cfg.Metrics, log: cfg.Logger, connected: make(chan struct{})}
 	defer func() {
 		if err != nil {
 			w.Close()
@@ -410,7 +417,8 @@ func Start(ctx context.Context, cfg Config) (_ *Worker, err error) {
 	if cfg.Notifications.DeadLetterSubject == "" {
 		cfg.Notifications.DeadLetterSubject = cfg.Commits.DeadLetterSubject
 	}
-	// Discovery reads the catalog only: it need not wait for NATS.
+	// Discovery waits for NATS: the jobs it schedules publish their
+	// events there, and an event lost at start-up is a job nobody saw.
 	w.bg.Add(1)
 	go w.discover(runCtx)
 	connect := func(ctx context.Context) error { return w.connectNATS(ctx, runCtx, cfg, url) }

@@ -350,8 +350,19 @@ func TestDemo(t *testing.T) {
 	if live >= n {
 		t.Errorf("%d live files after compaction, want fewer than the %d commits", live, n)
 	}
-	if lines := strings.Count(out, "\n"); lines > 40 {
+	for _, want := range []string{"before reactor", "full scan", "  vs compacted", "expiry:", "health:", "reactor's log:"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("demo output lacks %q", want)
+		}
+	}
+	// Header, about one line per second of writing and settling, summary.
+	if lines := strings.Count(out, "\n"); lines > 90 {
 		t.Errorf("demo printed %d lines; keep it compact", lines)
+	}
+	// reactor's log goes to its file, never between the lines (errors
+	// excepted, and this run should have none).
+	if strings.Contains(out, "level=") || strings.Contains(stderr.String(), "level=") {
+		t.Errorf("log lines in the demo's output:\nstdout:\n%s\nstderr:\n%s", out, stderr.String())
 	}
 }
 

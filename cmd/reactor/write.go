@@ -12,11 +12,9 @@ import (
 
 	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
-	"github.com/cenkalti/backoff/v4"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/icereactor/reactor/events"
 	"github.com/icereactor/reactor/redact"
 	"github.com/icereactor/reactor/streamwriter"
 	"github.com/icereactor/reactor/triggers"
@@ -213,8 +211,7 @@ func writeCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 
-	pub := &commitPublisher{js: js, subject: cfg.publishTo, log: log}
-	w := streamwriter.AppendOnly(cat, cfg.ident, pub.publish)
+	w := streamwriter.AppendOnly(cat, cfg.ident, streamwriter.JetStreamPublisher(js, cfg.publishTo, log))
 	log.Info("writing", "table", cfg.name, "subject", cfg.publishTo, "interval", cfg.interval,
 		"rows", cfg.rows, "partitions", cfg.partitions, "commits", cfg.commits)
 
@@ -330,40 +327,4 @@ func ensureCommitStream(ctx context.Context, js jetstream.JetStream, filter, sub
 		case <-time.After(streamWaitInterval):
 		}
 	}
-}
-
-// commitPublisher publishes commit events through JetStream, so they are
-// stored until reactor acknowledges them.
-type commitPublisher struct {
-	js      jetstream.JetStream
-	subject string
-	log     *slog.Logger
-}
-
-// publish retries for a while: the commit has landed, and its event is the
-// only way reactor hears of it without bucket notifications. The message id
-// (table and snapshot) lets JetStream drop the copy a retry after a lost
-// acknowledgement would store.
-func (p *commitPublisher) publish(ctx context.Context, ev events.CommitEvent) error {
-	data, err := ev.Encode()
-	if err != nil {
-		return fmt.Errorf("encode commit event: %w", err)
-	}
-	msgID := fmt.Sprintf("%s.%d", ev.QualifiedName(), ev.SnapshotID)
-	op := func() error {
-		_, err := p.js.Publish(ctx, p.subject, data, jetstream.WithMsgID(msgID))
-		return err
-	}
-	bo := backoff.NewExponentialBackOff()
-	bo.InitialInterval = 250 * time.Millisecond
-	bo.MaxInterval = 5 * time.Second
-	bo.MaxElapsedTime = time.Minute
-	notify := func(err error, wait time.Duration) {
-		p.log.Warn("commit event not stored yet; retrying", "subject", p.subject, "snapshot_id", ev.SnapshotID,
-			"wait", wait, "error", err)
-	}
-	if err := backoff.RetryNotify(op, backoff.WithContext(bo, ctx), notify); err != nil {
-		return fmt.Errorf("publish on %s: %w", p.subject, err)
-	}
-	return nil
 }

@@ -1,0 +1,219 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"time"
+
+	"github.com/icereactor/reactor/thresholds"
+)
+
+// namespace holds the soak's tables.
+const namespace = "soak"
+
+// config is the soak's command line, validated.
+type config struct {
+	rate              float64 // commits per second per table
+	partitions        int
+	tables            int
+	rows              int // rows per commit
+	duration          time.Duration
+	interval          time.Duration
+	warmup            time.Duration
+	window            time.Duration
+	allowance         time.Duration
+	out               string
+	thresholdsFile    string
+	sets              []string // key=value settings over the file's defaults
+	tableProps        map[string]string
+	writerConcurrency int
+	scanEvery         int
+	scanTables        int
+	keepData          bool
+	logLevel          slog.Level
+	grace             time.Duration
+	replot            string // redraw this results directory's plot and exit
+}
+
+const usageText = `Usage: go run ./bench/soak [flags]
+
+Soak benchmark: a streaming writer (iceberg-go, the path reactor write uses)
+commits batches of rows to one or more tables at a steady rate, reactor runs
+beside it in its own process as reactor run wires it (embedded NATS and SQLite
+catalog), and every -interval the soak samples each table from the catalog:
+live data files against the ideal, delete files, snapshots, data manifests,
+the files a full scan plans, a full scan's time against the same rows fully
+compacted, bytes rewritten over bytes written, the writer's commit latency,
+reactor's CPU and its jobs by kind and outcome. It writes samples.csv,
+tables.csv, soak.png, summary.txt and reactor.log to -out, checks every
+table's rows and checksum at the end, and prints the summary against the
+targets of issue 13. Exit status 1 when the rows do not match or the run
+failed; a missed target is a result, not a failure.
+
+Scenarios of issue 13:
+  go run ./bench/soak -rate 5 -partitions 8 -duration 15m -out soak-5x1
+  go run ./bench/soak -rate 20 -partitions 8 -duration 5m -out soak-20x1
+  go run ./bench/soak -rate 1 -tables 20 -partitions 8 -duration 10m -out soak-1x20
+  go run ./bench/soak -smoke                       # 20 s, to check it works
+
+Flags:
+`
+
+// setFlag collects repeated key=value flags.
+type setFlag []string
+
+func (s *setFlag) String() string { return strings.Join(*s, ",") }
+func (s *setFlag) Set(v string) error {
+	if k, _, ok := strings.Cut(v, "="); !ok || strings.TrimSpace(k) == "" {
+		return fmt.Errorf("want key=value, got %q", v)
+	}
+	*s = append(*s, v)
+	return nil
+}
+
+func parseConfig(args []string, stderr io.Writer) (config, error) {
+	fs := flag.NewFlagSet("soak", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), usageText)
+		fs.PrintDefaults()
+	}
+	rate := fs.Float64("rate", 5, "writer `commits` per second, per table")
+	partitions := fs.Int("partitions", 8, "partitions per table, written round-robin")
+	tables := fs.Int("tables", 1, "tables, each with its own writer")
+	rows := fs.Int("rows", 100, "rows per commit (batch size)")
+	duration := fs.Duration("duration", 15*time.Minute, "how long the writers write")
+	interval := fs.Duration("interval", 15*time.Second, "time between two samples")
+	warmup := fs.Duration("warmup", 2*time.Minute, "targets are checked on samples after this")
+	window := fs.Duration("window", time.Minute, "commit latency: the first and the last window of the run are compared")
+	allowance := fs.Duration("allowance", 10*time.Second,
+		"snapshot and manifest bounds allow this many seconds of commits beyond the configured count (reactor's reaction time)")
+	out := fs.String("out", "", "results `directory` (created; default a new soak-* directory under the system temp dir)")
+	thresholdsFile := fs.String("thresholds", "", "reactor's thresholds YAML `file` (default: the built-in defaults)")
+	var sets, props setFlag
+	fs.Var(&sets, "set", "a threshold over the file's defaults, `key=value` as in the YAML (repeatable): -set quiet_period=500ms")
+	fs.Var(&props, "table-prop", "a property of the soak's tables, `key=value` (repeatable): -table-prop write.target-file-size-bytes=1048576")
+	writerConcurrency := fs.Int("writer-concurrency", 1, "commits in flight per table (1: a streaming job commits one batch at a time)")
+	scanEvery := fs.Int("scan-every", 1, "time the full scans every `n`th sample (they read every row)")
+	scanTables := fs.Int("scan-tables", 4, "full scans per sample, rotating over the tables")
+	keepData := fs.Bool("keep-data", false, "keep the warehouse, catalog and NATS store under -out/data")
+	logLevel := fs.String("log-level", "info", "reactor's log `level` in -out/reactor.log: debug, info, warn or error")
+	grace := fs.Duration("grace", 30*time.Second, "at the end, how long reactor may finish its running jobs")
+	replot := fs.String("replot", "", "redraw `dir`/soak.png from dir/samples.csv (with -warmup) and exit")
+	smoke := fs.Bool("smoke", false, "a short run to check the soak works: 20s, samples every 2s, 4s warm-up, 5s latency windows (flags given explicitly win)")
+	if err := fs.Parse(args); err != nil {
+		return config{}, err
+	}
+	if fs.NArg() > 0 {
+		return config{}, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if *replot != "" {
+		return config{replot: *replot, warmup: *warmup}, nil
+	}
+	if *smoke {
+		given := map[string]bool{}
+		fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+		for name, v := range map[string]*time.Duration{"duration": duration, "interval": interval, "warmup": warmup, "window": window} {
+			if !given[name] {
+				*v = map[string]time.Duration{"duration": 20 * time.Second, "interval": 2 * time.Second,
+					"warmup": 4 * time.Second, "window": 5 * time.Second}[name]
+			}
+		}
+	}
+	cfg := config{
+		rate: *rate, partitions: *partitions, tables: *tables, rows: *rows, duration: *duration,
+		interval: *interval, warmup: *warmup, window: *window, allowance: *allowance, out: *out,
+		thresholdsFile: *thresholdsFile, sets: sets, tableProps: map[string]string{},
+		writerConcurrency: *writerConcurrency, scanEvery: *scanEvery, scanTables: *scanTables,
+		keepData: *keepData, grace: *grace,
+	}
+	for _, kv := range props {
+		k, v, _ := strings.Cut(kv, "=")
+		cfg.tableProps[strings.TrimSpace(k)] = strings.TrimSpace(v)
+	}
+	if err := cfg.logLevel.UnmarshalText([]byte(*logLevel)); err != nil {
+		return config{}, fmt.Errorf("-log-level: %w", err)
+	}
+	switch {
+	case !(cfg.rate > 0 && cfg.rate <= 1000):
+		return config{}, fmt.Errorf("-rate must be between 0 and 1000 commits per second, got %v", cfg.rate)
+	case cfg.partitions < 1 || cfg.partitions > 1000:
+		return config{}, fmt.Errorf("-partitions must be between 1 and 1000, got %d", cfg.partitions)
+	case cfg.tables < 1 || cfg.tables > 1000:
+		return config{}, fmt.Errorf("-tables must be between 1 and 1000, got %d", cfg.tables)
+	case cfg.rows < 1 || cfg.rows > 1_000_000:
+		return config{}, fmt.Errorf("-rows must be between 1 and 1000000, got %d", cfg.rows)
+	case cfg.duration <= 0 || cfg.interval <= 0 || cfg.window <= 0 || cfg.grace <= 0:
+		return config{}, errors.New("-duration, -interval, -window and -grace must be positive")
+	case cfg.warmup < 0 || cfg.allowance < 0:
+		return config{}, errors.New("-warmup and -allowance must not be negative")
+	case cfg.writerConcurrency < 1 || cfg.scanEvery < 1 || cfg.scanTables < 1:
+		return config{}, errors.New("-writer-concurrency, -scan-every and -scan-tables must be at least 1")
+	}
+	if cfg.out == "" {
+		dir, err := os.MkdirTemp("", "soak-"+time.Now().Format("20060102-150405")+"-")
+		if err != nil {
+			return config{}, fmt.Errorf("results directory: %w", err)
+		}
+		cfg.out = dir
+	}
+	abs, err := filepath.Abs(cfg.out)
+	if err != nil {
+		return config{}, fmt.Errorf("-out: %w", err)
+	}
+	cfg.out = abs
+	if _, err := loadThresholds(cfg.thresholdsFile, cfg.sets); err != nil {
+		return config{}, err
+	}
+	return cfg, nil
+}
+
+// loadThresholds reads the thresholds file (or the built-in defaults) and
+// lays the -set values over its defaults. reactor's process and the soak
+// both call it with the same arguments, so they agree on every bound.
+func loadThresholds(file string, sets []string) (*thresholds.Config, error) {
+	cfg := thresholds.Default()
+	if file != "" {
+		var err error
+		if cfg, err = thresholds.Load(file); err != nil {
+			return nil, fmt.Errorf("-thresholds: %w", err)
+		}
+	}
+	if len(sets) > 0 {
+		var doc strings.Builder
+		doc.WriteString("defaults:\n")
+		for _, kv := range sets {
+			k, v, _ := strings.Cut(kv, "=")
+			fmt.Fprintf(&doc, "  %s: %s\n", strings.TrimSpace(k), strings.TrimSpace(v))
+		}
+		over, err := thresholds.Parse([]byte(doc.String()))
+		if err != nil {
+			return nil, fmt.Errorf("-set: %w", err)
+		}
+		overlay(&cfg.Defaults, over.Defaults)
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("thresholds: %w", err)
+	}
+	if !cfg.Watches(namespace) {
+		return nil, fmt.Errorf("thresholds: the file watches namespaces %v; the soak's tables are in %q", cfg.Namespaces, namespace)
+	}
+	return cfg, nil
+}
+
+// overlay copies every field set in src (a non-nil pointer) onto dst.
+func overlay(dst *thresholds.Policy, src thresholds.Policy) {
+	d, s := reflect.ValueOf(dst).Elem(), reflect.ValueOf(src)
+	for i := range s.NumField() {
+		if f := s.Field(i); f.Kind() == reflect.Pointer && !f.IsNil() {
+			d.Field(i).Set(f)
+		}
+	}
+}
