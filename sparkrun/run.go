@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -47,11 +48,15 @@ type Runner struct {
 	met     *metrics.Metrics
 	dial    Dialer
 	every   time.Duration
+	// stop is closed by Stop: running statements are interrupted.
+	stop     chan struct{}
+	stopOnce sync.Once
 }
 
 // New creates a Runner.
 func New(opts Options) *Runner {
-	r := &Runner{cat: opts.Catalog, catName: opts.CatalogName, log: opts.Logger, met: opts.Metrics, dial: opts.Dial, every: opts.interruptEvery}
+	r := &Runner{cat: opts.Catalog, catName: opts.CatalogName, log: opts.Logger, met: opts.Metrics, dial: opts.Dial,
+		every: opts.interruptEvery, stop: make(chan struct{})}
 	if r.log == nil {
 		r.log = slog.Default()
 	}
@@ -85,6 +90,12 @@ func (r *Runner) settings() thresholds.SparkSettings {
 	}
 	return s
 }
+
+// Stop interrupts every running Spark statement now (reactor is shutting
+// down), as a cancelled context does; each Run still returns only once
+// Spark confirmed the end or interrupt_grace ran out. New jobs are not
+// refused: the planner stops scheduling first.
+func (r *Runner) Stop() { r.stopOnce.Do(func() { close(r.stop) }) }
 
 // Offload reports whether the spark rules send job to Spark.
 func (r *Runner) Offload(job planner.Job) bool {
@@ -312,6 +323,8 @@ func (r *Runner) execute(ctx context.Context, log *slog.Logger, sess Session, sq
 	case <-timer.C:
 		why = "timeout"
 	case <-ctx.Done():
+		why = "shutdown"
+	case <-r.stop:
 		why = "shutdown"
 	}
 	log.Warn("interrupting the Spark job", "why", why, "interrupt_grace", grace)

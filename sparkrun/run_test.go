@@ -363,3 +363,17 @@ func TestRunSparkFailureFallsBackLocally(t *testing.T) {
 		t.Fatalf("local %v, started %v", local, started)
 	}
 }
+
+// TestRunStopInterrupts: Stop (reactor's SIGTERM) interrupts a running
+// statement at once, without waiting for the shutdown grace period.
+func TestRunStopInterrupts(t *testing.T) {
+	f := newRunFixture(t, "spark: {endpoint: 'sc://spark:15002', catalog: lake, rules: [{}]}")
+	f.spark.block = true
+	res, _, local := f.runner.Run(t.Context(), f.job, f.runner.Stop)
+	if local || res.Outcome != planner.Failed || !strings.Contains(fmt.Sprint(res.Err), "interrupted (shutdown)") {
+		t.Fatalf("local %v, outcome %s: %v", local, res.Outcome, res.Err)
+	}
+	if f.spark.interrupts < 1 || !f.spark.execEnded {
+		t.Fatalf("interrupts %d, statement ended %v", f.spark.interrupts, f.spark.execEnded)
+	}
+}

@@ -456,6 +456,12 @@ func (w *Worker) Shutdown(grace time.Duration) bool {
 	if w.Planner != nil {
 		w.Planner.Close()
 	}
+	if w.spark != nil {
+		// A Spark job rarely ends within the grace period; interrupt it now
+		// so that Spark confirms its end before this process is killed
+		// and a successor starts another job on the table.
+		w.spark.Stop()
+	}
 	done := make(chan struct{})
 	go func() {
 		if w.Pool != nil {
