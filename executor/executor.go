@@ -88,13 +88,15 @@ type Report struct {
 	FailedDataFiles int
 	// DryRun reports are what the job would have done.
 	DryRun bool
+	// Backend is where the job ran: BackendLocal or BackendSpark.
+	Backend string
 }
 
 // Run executes job and reports how it ended. It never panics on bad input
 // and never leaves its own output files behind when it does not commit them.
 func (e *Executor) Run(ctx context.Context, job planner.Job) (planner.Result, Report) {
 	start := time.Now()
-	log := e.log.With("table", job.TableName, "job_id", job.ID, "kind", job.Kind)
+	log := JobLogger(e.log, job, BackendLocal)
 	log.Info("job started", "partitions", job.PartitionKeys(), "reason", job.ReasonText())
 	var (
 		res planner.Result
@@ -119,8 +121,28 @@ func (e *Executor) Run(ctx context.Context, job planner.Job) (planner.Result, Re
 		res = planner.Result{Outcome: planner.Failed, Err: fmt.Errorf("unknown job kind %q", job.Kind)}
 	}
 	rep.Duration = time.Since(start)
-	e.met.JobDuration.WithLabelValues(string(job.Kind)).Observe(rep.Duration.Seconds())
-	e.met.Jobs.WithLabelValues(string(job.Kind), res.Outcome.String()).Inc()
+	rep.Backend = BackendLocal
+	RecordFinished(log, e.met, job, res, rep)
+	return res, rep
+}
+
+// Backends a job runs on (Report.Backend, the backend attribute of a job's
+// log lines and events).
+const (
+	BackendLocal = "local"
+	BackendSpark = "spark"
+)
+
+// JobLogger returns log with the attributes every line about job carries.
+func JobLogger(log *slog.Logger, job planner.Job, backend string) *slog.Logger {
+	return log.With("table", job.TableName, "job_id", job.ID, "kind", job.Kind, "backend", backend)
+}
+
+// RecordFinished records a finished job, whichever backend ran it: its
+// metrics and its "job finished" line with the counts.
+func RecordFinished(log *slog.Logger, met *metrics.Metrics, job planner.Job, res planner.Result, rep Report) {
+	met.JobDuration.WithLabelValues(string(job.Kind)).Observe(rep.Duration.Seconds())
+	met.Jobs.WithLabelValues(string(job.Kind), res.Outcome.String()).Inc()
 	attrs := []any{"outcome", res.Outcome.String(), "files_in", rep.RewrittenDataFiles, "files_out", rep.AddedDataFiles,
 		"bytes_in", rep.RewrittenBytes, "bytes_out", rep.AddedBytes, "removed_delete_files", rep.RemovedDeleteFiles,
 		"commits", rep.Commits, "attempts", rep.Attempts, "conflicts", rep.Conflicts, "duration", rep.Duration}
@@ -138,13 +160,15 @@ func (e *Executor) Run(ctx context.Context, job planner.Job) (planner.Result, Re
 			"deleted_equality_delete_files", x.DeletedEqualityDeleteFiles, "deleted_manifests", x.DeletedManifests,
 			"deleted_manifest_lists", x.DeletedManifestLists, "deleted_statistics_files", x.DeletedStatisticsFiles)
 	}
+	if job.Kind == planner.KindRemoveOrphans {
+		attrs = append(attrs, "orphans", len(rep.Orphans.Orphans), "deleted_files", rep.Orphans.DeletedFiles)
+	}
 	switch res.Outcome {
 	case planner.Succeeded, planner.Noop:
 		log.Info("job finished", attrs...)
 	default:
 		log.Warn("job finished", append(attrs, "error", res.Err)...)
 	}
-	return res, rep
 }
 
 // rewriter is how a data rewrite plans its groups and writes one group:

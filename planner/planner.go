@@ -630,6 +630,7 @@ func (p *Planner) scheduleLocked(st *tableState, kind JobKind, parts []Partition
 		ScheduledAt:    now,
 		BaseSnapshotID: st.counters.snapshotID,
 	}
+	job.InputFiles, job.InputBytes = st.counters.input(parts)
 	for _, f := range with {
 		f(&job)
 	}
@@ -758,6 +759,7 @@ func (p *Planner) Finished(ctx context.Context, job Job, res Result) {
 			ps.cooldownUntil = now.Add(job.Settings.Cooldown)
 		}
 	}
+	st.counters.markOffloaded(res.OwnSnapshots, job.Kind == KindSort)
 	if res.Table != nil {
 		if err := p.observeLocked(ctx, st, res.Table); err != nil {
 			p.log.Warn("could not apply reactor's own commit to table state; the next event will",

@@ -95,6 +95,9 @@ type Config struct {
 	// the worker's pool at start, so a reload that changes it is logged and
 	// takes effect on restart. Must be >= 1.
 	Concurrency *int `yaml:"concurrency"`
+	// Spark hands the jobs its rules select to a Spark cluster through
+	// Spark Connect (see [Spark]); absent, every job runs in reactor.
+	Spark *Spark `yaml:"spark"`
 }
 
 // DefaultConcurrency is the job concurrency when neither the file nor the
@@ -483,6 +486,8 @@ func (c *Config) Validate() error {
 	if c.Concurrency != nil && *c.Concurrency < 1 {
 		add("concurrency", *c.Concurrency, "must be >= 1")
 	}
+
+	c.validateSpark(add)
 
 	builtin := Builtin()
 	defaults := layer{name: "defaults", policy: &c.Defaults}

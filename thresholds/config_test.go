@@ -311,7 +311,7 @@ func TestExampleYAML(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, typ := range []reflect.Type{reflect.TypeFor[Config](), reflect.TypeFor[Override]()} {
+	for _, typ := range []reflect.Type{reflect.TypeFor[Config](), reflect.TypeFor[Override](), reflect.TypeFor[Spark](), reflect.TypeFor[SparkRule]()} {
 		for _, name := range yamlFieldNames(typ) {
 			if !strings.Contains(string(text), name+":") {
 				t.Errorf("example.yaml does not show %q", name)
