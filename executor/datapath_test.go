@@ -430,4 +430,3 @@ func TestDataPathsApplyDeletesAlike(t *testing.T) {
 		t.Fatalf("delete files left: iceberg-go %v, reactor %v", refLeft, ownLeft)
 	}
 }
-
