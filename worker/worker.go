@@ -340,6 +340,12 @@ func Start(ctx context.Context, cfg Config) (_ *Worker, err error) {
 	w.cancel = cancel
 	exec := executor.New(w.Catalog, cfg.Logger, cfg.Metrics)
 	w.concurrency = max(cfg.Concurrency, 1)
+	// The same bound holds the output files written at once, across
+	// jobs: each holds a buffered row group (README, "Memory").
+	if err := exec.Configure(executor.Options{Concurrency: w.concurrency}); err != nil {
+		cancel()
+		return nil, fmt.Errorf("worker: %w", err)
+	}
 	w.Pool = executor.NewPool(runCtx, exec, w.concurrency)
 	catName := cfg.CatalogName
 	if cfg.CatalogProps == nil {
