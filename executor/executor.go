@@ -38,6 +38,9 @@ type Executor struct {
 	opts            Options
 	// tokens bound the output files written at once (datapath.go).
 	tokens tokens
+	// hist are the tables' history indexes (references.go); nil: every
+	// question walks the whole history.
+	hist *histories
 }
 
 // New creates an executor committing through cat.
@@ -48,7 +51,8 @@ func New(cat catalog.Catalog, log *slog.Logger, met *metrics.Metrics) *Executor 
 	if met == nil {
 		met = metrics.New()
 	}
-	return &Executor{cat: cat, log: log, met: met, referenceMaxAge: referenceMaxAge, tokens: newTokens(1)}
+	return &Executor{cat: cat, log: log, met: met, referenceMaxAge: referenceMaxAge, tokens: newTokens(1),
+		hist: newHistories(defaultHistoryBytes)}
 }
 
 // Report is what a job did, in the terms the Spark procedures report

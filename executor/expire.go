@@ -144,7 +144,7 @@ func (e *Executor) expireSnapshots(ctx context.Context, log *slog.Logger, job pl
 	fs, err := pre.FS(ctx)
 	var files []deletions.File
 	if err == nil {
-		files, err = unlinkedFiles(ctx, fs, pre.Metadata(), post.Metadata())
+		files, err = e.expiryUnlinked(ctx, fs, pre, post, job.DryRun)
 	}
 	rep.Expiry.ExpiredSnapshots = len(removed)
 	for _, f := range files {
@@ -267,14 +267,14 @@ func (e *Executor) deleteExpiredFiles(ctx context.Context, log *slog.Logger, job
 // referenced ones in or. It returns how many were already gone.
 func (e *Executor) deleteUnlinked(ctx context.Context, log *slog.Logger, tbl *table.Table, fs iceio.IO, files []deletions.File,
 	x *ExpiryCounts, or *OrphanReport) (int, error) {
-	refs, err := reachable(ctx, fs, tbl.Metadata())
+	referenced, done, err := e.referencedBy(ctx, tbl, fs)
 	if err != nil {
 		return 0, fmt.Errorf("read table history: %w", err)
 	}
-	referenced := refs.locations(tbl)
+	defer done()
 	gone := 0
 	for _, f := range files {
-		if referenced[location.Identity(f.Path)] {
+		if referenced(location.Identity(f.Path)) {
 			or.StillReferenced++
 			log.Info("an unlinked file is referenced again; kept", "path", f.Path)
 			continue
@@ -401,22 +401,8 @@ func unlinkedFiles(ctx context.Context, fs iceio.IO, pre, post table.Metadata) (
 	for _, p := range paths {
 		add(p, candidates[p])
 	}
-	kept := map[string]bool{}
-	for sf := range post.Statistics() {
-		kept[sf.StatisticsPath] = true
-	}
-	for psf := range post.PartitionStatistics() {
-		kept[psf.StatisticsPath] = true
-	}
-	for sf := range pre.Statistics() {
-		if !retainedIDs[sf.SnapshotID] && !kept[sf.StatisticsPath] {
-			add(sf.StatisticsPath, deletions.KindStatistics)
-		}
-	}
-	for psf := range pre.PartitionStatistics() {
-		if !retainedIDs[psf.SnapshotID] && !kept[psf.StatisticsPath] {
-			add(psf.StatisticsPath, deletions.KindStatistics)
-		}
+	for _, f := range unlinkedStatistics(pre, post) {
+		add(f.Path, f.Kind)
 	}
 	return out, nil
 }

@@ -19,3 +19,7 @@ func UseIcebergWriter(e *Executor) { e.opts.icebergWriter = true }
 // PoisonFreedBuffers makes e's job pools overwrite what Arrow frees and
 // never reuse it, so a buffer read after its release shows as garbage.
 func PoisonFreedBuffers(e *Executor) { e.opts.poisonFreed = true }
+
+// WalkWholeHistory makes e answer every question about a table's history
+// by walking all of it, without history indexes.
+func WalkWholeHistory(e *Executor) { e.hist = nil }

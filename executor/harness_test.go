@@ -80,8 +80,21 @@ func newTestExecutor(t testing.TB, cat catalog.Catalog, log *slog.Logger, met *m
 	default:
 		t.Fatalf("%s=%q: want iceberg-go or reactor", writerEnv, w)
 	}
+	switch h := os.Getenv(historyEnv); h {
+	case "walk":
+		executor.WalkWholeHistory(e)
+	case "", "index":
+	default:
+		t.Fatalf("%s=%q: want walk or index", historyEnv, h)
+	}
 	return e
 }
+
+// historyEnv selects how the executor tests answer questions about a
+// table's history: "walk" walks all of it every time (as before history
+// indexes), by default the executor keeps an index per table across jobs.
+// .ci/run runs the package both ways.
+const historyEnv = "REACTOR_TEST_HISTORY"
 
 func (f *fixture) commit(category string, rows int) {
 	f.t.Helper()

@@ -11,6 +11,11 @@ type Options struct {
 	// its sorted runs go.
 	SortMemory int64
 	SpillDir   string
+	// HistoryBytes bounds the memory of the tables' history indexes,
+	// which let expiry and orphan cleanup read only what changed since
+	// they last looked (0: 512 MiB; negative: no indexes, every job walks
+	// the table's whole history).
+	HistoryBytes int64
 
 	// icebergWriter writes every group through iceberg-go's
 	// ExecuteCompactionGroup, one group at a time (tests compare the two
@@ -27,5 +32,13 @@ func (e *Executor) Configure(o Options) error {
 	}
 	e.opts = o
 	e.tokens = newTokens(o.Concurrency)
+	switch {
+	case o.HistoryBytes < 0:
+		e.hist = nil
+	case o.HistoryBytes == 0:
+		e.hist = newHistories(defaultHistoryBytes)
+	default:
+		e.hist = newHistories(o.HistoryBytes)
+	}
 	return nil
 }
