@@ -1,5 +1,13 @@
 package executor
 
+import (
+	"context"
+
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/icereactor/reactor/history"
+)
+
 // RemovedSnapshots exposes the expiry guard to the external tests.
 var RemovedSnapshots = removedSnapshots
 
@@ -23,3 +31,21 @@ func PoisonFreedBuffers(e *Executor) { e.opts.poisonFreed = true }
 // WalkWholeHistory makes e answer every question about a table's history
 // by walking all of it, without history indexes.
 func WalkWholeHistory(e *Executor) { e.hist = nil }
+
+// SyncHistory brings e's history index of tbl up to tbl's snapshots, as
+// the jobs before a benchmarked one would have.
+func SyncHistory(ctx context.Context, e *Executor, tbl *table.Table) error {
+	if e.hist == nil {
+		return nil
+	}
+	fs, err := tbl.FS(ctx)
+	if err != nil {
+		return err
+	}
+	x, _, err := e.hist.borrow(ctx, tableName(tbl), fs, tbl.Metadata(), history.SyncOptions{})
+	if err != nil {
+		return err
+	}
+	e.hist.giveBack(tableName(tbl), x)
+	return nil
+}
