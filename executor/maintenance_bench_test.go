@@ -57,7 +57,7 @@ const (
 	maintPartitions   = 10
 	maintStrays       = 1_000 // unreferenced files (failed writes) for orphan cleanup
 
-	expiryYAML         = "defaults: {snapshot_max_age: 1ms, min_reader_margin: 0s, retain_last: 1}"
+	expiryYAML = "defaults: {snapshot_max_age: 1ms, min_reader_margin: 0s, retain_last: 1}"
 	// %d: the snapshots to keep (all but the oldest trimmed).
 	expiryTrimYAML = "defaults: {snapshot_max_age: 1ms, min_reader_margin: 0s, retain_last: %d, expire_deletion_delay: 1ms}"
 	// A dry run; every file on disk is made two hours old, so only being
