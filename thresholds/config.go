@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
 	"path"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strconv"
@@ -98,11 +100,42 @@ type Config struct {
 	// Spark hands the jobs its rules select to a Spark cluster through
 	// Spark Connect (see [Spark]); absent, every job runs in reactor.
 	Spark *Spark `yaml:"spark"`
+	// SortMemory is the most memory one sort or z-order group holds in
+	// decoded rows: a larger group is sorted in runs of this size, spilled
+	// to SpillDir and merged. Unset: DefaultSortMemory. Must be >=
+	// MinSortMemory. Read at start.
+	SortMemory *Size `yaml:"sort_memory"`
+	// SpillDir is the local directory sorts spill their runs to (created
+	// if missing). Unset: reactor-spill under the system's temporary
+	// directory. Must be an absolute path. Read at start.
+	SpillDir *string `yaml:"spill_dir"`
 }
 
 // DefaultConcurrency is the job concurrency when neither the file nor the
 // command line sets one.
 const DefaultConcurrency = 2
+
+// DefaultSortMemory and MinSortMemory bound sort_memory.
+const (
+	DefaultSortMemory = 256 * MiB
+	MinSortMemory     = 16 * MiB
+)
+
+// SortMemoryOrDefault is sort_memory, or its default.
+func (c *Config) SortMemoryOrDefault() Size {
+	if c.SortMemory != nil {
+		return *c.SortMemory
+	}
+	return DefaultSortMemory
+}
+
+// SpillDirOrDefault is spill_dir, or its default.
+func (c *Config) SpillDirOrDefault() string {
+	if c.SpillDir != nil {
+		return *c.SpillDir
+	}
+	return filepath.Join(os.TempDir(), "reactor-spill")
+}
 
 // Override is a Policy for the tables whose "namespace.table" name matches
 // Match.
@@ -485,6 +518,12 @@ func (c *Config) Validate() error {
 
 	if c.Concurrency != nil && *c.Concurrency < 1 {
 		add("concurrency", *c.Concurrency, "must be >= 1")
+	}
+	if c.SortMemory != nil && *c.SortMemory < MinSortMemory {
+		add("sort_memory", *c.SortMemory, "must be >= %s (a run must hold enough rows to be worth spilling)", MinSortMemory)
+	}
+	if c.SpillDir != nil && !filepath.IsAbs(*c.SpillDir) {
+		add("spill_dir", *c.SpillDir, "must be an absolute path")
 	}
 
 	c.validateSpark(add)

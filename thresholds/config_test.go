@@ -943,3 +943,36 @@ func TestDeleteSettings(t *testing.T) {
 		}
 	}
 }
+
+// sort_memory and spill_dir: defaults, values, and what is refused.
+func TestSortMemoryAndSpillDir(t *testing.T) {
+	cfg, err := Parse([]byte(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.SortMemoryOrDefault() != DefaultSortMemory || !filepath.IsAbs(cfg.SpillDirOrDefault()) {
+		t.Errorf("defaults: %s, %q", cfg.SortMemoryOrDefault(), cfg.SpillDirOrDefault())
+	}
+	cfg, err = Parse([]byte("sort_memory: 1GiB\nspill_dir: /var/spill\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.SortMemoryOrDefault() != GiB || cfg.SpillDirOrDefault() != "/var/spill" {
+		t.Errorf("set: %s, %q", cfg.SortMemoryOrDefault(), cfg.SpillDirOrDefault())
+	}
+	for doc, want := range map[string]string{
+		"sort_memory: 1MiB":     "sort_memory: must be >= 16MiB",
+		"sort_memory: -1":       "sort_memory: invalid size",
+		"sort_memory: lots":     "sort_memory: invalid size",
+		"spill_dir: spill":      `spill_dir: must be an absolute path, got "spill"`,
+		`spill_dir: ""`:         "spill_dir: must be an absolute path",
+		"spill_dir: [/a]":       "spill_dir",
+		"sort_memory: [1, 2]":   "sort_memory",
+		"spill_dir: ../../etc":  "spill_dir: must be an absolute path",
+		"sort_memory: 16777215": "sort_memory: must be >= 16MiB",
+	} {
+		if err := mustFail(t, doc); !strings.Contains(err, want) {
+			t.Errorf("%s: %s, want %q", doc, err, want)
+		}
+	}
+}
