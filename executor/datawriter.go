@@ -272,16 +272,27 @@ type rollingWriter struct {
 	name  uuid.UUID
 	task  int
 	props *parquet.WriterProperties
-	files []iceberg.DataFile
-	cur   *pqarrow.FileWriter
-	out   *countingFile
-	path  string
-	count int
+	// target is the file size it rolls at.
+	target int64
+	files  []iceberg.DataFile
+	cur    *pqarrow.FileWriter
+	out    *countingFile
+	path   string
+	count  int
 }
 
 func newRollingWriter(f *outputFormat, mem memory.Allocator, task int) *rollingWriter {
+	return &rollingWriter{f: f, mem: mem, name: uuid.New(), task: task, props: f.writerProperties(mem, 0), target: f.target}
+}
+
+// writerProperties are f's Parquet properties with buffers from mem and,
+// if rowGroupRows > 0, that row-group limit.
+func (f *outputFormat) writerProperties(mem memory.Allocator, rowGroupRows int64) *parquet.WriterProperties {
 	props := append([]parquet.WriterProperty{parquet.WithAllocator(mem)}, f.props...)
-	return &rollingWriter{f: f, mem: mem, name: uuid.New(), task: task, props: parquet.NewWriterProperties(props...)}
+	if rowGroupRows > 0 {
+		props = append(props, parquet.WithMaxRowGroupLength(rowGroupRows))
+	}
+	return parquet.NewWriterProperties(props...)
 }
 
 // write appends rec (the caller keeps its reference). Its columns must
@@ -303,7 +314,7 @@ func (w *rollingWriter) write(rec arrow.RecordBatch) error {
 	if err := w.cur.WriteBuffered(rec); err != nil {
 		return fmt.Errorf("write %s: %w", w.path, err)
 	}
-	if w.out.n >= w.f.target {
+	if w.out.n >= w.target {
 		return w.closeFile()
 	}
 	return nil

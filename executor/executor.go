@@ -36,8 +36,10 @@ type Executor struct {
 	// every delete).
 	referenceMaxAge time.Duration
 	opts            Options
-	// tokens bound the output files written at once (datapath.go).
-	tokens tokens
+	// tokens bound the output files written at once (datapath.go);
+	// sortSlot the groups sorted at once (one: sort_memory is per group).
+	tokens   tokens
+	sortSlot tokens
 	// hist are the tables' history indexes (references.go); nil: every
 	// question walks the whole history.
 	hist *histories
@@ -51,7 +53,7 @@ func New(cat catalog.Catalog, log *slog.Logger, met *metrics.Metrics) *Executor 
 	if met == nil {
 		met = metrics.New()
 	}
-	return &Executor{cat: cat, log: log, met: met, referenceMaxAge: referenceMaxAge, tokens: newTokens(1),
+	return &Executor{cat: cat, log: log, met: met, referenceMaxAge: referenceMaxAge, tokens: newTokens(1), sortSlot: newTokens(1),
 		hist: newHistories(defaultHistoryBytes)}
 }
 
@@ -93,6 +95,9 @@ type Report struct {
 	// FailedDataFiles are the inputs of groups that did not commit
 	// (Spark's failed_data_files_count): a failed batch and those after it.
 	FailedDataFiles int
+	// SpilledRuns counts the sorted runs a sort job spilled to disk
+	// (0: every group was sorted in memory).
+	SpilledRuns int
 	// DryRun reports are what the job would have done.
 	DryRun bool
 	// Backend is where the job ran: BackendLocal or BackendSpark.
@@ -160,6 +165,8 @@ func RecordFinished(log *slog.Logger, met *metrics.Metrics, job planner.Job, res
 			"dangling_delete_rows", rep.DanglingDeleteRows)
 	case planner.KindRewriteManifests:
 		attrs = append(attrs, "manifests_rewritten", rep.ManifestsRewritten, "manifests_added", rep.ManifestsAdded)
+	case planner.KindSort:
+		attrs = append(attrs, "spilled_runs", rep.SpilledRuns)
 	case planner.KindExpireSnapshots:
 		x := rep.Expiry
 		attrs = append(attrs, "expired_snapshots", x.ExpiredSnapshots, "deleted_data_files", x.DeletedDataFiles,

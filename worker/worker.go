@@ -342,7 +342,8 @@ func Start(ctx context.Context, cfg Config) (_ *Worker, err error) {
 	w.concurrency = max(cfg.Concurrency, 1)
 	// The same bound holds the output files written at once, across
 	// jobs: each holds a buffered row group (README, "Memory").
-	if err := exec.Configure(executor.Options{Concurrency: w.concurrency}); err != nil {
+	if err := exec.Configure(executor.Options{Concurrency: w.concurrency,
+		SortMemory: int64(cfg.Thresholds.SortMemoryOrDefault()), SpillDir: cfg.Thresholds.SpillDirOrDefault()}); err != nil {
 		cancel()
 		return nil, fmt.Errorf("worker: %w", err)
 	}

@@ -52,7 +52,8 @@ func runOneShot(ctx context.Context, c *tableCommand, kind planner.JobKind, opts
 	if cfg.Concurrency != nil {
 		concurrency = *cfg.Concurrency
 	}
-	if err := exec.Configure(executor.Options{Concurrency: concurrency}); err != nil {
+	if err := exec.Configure(executor.Options{Concurrency: concurrency,
+		SortMemory: int64(cfg.SortMemoryOrDefault()), SpillDir: cfg.SpillDirOrDefault()}); err != nil {
 		return err
 	}
 	res, rep := exec.Run(ctx, job)
