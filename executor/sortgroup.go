@@ -247,4 +247,3 @@ func (e *Executor) spillDir() string {
 	}
 	return filepath.Join(os.TempDir(), "reactor-spill")
 }
-
