@@ -1,6 +1,7 @@
 package executor
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -250,15 +251,31 @@ func parquetProperties(props iceberg.Properties, sc *arrow.Schema) ([]parquet.Wr
 }
 
 // countingFile counts what a Parquet writer wrote to a file.
+// Writes go through a buffer: the Parquet writer writes every page and
+// header on its own, a system call each on local disk.
 type countingFile struct {
-	iceio.FileWriter
-	n int64
+	file iceio.FileWriter
+	buf  *bufio.Writer
+	n    int64
+}
+
+func newCountingFile(f iceio.FileWriter) *countingFile {
+	return &countingFile{file: f, buf: bufio.NewWriterSize(f, 1<<20)}
 }
 
 func (c *countingFile) Write(p []byte) (int, error) {
-	n, err := c.FileWriter.Write(p)
+	n, err := c.buf.Write(p)
 	c.n += int64(n)
 	return n, err
+}
+
+// Close flushes and closes the file.
+func (c *countingFile) Close() error {
+	err := c.buf.Flush()
+	if cerr := c.file.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // rollingWriter writes one stream of batches into files of the target
@@ -327,7 +344,7 @@ func (w *rollingWriter) open() error {
 	if err != nil {
 		return fmt.Errorf("create %s: %w", w.path, err)
 	}
-	w.out = &countingFile{FileWriter: file}
+	w.out = newCountingFile(file)
 	w.cur, err = pqarrow.NewFileWriter(w.f.arrowSchema, w.out, w.props,
 		pqarrow.NewArrowWriterProperties(pqarrow.WithAllocator(w.mem), pqarrow.WithStoreSchema()))
 	if err != nil {

@@ -1,12 +1,14 @@
 package executor
 
 import (
+	"bufio"
 	"bytes"
 	"container/heap"
 	"context"
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -66,6 +68,8 @@ type sorter struct {
 	rows    int64
 	// batchRows is how many rows a spilled batch holds.
 	batchRows int64
+	// readTook and mergeTook time the passes, for the log.
+	readTook, mergeTook time.Duration
 }
 
 // spillRun sorts rec (or, for a z-order, only keeps it) and writes it to a
@@ -96,46 +100,58 @@ func (s *sorter) spillRun(rec arrow.RecordBatch) error {
 // writeRun writes rec (with keys, if not nil) to path in batches of
 // batchRows rows.
 func (s *sorter) writeRun(path string, rec arrow.RecordBatch, keys *array.Binary) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return fmt.Errorf("spill a sorted run: %w", err)
-	}
 	sc := s.sc
 	if keys != nil {
 		sc = s.runSc
-	}
-	w, err := ipc.NewFileWriter(f, ipc.WithSchema(sc), ipc.WithAllocator(s.mem))
-	if err != nil {
-		f.Close()
-		return fmt.Errorf("spill a sorted run: %w", err)
 	}
 	n := rec.NumRows()
 	if s.batchRows == 0 && n > 0 {
 		s.batchRows = max(1024, s.budget/spillBatchDivisor*n/max(recordBytes(rec), 1))
 	}
-	for start := int64(0); start < n; start += s.batchRows {
-		end := min(start+s.batchRows, n)
-		part := rec.NewSlice(start, end)
-		if keys != nil {
-			cols := append(append([]arrow.Array{}, part.Columns()...), array.NewSlice(keys, start, end))
-			withKeys := array.NewRecordBatch(sc, cols, end-start)
-			cols[len(cols)-1].Release()
+	return writeRunFile(path, sc, s.mem, func(write func(arrow.RecordBatch) error) error {
+		for start := int64(0); start < n; start += s.batchRows {
+			end := min(start+s.batchRows, n)
+			part := rec.NewSlice(start, end)
+			if keys != nil {
+				cols := append(append([]arrow.Array{}, part.Columns()...), array.NewSlice(keys, start, end))
+				withKeys := array.NewRecordBatch(sc, cols, end-start)
+				cols[len(cols)-1].Release()
+				part.Release()
+				part = withKeys
+			}
+			err := write(part)
 			part.Release()
-			part = withKeys
+			if err != nil {
+				return err
+			}
 		}
-		err := w.Write(part)
-		part.Release()
-		if err != nil {
-			w.Close()
-			f.Close()
-			return fmt.Errorf("spill a sorted run: %w", err)
-		}
-	}
-	if err := w.Close(); err != nil {
-		f.Close()
+		return nil
+	})
+}
+
+// writeRunFile writes the batches fill gives it to a new Arrow IPC file at
+// path, through a buffer (the IPC writer writes each buffer of a batch on
+// its own).
+func writeRunFile(path string, sc *arrow.Schema, mem memory.Allocator, fill func(write func(arrow.RecordBatch) error) error) error {
+	f, err := os.Create(path)
+	if err != nil {
 		return fmt.Errorf("spill a sorted run: %w", err)
 	}
-	if err := f.Close(); err != nil {
+	buf := bufio.NewWriterSize(f, 1<<20)
+	w, err := ipc.NewFileWriter(buf, ipc.WithSchema(sc), ipc.WithAllocator(mem))
+	if err == nil {
+		err = fill(w.Write)
+		if cerr := w.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if ferr := buf.Flush(); err == nil {
+		err = ferr
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
 		return fmt.Errorf("spill a sorted run: %w", err)
 	}
 	return nil
@@ -443,22 +459,9 @@ func (s *sorter) reduceRuns() error {
 				continue
 			}
 			path := filepath.Join(s.dir, fmt.Sprintf("merged-%s.arrow", uuid.NewString()))
-			f, err := os.Create(path)
-			if err != nil {
-				return fmt.Errorf("spill a merged run: %w", err)
-			}
-			w, err := ipc.NewFileWriter(f, ipc.WithSchema(s.runSc), ipc.WithAllocator(s.mem))
-			if err != nil {
-				f.Close()
-				return fmt.Errorf("spill a merged run: %w", err)
-			}
-			err = s.merge(group, s.batchRows, true, func(rec arrow.RecordBatch) error { return w.Write(rec) })
-			if cerr := w.Close(); err == nil {
-				err = cerr
-			}
-			if cerr := f.Close(); err == nil {
-				err = cerr
-			}
+			err := writeRunFile(path, s.runSc, s.mem, func(write func(arrow.RecordBatch) error) error {
+				return s.merge(group, s.batchRows, true, write)
+			})
 			if err != nil {
 				return fmt.Errorf("merge sorted runs: %w", err)
 			}

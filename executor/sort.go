@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync/atomic"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -58,11 +59,12 @@ func (e *Executor) sort(ctx context.Context, log *slog.Logger, job planner.Job) 
 			return groups, skipped, err
 		},
 		write: func(ctx context.Context, tbl *table.Table, g table.CompactionTaskGroup) (table.CompactionGroupResult, error) {
-			gr, runs, err := e.writeSortedGroup(ctx, tbl, g, bound, job.Settings.TargetFileSize)
-			if runs > 0 {
-				spilled.Add(int64(runs))
+			gr, st, err := e.writeSortedGroup(ctx, tbl, g, bound, job.Settings.TargetFileSize)
+			if st.spilled > 0 {
+				spilled.Add(int64(st.spilled))
 				log.Info("group sorted in runs spilled to disk (larger than sort_memory)", "partition", g.PartitionKey,
-					"runs", runs, "sort_memory", thresholds.Size(e.sortMemory()), "spill_dir", e.spillDir())
+					"runs", st.spilled, "sort_memory", thresholds.Size(e.sortMemory()), "spill_dir", e.spillDir(),
+					"read_and_spill", st.readTook.Round(time.Millisecond), "merge_and_write", st.mergeTook.Round(time.Millisecond))
 			}
 			return gr, err
 		},

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/compute"
@@ -28,26 +29,26 @@ import (
 // would otherwise re-sort each batch by the table's default order,
 // undoing a z-order.
 //
-// It returns the group's result and how many sorted runs it spilled.
+// It returns the group's result and what the sort did.
 func (e *Executor) writeSortedGroup(ctx context.Context, tbl *table.Table, g table.CompactionTaskGroup, bound sortorder.Bound,
-	target int64) (_ table.CompactionGroupResult, spilled int, _ error) {
+	target int64) (table.CompactionGroupResult, sortStats, error) {
 	res := table.CompactionGroupResult{PartitionKey: g.PartitionKey, BytesBefore: g.TotalSizeBytes,
 		SafePosDeletes: table.CollectSafePositionDeletes(g.Tasks), SafeDeletionVectors: table.CollectSafeDeletionVectors(g.Tasks)}
 	for _, t := range g.Tasks {
 		res.OldDataFiles = append(res.OldDataFiles, t.File)
 	}
 	if err := e.sortSlot.acquire(ctx); err != nil {
-		return res, 0, err
+		return res, sortStats{}, err
 	}
 	defer e.sortSlot.release()
 	writeTo, err := unsortedView(tbl)
 	if err != nil {
-		return res, 0, err
+		return res, sortStats{}, err
 	}
 	var f *outputFormat
 	if !e.opts.icebergWriter {
 		if f, err = ownWriterFor(ctx, writeTo, g, target); err != nil && !errors.Is(err, errNotOwnWriter) {
-			return res, 0, err
+			return res, sortStats{}, err
 		}
 	}
 	mem := e.newJobPool()
@@ -57,10 +58,12 @@ func (e *Executor) writeSortedGroup(ctx context.Context, tbl *table.Table, g tab
 	}
 	schema, records, err := tbl.Scan().ReadTasks(readCtx, g.Tasks)
 	if err != nil {
-		return res, 0, fmt.Errorf("read group %s: %w", g.PartitionKey, err)
+		return res, sortStats{}, fmt.Errorf("read group %s: %w", g.PartitionKey, err)
 	}
 	budget := e.sortMemory()
-	s := &sorter{ctx: ctx, bound: bound, mem: mem, budget: budget, sc: schema, zorder: bound.Order().ZOrder,
+	// Sorting's copies (take, concatenation) come from the pool too.
+	poolCtx := compute.WithAllocator(ctx, mem)
+	s := &sorter{ctx: poolCtx, bound: bound, mem: mem, budget: budget, sc: schema, zorder: bound.Order().ZOrder,
 		runSc: arrow.NewSchema(append(append([]arrow.Field{}, schema.Fields()...),
 			arrow.Field{Name: sortKeyColumn, Type: arrow.BinaryTypes.Binary}), nil)}
 	if s.zorder {
@@ -71,29 +74,31 @@ func (e *Executor) writeSortedGroup(ctx context.Context, tbl *table.Table, g tab
 			_ = os.RemoveAll(s.dir)
 		}
 	}()
+	started := time.Now()
 	acc, err := s.readRuns(ctx, records, e.spillDir())
+	s.readTook = time.Since(started)
 	defer func() {
 		for _, b := range acc {
 			b.Release()
 		}
 	}()
 	if err != nil {
-		return res, s.spilled, fmt.Errorf("read group %s: %w", g.PartitionKey, err)
+		return res, s.stats(), fmt.Errorf("read group %s: %w", g.PartitionKey, err)
 	}
 	rowsPerFile, rowGroupRows := sortOutputs(s.rows, g.TotalSizeBytes, target)
 	sink := newSortSink(ctx, e, writeTo, f, schema, mem, rowsPerFile, rowGroupRows)
-	fail := func(err error) (table.CompactionGroupResult, int, error) {
+	fail := func(err error) (table.CompactionGroupResult, sortStats, error) {
 		for _, df := range sink.abort(err) {
 			res.NewDataFiles = append(res.NewDataFiles, df)
 		}
-		return res, s.spilled, err
+		return res, s.stats(), err
 	}
 	if s.spilled == 0 {
 		all, err := concatBatches(mem, schema, acc)
 		if err != nil {
 			return fail(fmt.Errorf("gather group %s: %w", g.PartitionKey, err))
 		}
-		sorted, err := bound.Sort(ctx, all)
+		sorted, err := bound.Sort(poolCtx, all)
 		all.Release()
 		if err != nil {
 			return fail(fmt.Errorf("sort group %s: %w", g.PartitionKey, err))
@@ -112,9 +117,11 @@ func (e *Executor) writeSortedGroup(ctx context.Context, tbl *table.Table, g tab
 		if err := s.reduceRuns(); err != nil {
 			return fail(fmt.Errorf("sort group %s: %w", g.PartitionKey, err))
 		}
+		merging := time.Now()
 		if err := s.merge(s.runs, rowGroupRows, false, sink.write); err != nil {
 			return fail(fmt.Errorf("merge sorted runs of group %s: %w", g.PartitionKey, err))
 		}
+		s.mergeTook = time.Since(merging)
 	}
 	files, err := sink.close()
 	for _, df := range files {
@@ -122,9 +129,9 @@ func (e *Executor) writeSortedGroup(ctx context.Context, tbl *table.Table, g tab
 		res.BytesAfter += df.FileSizeBytes()
 	}
 	if err != nil {
-		return res, s.spilled, fmt.Errorf("write sorted files for group %s: %w", g.PartitionKey, err)
+		return res, s.stats(), fmt.Errorf("write sorted files for group %s: %w", g.PartitionKey, err)
 	}
-	return res, s.spilled, nil
+	return res, s.stats(), nil
 }
 
 // sortMemory is the budget of one sort group.
@@ -246,4 +253,14 @@ func (e *Executor) spillDir() string {
 		return e.opts.SpillDir
 	}
 	return filepath.Join(os.TempDir(), "reactor-spill")
+}
+
+// sortStats are what a group's sort did, for the job's log.
+type sortStats struct {
+	spilled             int
+	readTook, mergeTook time.Duration
+}
+
+func (s *sorter) stats() sortStats {
+	return sortStats{spilled: s.spilled, readTook: s.readTook, mergeTook: s.mergeTook}
 }
