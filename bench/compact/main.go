@@ -34,12 +34,9 @@ import (
 	"github.com/icereactor/reactor/thresholds"
 )
 
-// roleEnv names the role a child process plays; its arguments follow in
-// roleArgsEnv as JSON.
-const (
-	roleEnv     = "REACTOR_BENCH_COMPACT_ROLE"
-	roleArgsEnv = "REACTOR_BENCH_COMPACT_ARGS"
-)
+// roleEnv names the role a child process plays; its arguments (roleArgs)
+// come on its stdin as JSON.
+const roleEnv = "REACTOR_BENCH_COMPACT_ROLE"
 
 // roleArgs are a child's instructions.
 type roleArgs struct {
@@ -144,8 +141,8 @@ func parseFlags(args []string) (config, error) {
 // child plays role and prints its childReport as JSON.
 func child(role string) int {
 	var args roleArgs
-	if err := json.Unmarshal([]byte(os.Getenv(roleArgsEnv)), &args); err != nil {
-		fmt.Fprintf(os.Stderr, "bad %s: %v\n", roleArgsEnv, err)
+	if err := json.NewDecoder(os.Stdin).Decode(&args); err != nil {
+		fmt.Fprintf(os.Stderr, "bad arguments on stdin: %v\n", err)
 		return 2
 	}
 	ctx := context.Background()

@@ -236,7 +236,10 @@ func runChild(ctx context.Context, c contender) (runResult, error) {
 		return res, err
 	}
 	cmd := exec.CommandContext(ctx, exe)
-	cmd.Env = append(os.Environ(), roleEnv+"="+c.role, roleArgsEnv+"="+string(args))
+	// The arguments go on stdin: a large partition's input list is longer
+	// than one environment variable may be (128 KiB on Linux).
+	cmd.Env = append(os.Environ(), roleEnv+"="+c.role)
+	cmd.Stdin = bytes.NewReader(args)
 	var stdout bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, os.Stderr
 	start := time.Now()
