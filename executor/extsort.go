@@ -36,9 +36,11 @@ import (
 // quantiles, then merged.
 //
 // Memory: the run being read and the run being sorted (each at most a
-// third of the budget), or, while merging, one spilled batch per run and
-// one merged batch; runs are merged maxFanIn at a time. The output files'
-// writers (Options.Concurrency of them, a row group each) come on top.
+// third of the budget), or, while merging, one spilled batch per run, one
+// merged batch and up to a third of the budget of merged rows queued for
+// the output files (so that several are encoded at once); runs are merged
+// maxFanIn at a time. The output files' writers (Options.Concurrency of
+// them, a row group each) come on top.
 
 // sortKeyColumn is the spilled runs' extra column holding each row's key.
 const sortKeyColumn = "_reactor_sort_key"

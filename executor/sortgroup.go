@@ -117,6 +117,10 @@ func (e *Executor) writeSortedGroup(ctx context.Context, tbl *table.Table, g tab
 		if err := s.reduceRuns(); err != nil {
 			return fail(fmt.Errorf("sort group %s: %w", g.PartitionKey, err))
 		}
+		// While merging, the two thirds of the budget that held the run
+		// being read and the run being sorted are free: one of them holds
+		// merged rows queued for the files being encoded.
+		sink.boundQueue(budget / 3)
 		merging := time.Now()
 		if err := s.merge(s.runs, rowGroupRows, false, sink.write); err != nil {
 			return fail(fmt.Errorf("merge sorted runs of group %s: %w", g.PartitionKey, err))

@@ -11,6 +11,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
+	"golang.org/x/sync/semaphore"
 )
 
 // sortSink writes a sort group's rows, arriving in order, into files of
@@ -33,11 +34,23 @@ type sortSink struct {
 	cur    *sortFile
 	rows   int64 // rows sent to cur
 	files  []*sortFile
+
+	// queued bounds the bytes of rows sent to files and not yet written
+	// (queueLimit of them), when boundQueue set it: the merge then moves on
+	// to the next file while earlier ones are still being encoded.
+	queued     *semaphore.Weighted
+	queueLimit int64
+}
+
+// sortBatch is rows sent to a file, and the bytes of queued they hold.
+type sortBatch struct {
+	rec    arrow.RecordBatch
+	weight int64
 }
 
 // sortFile is one output file being written: its rows arrive on in.
 type sortFile struct {
-	in    chan arrow.RecordBatch
+	in    chan sortBatch
 	done  chan struct{}
 	files []iceberg.DataFile
 	err   error
@@ -50,9 +63,28 @@ func newSortSink(ctx context.Context, e *Executor, tbl *table.Table, f *outputFo
 	return s
 }
 
+// boundQueue lets the rows sent to files and not yet written take up to
+// limit bytes, instead of a couple of batches a file. The external sort's
+// merge, whose batches are small and come one after the other, can then
+// hand a file its last rows and start the next file while the first is
+// still encoding, so that files are encoded at once (as the executor's
+// tokens allow) within the sort's budget.
+func (s *sortSink) boundQueue(limit int64) {
+	s.queueLimit = max(limit, 1)
+	s.queued = semaphore.NewWeighted(s.queueLimit)
+}
+
+// sortQueueBatches is the capacity of a file's queue when boundQueue set
+// a byte budget (which is what then bounds it).
+const sortQueueBatches = 1024
+
 // write sends rec's rows (it keeps its own references) to the files they
 // belong to.
 func (s *sortSink) write(rec arrow.RecordBatch) error {
+	var perRow int64
+	if s.queued != nil && rec.NumRows() > 0 {
+		perRow = max(recordBytes(rec)/rec.NumRows(), 1)
+	}
 	for start := int64(0); start < rec.NumRows(); {
 		if err := context.Cause(s.ctx); err != nil {
 			return err
@@ -61,11 +93,19 @@ func (s *sortSink) write(rec arrow.RecordBatch) error {
 			s.next()
 		}
 		n := min(rec.NumRows()-start, s.rowsPerFile-s.rows)
+		var weight int64
+		if s.queued != nil {
+			weight = min(perRow*n, s.queueLimit)
+			if err := s.queued.Acquire(s.ctx, weight); err != nil {
+				return context.Cause(s.ctx)
+			}
+		}
 		part := rec.NewSlice(start, start+n)
 		select {
-		case s.cur.in <- part:
+		case s.cur.in <- sortBatch{part, weight}:
 		case <-s.ctx.Done():
 			part.Release()
+			s.unqueue(weight)
 			return context.Cause(s.ctx)
 		}
 		s.rows += n
@@ -79,15 +119,20 @@ func (s *sortSink) next() {
 	if s.cur != nil {
 		close(s.cur.in)
 	}
-	file := &sortFile{in: make(chan arrow.RecordBatch, readAhead), done: make(chan struct{})}
+	capacity := readAhead
+	if s.queued != nil {
+		capacity = sortQueueBatches
+	}
+	file := &sortFile{in: make(chan sortBatch, capacity), done: make(chan struct{})}
 	s.cur, s.rows = file, 0
 	s.files = append(s.files, file)
 	index := len(s.files) - 1
 	go func() {
 		defer close(file.done)
 		defer func() {
-			for rec := range file.in { // what was sent after a failure
-				rec.Release()
+			for b := range file.in { // what was sent after a failure
+				b.rec.Release()
+				s.unqueue(b.weight)
 			}
 		}()
 		if err := s.e.tokens.acquire(s.ctx); err != nil {
@@ -102,18 +147,26 @@ func (s *sortSink) next() {
 	}()
 }
 
+// unqueue gives back the bytes of queued a written batch held.
+func (s *sortSink) unqueue(weight int64) {
+	if weight > 0 {
+		s.queued.Release(weight)
+	}
+}
+
 // writeFile writes one file from in (releasing what it takes).
-func (s *sortSink) writeFile(index int, in <-chan arrow.RecordBatch) ([]iceberg.DataFile, error) {
+func (s *sortSink) writeFile(index int, in <-chan sortBatch) ([]iceberg.DataFile, error) {
 	if s.f != nil {
 		w := newRollingWriter(s.f, s.mem, index)
 		w.target, w.props = math.MaxInt64, s.f.writerProperties(s.mem, s.rowGroupRows)
-		for rec := range in {
+		for b := range in {
 			// The scan's columns under the table's Arrow schema (field
 			// ids), as compaction writes them.
-			withIDs := array.NewRecordBatch(s.f.arrowSchema, rec.Columns(), rec.NumRows())
-			rec.Release()
+			withIDs := array.NewRecordBatch(s.f.arrowSchema, b.rec.Columns(), b.rec.NumRows())
+			b.rec.Release()
 			err := w.write(withIDs)
 			withIDs.Release()
+			s.unqueue(b.weight)
 			if err != nil {
 				w.abort()
 				return w.files, err
@@ -127,8 +180,10 @@ func (s *sortSink) writeFile(index int, in <-chan arrow.RecordBatch) ([]iceberg.
 	}
 	// iceberg-go's writer, for the tables reactor's does not write.
 	records := func(yield func(arrow.RecordBatch, error) bool) {
-		for rec := range in {
-			if !yield(rec, nil) {
+		for b := range in {
+			ok := yield(b.rec, nil)
+			s.unqueue(b.weight)
+			if !ok {
 				return
 			}
 		}
