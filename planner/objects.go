@@ -197,7 +197,30 @@ func (p *Planner) metadataApplied(name, loc string) bool {
 	}
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	return st.counters.appliedMetadata.has(normalizeLocation(loc))
+	return metadataCovered(st.counters.metadataLocation, loc)
+}
+
+// metadataCovered reports whether a state brought up to the metadata file
+// applied (normalised) includes the commit that wrote the one at loc: it
+// is that file, or an older one by its version number.
+func metadataCovered(applied, loc string) bool {
+	if applied == "" {
+		return false
+	}
+	if normalizeLocation(loc) == applied {
+		return true
+	}
+	notified, ok := metadataVersion(loc)
+	if !ok {
+		return false
+	}
+	current, ok := metadataVersion(applied)
+	return ok && notified <= current && sameDirectory(applied, normalizeLocation(loc))
+}
+
+// sameDirectory reports whether two locations share their parent.
+func sameDirectory(a, b string) bool {
+	return a[:strings.LastIndexByte(a, '/')+1] == b[:strings.LastIndexByte(b, '/')+1]
 }
 
 func (p *Planner) trackData(tl tableLocation, ev events.ObjectEvent) ObjectOutcome {
@@ -225,7 +248,7 @@ func (p *Planner) trackData(tl tableLocation, ev events.ObjectEvent) ObjectOutco
 	if removedAt, ok := st.removed.get(loc); ok && !ev.Time.After(removedAt) {
 		return ObjectIgnored
 	}
-	if st.counters.confirmed.has(loc) {
+	if st.counters.confirmed.has(locationHash(loc)) {
 		return ObjectConfirmed
 	}
 	if _, ok := st.unconfirmed[loc]; !ok && len(st.unconfirmed) >= MaxUnconfirmedPerTable {
@@ -334,7 +357,9 @@ func (p *Planner) OrphanCandidates(ctx context.Context, name string, asOf time.T
 }
 
 // removals remembers when recently removed objects were removed, bounded
-// to recentLimit entries (oldest forgotten first).
+// to removalLimit entries (oldest forgotten first).
+const removalLimit = 4096
+
 type removals struct {
 	at    map[string]time.Time
 	order []string
@@ -346,7 +371,7 @@ func (r *removals) add(loc string, at time.Time) {
 	}
 	if _, ok := r.at[loc]; !ok {
 		r.order = append(r.order, loc)
-		if len(r.order) > recentLimit {
+		if len(r.order) > removalLimit {
 			delete(r.at, r.order[0])
 			r.order = r.order[1:]
 		}

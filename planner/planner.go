@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
-	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -219,7 +218,7 @@ func (p *Planner) alreadyApplied(ev events.CommitEvent) bool {
 	}
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	return st.counters.applied.has(ev.SnapshotID)
+	return st.coversSnapshot(ev.SnapshotID)
 }
 
 // Observe brings the planner's state for tbl up to tbl's current snapshot
@@ -246,17 +245,19 @@ func (p *Planner) observeLocked(ctx context.Context, st *tableState, tbl *table.
 		st.counters.reset(sizesOf(st.settings))
 		return fmt.Errorf("%w: update %s: %w", ErrCatalogUnavailable, st.name, err)
 	}
-	st.snapshots = summarizeSnapshots(tbl.Metadata())
+	if !stats.stale {
+		st.snapshots = summarizeSnapshots(tbl.Metadata())
+		if loc := tbl.MetadataLocation(); loc != "" {
+			st.counters.metadataLocation = normalizeLocation(loc)
+		}
+	}
 	if !st.pendingLoaded {
 		p.loadPendingLocked(ctx, st, tbl)
 	}
-	p.met.SetSnapshots(st.name, len(st.snapshots.times), st.snapshots.oldest())
+	p.met.SetSnapshots(st.name, st.snapshots.count(), st.snapshots.oldest())
 	st.confirmLocked(stats.added)
 	if st.unconfirmed != nil {
 		p.met.UnconfirmedFiles.WithLabelValues(st.name).Set(float64(len(st.unconfirmed)))
-	}
-	if loc := tbl.MetadataLocation(); loc != "" {
-		st.counters.appliedMetadata.add(normalizeLocation(loc))
 	}
 	if stats.rebuilt {
 		p.met.StateRebuilds.WithLabelValues(st.name).Inc()
@@ -330,8 +331,8 @@ func (p *Planner) evaluateLocked(st *tableState) {
 	for _, k := range keys {
 		ps := st.counters.partitions[k]
 		var settled []JobKind
-		if ps.settledWrite.Equal(ps.LastWrite) {
-			settled = ps.settledKinds
+		if ps.settledWrite == instantOf(ps.LastWrite) {
+			settled = ps.settledKinds.kinds()
 		}
 		_, kind, reason, applyDeletes, due := partitionDue(ps.Counters, set, now, settled...)
 		if !due && set.Strategy.Sorts() && ps.DataFiles > ps.SortedFiles && !ps.LastWrite.IsZero() {
@@ -346,21 +347,21 @@ func (p *Planner) evaluateLocked(st *tableState) {
 			// One job per table at a time: Finished re-evaluates.
 			continue
 		}
-		if now.Before(ps.cooldownUntil) {
+		if until := ps.cooldownUntil.time(); now.Before(until) {
 			p.log.Debug("partition over threshold, cooling down", "table", st.name, "partition", ps.Key,
-				"reason", "cooldown", "until", ps.cooldownUntil)
-			deferUntil(ps.cooldownUntil)
+				"reason", "cooldown", "until", until)
+			deferUntil(until)
 			continue
 		}
 		reason.Partition = ps.Key
 		if quietEnd := ps.LastWrite.Add(set.QuietPeriod); now.Before(quietEnd) {
-			if ps.waitingSince.IsZero() {
-				ps.waitingSince = now
+			if ps.waitingSince == 0 {
+				ps.waitingSince = instantOf(now)
 				p.log.Info("partition over threshold but still being written; waiting for it to cool",
 					"table", st.name, "partition", ps.Key, "reason", "quiet_period",
 					"quiet_period", set.QuietPeriod, "max_quiet_wait", set.MaxQuietWait)
 			}
-			giveUpWaiting := ps.waitingSince.Add(set.MaxQuietWait)
+			giveUpWaiting := ps.waitingSince.time().Add(set.MaxQuietWait)
 			if set.MaxQuietWait == 0 || now.Before(giveUpWaiting) {
 				deferUntil(quietEnd)
 				if set.MaxQuietWait > 0 {
@@ -376,8 +377,8 @@ func (p *Planner) evaluateLocked(st *tableState) {
 			}
 			reason.Note = wait
 		}
-		ps.waitingSince = time.Time{}
-		part := ps.Partition
+		ps.waitingSince = 0
+		part := ps.partition()
 		part.ApplyDeletes = applyDeletes
 		switch kind {
 		case KindRewritePositionDeletes:
@@ -428,7 +429,7 @@ func (p *Planner) evaluateLocked(st *tableState) {
 // and rewrites that metadata, so bringing it back comes before data work.
 func (st *tableState) metadataOverBounds() bool {
 	set := st.settings
-	return (set.SnapshotCount > 0 && len(st.snapshots.times) >= set.SnapshotCount) ||
+	return (set.SnapshotCount > 0 && st.snapshots.count() >= set.SnapshotCount) ||
 		st.manifestsOverBound()
 }
 
@@ -723,25 +724,25 @@ func (p *Planner) Finished(ctx context.Context, job Job, res Result) {
 			// The job changed other partitions but found nothing to do
 			// in this one: settle it like a no-op.
 			p.settleLocked(st, ps, job, why)
-			ps.cooldownUntil = now.Add(job.Settings.Cooldown)
+			ps.cooldownUntil = instantOf(now.Add(job.Settings.Cooldown))
 			continue
 		}
 		switch {
 		case job.Kind == KindSort && res.Outcome == Failed:
 			// An order that does not fit the schema fails every time:
 			// try again on the sort cadence, not every cool-down.
-			ps.cooldownUntil = now.Add(max(job.Settings.Cooldown, job.Settings.SortQuietPeriod))
+			ps.cooldownUntil = instantOf(now.Add(max(job.Settings.Cooldown, job.Settings.SortQuietPeriod)))
 		case res.Outcome == GaveUp:
-			ps.cooldownUntil = now.Add(job.Settings.ConflictCooldown)
+			ps.cooldownUntil = instantOf(now.Add(job.Settings.ConflictCooldown))
 		case res.Outcome == Noop:
 			why := res.NothingToDo[part.Key]
 			if why == "" {
 				why = "the job found nothing to do"
 			}
 			p.settleLocked(st, ps, job, why)
-			ps.cooldownUntil = now.Add(job.Settings.Cooldown)
+			ps.cooldownUntil = instantOf(now.Add(job.Settings.Cooldown))
 		default:
-			ps.cooldownUntil = now.Add(job.Settings.Cooldown)
+			ps.cooldownUntil = instantOf(now.Add(job.Settings.Cooldown))
 		}
 	}
 	if res.Table != nil {
@@ -759,13 +760,11 @@ func (p *Planner) Finished(ctx context.Context, job Job, res Result) {
 // that no job of this kind can fix is left alone rather than rewritten
 // into the same files every cool-down.
 func (p *Planner) settleLocked(st *tableState, ps *partitionState, job Job, why string) {
-	if !ps.settledWrite.Equal(ps.LastWrite) {
-		ps.settledKinds = nil
+	if ps.settledWrite != instantOf(ps.LastWrite) {
+		ps.settledKinds = 0
 	}
-	ps.settledWrite = ps.LastWrite
-	if !slices.Contains(ps.settledKinds, job.Kind) {
-		ps.settledKinds = append(ps.settledKinds, job.Kind)
-	}
+	ps.settledWrite = instantOf(ps.LastWrite)
+	ps.settledKinds = ps.settledKinds.with(job.Kind)
 	p.log.Info("partition settled: not scheduled for this kind again until it is written", "table", st.name,
 		"partition", ps.Key, "kind", job.Kind, "job_id", job.ID, "reason", why)
 }
