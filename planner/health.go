@@ -52,7 +52,7 @@ func buildHealth(name string, tc *tableCounters, snaps snapshotSummary, set thre
 		h.AvgFileSize = tot.Bytes / int64(tot.DataFiles)
 	}
 	if n := snaps.count(); n > 0 {
-		h.OldestSnapshotAge = now.Sub(snaps.at(n-1))
+		h.OldestSnapshotAge = now.Sub(snaps.at(n - 1))
 	}
 	if h.TinyFiles > set.HealthMaxTinyFiles {
 		h.Problems = append(h.Problems, fmt.Sprintf("%d files below %s (limit %d): compaction is not keeping up with some partitions",
