@@ -47,6 +47,11 @@ type JobEvent struct {
 	// BaseSnapshotID is the snapshot the planner saw when it scheduled.
 	BaseSnapshotID int64 `json:"base_snapshot_id,omitempty"`
 
+	// Backend is where the job runs or ran: local (reactor itself) or
+	// spark (a Spark cluster through Spark Connect). Set on started,
+	// succeeded and failed.
+	Backend string `json:"backend,omitempty"`
+
 	// The rest is set on succeeded and failed only.
 
 	// Outcome refines the phase: succeeded or noop (phase succeeded),

@@ -56,10 +56,20 @@ func checkMalformed(t *testing.T, err error, wantErr string) {
 	}
 }
 
+// The minio_*.json fixtures are notifications captured from a real MinIO
+// by the realparts suite (realparts/scenarios TestCaptureNotifications,
+// `REALPARTS_CAPTURE=events/testdata realparts/run Capture`), indented and
+// otherwise as published: iceberg-go data files under partition values
+// with a space, a plus and a slash, the REST catalog's own metadata.json
+// write (S3FileIO), a key with a literal space and plus put through the S3
+// API, and its delete.
 func TestDecodeNotificationFixtures(t *testing.T) {
 	const (
 		dataKey = "warehouse/db.db/events/data/category=a+b/00000-0-8b3c1e2a-5d4f-4c7e-9a61-2f0d9e7b1c33-00001.parquet"
 		metaKey = "warehouse/db.db/events/metadata/00012-4f1d2c3b-8e9a-4b5c-a6d7-e8f901234567.metadata.json"
+		// What the captured MinIO notifications name, as stored.
+		capturedTable = "capture/keys/"
+		strayKey      = capturedTable + "data/category=a+b/stray copy+1.parquet"
 	)
 	tests := []struct {
 		fixture string
@@ -67,19 +77,72 @@ func TestDecodeNotificationFixtures(t *testing.T) {
 		want    Notification
 	}{
 		{
-			fixture: "minio_put.json", enc: KeyEncodingURL,
+			// iceberg-go writes the partition value "a b" as "a+b"; MinIO
+			// escapes the '+' as %2B (and '/' as %2F, '=' as %3D).
+			fixture: "minio_put_data.json", enc: KeyEncodingURL,
 			want: Notification{Events: []ObjectEvent{{
-				Action: ObjectCreated, EventName: "s3:ObjectCreated:Put", Bucket: "lake",
-				// %2F, %3D and %2B decoded: the '+' iceberg-go wrote stays a '+'.
-				Key: dataKey, Size: 1048576, ETag: "d41d8cd98f00b204e9800998ecf8427e",
-				Sequencer: "187C5E2A3F9B1D05", Time: mustTime(t, "2026-11-29T12:00:01.25Z"),
+				Action: ObjectCreated, EventName: "s3:ObjectCreated:Put", Bucket: "warehouse",
+				Key:  capturedTable + "data/category=a+b/00000-0-23562fc1-d60e-44e4-bd12-35cab41182fc-00001.parquet",
+				Size: 1385, ETag: "30e6a591b663aceed843338e1966d393", Sequencer: "18ED116E299CF641",
+				Time: mustTime(t, "2026-12-01T07:43:11.239Z"),
 			}}},
 		},
 		{
+			// "c+d" is "c%2Bd" in the path; MinIO escapes its '%' (%252B).
+			fixture: "minio_put_data_escaped.json", enc: KeyEncodingURL,
+			want: Notification{Events: []ObjectEvent{{
+				Action: ObjectCreated, EventName: "s3:ObjectCreated:Put", Bucket: "warehouse",
+				Key:  capturedTable + "data/category=c%2Bd/00000-0-1223e39c-6c6b-4c21-918d-142f8a7ed152-00001.parquet",
+				Size: 1398, ETag: "b5214697f8d29aeb23d35c738ebb5efb", Sequencer: "18ED116E30458CCA",
+				Time: mustTime(t, "2026-12-01T07:43:11.351Z"),
+			}}},
+		},
+		{
+			// "g/h" is "g%2Fh" in the path: one directory level, not two.
+			fixture: "minio_put_data_slash.json", enc: KeyEncodingURL,
+			want: Notification{Events: []ObjectEvent{{
+				Action: ObjectCreated, EventName: "s3:ObjectCreated:Put", Bucket: "warehouse",
+				Key:  capturedTable + "data/category=g%2Fh/00000-0-438b08ff-e2f6-4e1e-84de-1a06852d39be-00001.parquet",
+				Size: 1423, ETag: "1f48bbf434050006c00ff759aa331c8a", Sequencer: "18ED116E3C09E74C",
+				Time: mustTime(t, "2026-12-01T07:43:11.554Z"),
+			}}},
+		},
+		{
+			// Written by the REST catalog's S3FileIO, not by a writer.
+			fixture: "minio_put_metadata.json", enc: KeyEncodingURL,
+			want: Notification{Events: []ObjectEvent{{
+				Action: ObjectCreated, EventName: "s3:ObjectCreated:Put", Bucket: "warehouse",
+				Key:  capturedTable + "metadata/00000-c3c8b5dc-8624-4d73-b73c-558364dde3d8.metadata.json",
+				Size: 851, ETag: "8e3e9a8ed160b46f3ebe9dd801cf3bd2", Sequencer: "18ED116D75C8DB28",
+				Time: mustTime(t, "2026-12-01T07:43:08.266Z"),
+			}}},
+		},
+		{
+			// A literal space arrives as '+', a literal '+' as %2B.
+			fixture: "minio_put_space.json", enc: KeyEncodingURL,
+			want: Notification{Events: []ObjectEvent{{
+				Action: ObjectCreated, EventName: "s3:ObjectCreated:Put", Bucket: "warehouse",
+				Key: strayKey, Size: 11, ETag: "be6a3da1c99155c8308d81ca2c734b03", Sequencer: "18ED116EDD5E27F4",
+				Time: mustTime(t, "2026-12-01T07:43:14.250Z"),
+			}}},
+		},
+		{
+			// Deletes carry no size and no eTag.
 			fixture: "minio_delete.json", enc: KeyEncodingURL,
 			want: Notification{Events: []ObjectEvent{{
-				Action: ObjectRemoved, EventName: "s3:ObjectRemoved:Delete", Bucket: "lake",
-				Key: metaKey, Sequencer: "187C5E6B0A2C4E12", Time: mustTime(t, "2026-11-29T12:05:00Z"),
+				Action: ObjectRemoved, EventName: "s3:ObjectRemoved:Delete", Bucket: "warehouse",
+				Key: strayKey, Sequencer: "18ED116F911A32CB", Time: mustTime(t, "2026-12-01T07:43:17.265Z"),
+			}}},
+		},
+		{
+			// The wrong setting for MinIO: decodes without error to a key
+			// that names no object.
+			fixture: "minio_put_space.json", enc: KeyEncodingRaw,
+			want: Notification{Events: []ObjectEvent{{
+				Action: ObjectCreated, EventName: "s3:ObjectCreated:Put", Bucket: "warehouse",
+				Key:  "capture%2Fkeys%2Fdata%2Fcategory%3Da%2Bb%2Fstray+copy%2B1.parquet",
+				Size: 11, ETag: "be6a3da1c99155c8308d81ca2c734b03", Sequencer: "18ED116EDD5E27F4",
+				Time: mustTime(t, "2026-12-01T07:43:14.250Z"),
 			}}},
 		},
 		{
@@ -142,11 +205,12 @@ func TestDecodeNotificationFixtures(t *testing.T) {
 }
 
 func TestObjectEventLocation(t *testing.T) {
-	n, err := DecodeNotification(readFixture(t, "minio_put.json"), KeyEncodingURL)
+	n, err := DecodeNotification(readFixture(t, "minio_put_data.json"), KeyEncodingURL)
 	if err != nil {
 		t.Fatal(err)
 	}
-	const want = "s3://lake/warehouse/db.db/events/data/category=a+b/00000-0-8b3c1e2a-5d4f-4c7e-9a61-2f0d9e7b1c33-00001.parquet"
+	// The form the table's metadata names the file by (iceberg-go wrote it).
+	const want = "s3://warehouse/capture/keys/data/category=a+b/00000-0-23562fc1-d60e-44e4-bd12-35cab41182fc-00001.parquet"
 	if got := n.Events[0].Location(); got != want {
 		t.Errorf("Location = %q, want %q", got, want)
 	}
@@ -274,7 +338,7 @@ func manyRecords(n int) []byte {
 
 func TestDecodeNotificationErrors(t *testing.T) {
 	good := record("s3:ObjectCreated:Put", "lake", "data/x.parquet", "2026-11-29T12:00:00Z")
-	minio := readFixture(t, "minio_put.json")
+	minio := readFixture(t, "minio_put_data.json")
 	tests := []struct {
 		name    string
 		in      []byte
@@ -430,7 +494,7 @@ func TestDecodeNotificationShapes(t *testing.T) {
 }
 
 func TestDecodeNotificationUnknownEncoding(t *testing.T) {
-	_, err := DecodeNotification(readFixture(t, "minio_put.json"), KeyEncoding("base64"))
+	_, err := DecodeNotification(readFixture(t, "minio_put_data.json"), KeyEncoding("base64"))
 	if err == nil {
 		t.Fatal("want an error for an unknown key encoding")
 	}

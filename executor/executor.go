@@ -6,7 +6,6 @@ import (
 	"fmt"
 	iofs "io/fs"
 	"log/slog"
-	"maps"
 	"time"
 
 	"github.com/apache/iceberg-go"
@@ -14,7 +13,6 @@ import (
 	iceio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 	"github.com/apache/iceberg-go/table/compaction"
-	"github.com/cenkalti/backoff/v4"
 
 	"github.com/icereactor/reactor/conflict"
 	"github.com/icereactor/reactor/metrics"
@@ -27,9 +25,13 @@ var errUnknownCommitState = errors.New("commit outcome unknown")
 
 // Executor runs jobs.
 type Executor struct {
-	cat catalog.Catalog
-	log *slog.Logger
-	met *metrics.Metrics
+	cat   catalog.Catalog
+	log   *slog.Logger
+	met   *metrics.Metrics
+	watch commitWatch
+	// replayCommits sends every data rewrite through commitBatchReplay
+	// (benchmarks compare the two paths).
+	replayCommits bool
 	// referenceMaxAge: see the constant (tests set 0: re-read before
 	// every delete).
 	referenceMaxAge time.Duration
@@ -50,15 +52,18 @@ func New(cat catalog.Catalog, log *slog.Logger, met *metrics.Metrics) *Executor 
 // (rewrite_data_files, rewrite_manifests), plus reactor's commit
 // bookkeeping.
 type Report struct {
-	Groups                  int
-	RewrittenDataFiles      int
-	AddedDataFiles          int
-	RewrittenBytes          int64
-	AddedBytes              int64
-	RemovedDeleteFiles      int
-	Commits                 int
-	Attempts                int
-	Conflicts               int
+	Groups             int
+	RewrittenDataFiles int
+	AddedDataFiles     int
+	RewrittenBytes     int64
+	AddedBytes         int64
+	RemovedDeleteFiles int
+	Commits            int
+	Attempts           int
+	Conflicts          int
+	// RetriesAfterCommit counts the retries that went right after an
+	// observed writer commit rather than at the end of their backoff.
+	RetriesAfterCommit      int
 	FailedBatches           int
 	SkippedFiles            int
 	PlannedFromSnapshotID   int64
@@ -83,13 +88,15 @@ type Report struct {
 	FailedDataFiles int
 	// DryRun reports are what the job would have done.
 	DryRun bool
+	// Backend is where the job ran: BackendLocal or BackendSpark.
+	Backend string
 }
 
 // Run executes job and reports how it ended. It never panics on bad input
 // and never leaves its own output files behind when it does not commit them.
 func (e *Executor) Run(ctx context.Context, job planner.Job) (planner.Result, Report) {
 	start := time.Now()
-	log := e.log.With("table", job.TableName, "job_id", job.ID, "kind", job.Kind)
+	log := JobLogger(e.log, job, BackendLocal)
 	log.Info("job started", "partitions", job.PartitionKeys(), "reason", job.ReasonText())
 	var (
 		res planner.Result
@@ -114,8 +121,28 @@ func (e *Executor) Run(ctx context.Context, job planner.Job) (planner.Result, Re
 		res = planner.Result{Outcome: planner.Failed, Err: fmt.Errorf("unknown job kind %q", job.Kind)}
 	}
 	rep.Duration = time.Since(start)
-	e.met.JobDuration.WithLabelValues(string(job.Kind)).Observe(rep.Duration.Seconds())
-	e.met.Jobs.WithLabelValues(string(job.Kind), res.Outcome.String()).Inc()
+	rep.Backend = BackendLocal
+	RecordFinished(log, e.met, job, res, rep)
+	return res, rep
+}
+
+// Backends a job runs on (Report.Backend, the backend attribute of a job's
+// log lines and events).
+const (
+	BackendLocal = "local"
+	BackendSpark = "spark"
+)
+
+// JobLogger returns log with the attributes every line about job carries.
+func JobLogger(log *slog.Logger, job planner.Job, backend string) *slog.Logger {
+	return log.With("table", job.TableName, "job_id", job.ID, "kind", job.Kind, "backend", backend)
+}
+
+// RecordFinished records a finished job, whichever backend ran it: its
+// metrics and its "job finished" line with the counts.
+func RecordFinished(log *slog.Logger, met *metrics.Metrics, job planner.Job, res planner.Result, rep Report) {
+	met.JobDuration.WithLabelValues(string(job.Kind)).Observe(rep.Duration.Seconds())
+	met.Jobs.WithLabelValues(string(job.Kind), res.Outcome.String()).Inc()
 	attrs := []any{"outcome", res.Outcome.String(), "files_in", rep.RewrittenDataFiles, "files_out", rep.AddedDataFiles,
 		"bytes_in", rep.RewrittenBytes, "bytes_out", rep.AddedBytes, "removed_delete_files", rep.RemovedDeleteFiles,
 		"commits", rep.Commits, "attempts", rep.Attempts, "conflicts", rep.Conflicts, "duration", rep.Duration}
@@ -133,13 +160,15 @@ func (e *Executor) Run(ctx context.Context, job planner.Job) (planner.Result, Re
 			"deleted_equality_delete_files", x.DeletedEqualityDeleteFiles, "deleted_manifests", x.DeletedManifests,
 			"deleted_manifest_lists", x.DeletedManifestLists, "deleted_statistics_files", x.DeletedStatisticsFiles)
 	}
+	if job.Kind == planner.KindRemoveOrphans {
+		attrs = append(attrs, "orphans", len(rep.Orphans.Orphans), "deleted_files", rep.Orphans.DeletedFiles)
+	}
 	switch res.Outcome {
 	case planner.Succeeded, planner.Noop:
 		log.Info("job finished", attrs...)
 	default:
 		log.Warn("job finished", append(attrs, "error", res.Err)...)
 	}
-	return res, rep
 }
 
 // rewriter is how a data rewrite plans its groups and writes one group:
@@ -420,170 +449,6 @@ func (e *Executor) writeBatch(ctx context.Context, log *slog.Logger, tbl *table.
 	return results, nil
 }
 
-// commitBatch commits the already written outputs, retrying conflicts with
-// exponential backoff and jitter until the job's commit budget runs out.
-// Each attempt reloads the table, re-validates against everything committed
-// since the outputs were read, recomputes which position-delete files die
-// with the rewrite, and stages the same outputs again.
-//
-// planned is the table the outputs were read from: validation starts there.
-// head is the table the first attempt commits on.
-//
-// eqDeletes are the equality deletes that applied to the inputs when they
-// were read: those the rewrite leaves applying to nothing go in the same
-// commit.
-func (e *Executor) commitBatch(ctx context.Context, log *slog.Logger, job planner.Job, planned, head *table.Table, fs iceio.IO,
-	results []table.CompactionGroupResult, eqDeletes map[string]iceberg.DataFile, extraProps iceberg.Properties, rep *Report) (*table.Table, error) {
-	var (
-		oldFiles, newFiles []iceberg.DataFile
-		candidates         = map[string]iceberg.DataFile{}
-		bytesIn, bytesOut  int64
-	)
-	rewritten := map[string]struct{}{}
-	for _, gr := range results {
-		oldFiles = append(oldFiles, gr.OldDataFiles...)
-		newFiles = append(newFiles, gr.NewDataFiles...)
-		bytesIn += gr.BytesBefore
-		bytesOut += gr.BytesAfter
-		for _, df := range gr.OldDataFiles {
-			rewritten[df.FilePath()] = struct{}{}
-		}
-		for _, d := range gr.SafePosDeletes {
-			candidates[d.FilePath()] = d
-		}
-		for _, d := range gr.SafeDeletionVectors {
-			candidates[d.FilePath()] = d
-		}
-	}
-	inputs := newRewriteInputs(planned.Metadata(), oldFiles)
-	validatedID := planned.CurrentSnapshot().SnapshotID
-	props := iceberg.Properties{planner.SnapshotJobProperty: job.ID}
-	maps.Copy(props, extraProps)
-
-	var (
-		committed *table.Table
-		removed   int
-		attempt   int
-	)
-	var attemptStart time.Time
-	op := func() error {
-		attempt++
-		rep.Attempts++
-		attemptStart = time.Now()
-		tbl := head
-		if attempt > 1 {
-			fresh, err := e.cat.LoadTable(ctx, job.Table)
-			if err != nil {
-				if !conflict.IsTransient(err) {
-					log.Warn("reload for commit retry failed; will retry", "attempt", attempt, "error", err)
-				}
-				// The catalog blinking mid-job is retried within the
-				// same budget as a conflict.
-				return fmt.Errorf("reload table: %w", err)
-			}
-			tbl = fresh
-		}
-		if tbl.CurrentSnapshot() == nil || tbl.CurrentSnapshot().SnapshotID != validatedID {
-			// Validation is monotonic along the ancestry: only snapshots
-			// committed since the last attempt need reading, so an attempt
-			// stays cheap however long the writer has been busy.
-			if err := checkSince(fs, tbl.Metadata(), validatedID, inputs); err != nil {
-				return backoff.Permanent(err)
-			}
-			validatedID = tbl.CurrentSnapshot().SnapshotID
-		}
-		// Only position deletes that are dead in the snapshot being
-		// committed on may go: a partition-scoped delete that still
-		// applies to a file outside the rewrite stays (pitfall 1).
-		dead, err := table.CollectDeadPositionDeletes(ctx, fs, tbl.CurrentSnapshot(), rewritten)
-		if err != nil {
-			return backoff.Permanent(fmt.Errorf("collect dead position deletes: %w", err))
-		}
-		deadPaths := make(map[string]bool, len(dead))
-		for _, d := range dead {
-			deadPaths[d.FilePath()] = true
-		}
-		// Equality deletes die when no surviving data file older than
-		// them remains in their partition (the whole table for an
-		// unpartitioned spec): iceberg-go never drops them by itself.
-		var deadEq []iceberg.DataFile
-		if len(eqDeletes) > 0 {
-			found, err := compaction.CollectDeadEqualityDeletesWithSpecs(ctx, fs, tbl.Metadata(), tbl.CurrentSnapshot(), rewritten)
-			if err != nil {
-				return backoff.Permanent(fmt.Errorf("collect dead equality deletes: %w", err))
-			}
-			for _, d := range found {
-				if _, ours := eqDeletes[d.FilePath()]; ours {
-					deadEq = append(deadEq, d)
-				}
-			}
-		}
-		txn := tbl.NewTransaction()
-		rw := txn.NewRewrite(props)
-		for _, df := range oldFiles {
-			rw.DeleteFile(df)
-		}
-		for _, df := range newFiles {
-			rw.AddDataFile(df)
-		}
-		removed = 0
-		for path, d := range candidates {
-			if deadPaths[path] || table.IsDeletionVector(d) {
-				rw.DeleteFile(d)
-				removed++
-			}
-		}
-		for _, d := range deadEq {
-			rw.DeleteFile(d)
-			removed++
-		}
-		if err := rw.Commit(ctx); err != nil {
-			return backoff.Permanent(fmt.Errorf("stage rewrite: %w", err))
-		}
-		staged := stagedFiles(txn, fs)
-		next, err := txn.Commit(ctx)
-		if err == nil {
-			committed = next
-			return nil
-		}
-		if conflict.Is(err) {
-			rep.Conflicts++
-			e.met.CommitConflicts.WithLabelValues(job.TableName).Inc()
-			rep.StagedMetadataCleanedUp += removePaths(fs, staged, log)
-			return err
-		}
-		if conflict.IsTransient(err) {
-			// Failed before the catalog wrote anything (lock
-			// contention): same as a conflict, minus the counter.
-			rep.StagedMetadataCleanedUp += removePaths(fs, staged, log)
-			return err
-		}
-		// Neither: the catalog may or may not have taken the commit. Look
-		// before deciding; never delete what may be live.
-		if landed := e.findCommitted(ctx, job); landed != nil {
-			committed = landed
-			return nil
-		}
-		return backoff.Permanent(fmt.Errorf("%w: %w", errUnknownCommitState, err))
-	}
-	if err := e.retryCommits(ctx, log, job, op, func() (int, time.Time) { return attempt, attemptStart }); err != nil {
-		if conflict.IsRetryable(err) {
-			return nil, fmt.Errorf("gave up after %d attempts in %s: %w", attempt, job.Settings.CommitRetryTime, err)
-		}
-		return nil, err
-	}
-	rep.Commits++
-	rep.RewrittenDataFiles += len(oldFiles)
-	rep.AddedDataFiles += len(newFiles)
-	rep.RewrittenBytes += bytesIn
-	rep.AddedBytes += bytesOut
-	rep.RemovedDeleteFiles += removed
-	rep.CommittedSnapshotID = committed.CurrentSnapshot().SnapshotID
-	e.met.FilesRewritten.WithLabelValues(job.TableName).Add(float64(len(oldFiles)))
-	e.met.FilesAdded.WithLabelValues(job.TableName).Add(float64(len(newFiles)))
-	return committed, nil
-}
-
 // equalityDeletesOf lists, by path, the equality deletes that apply to the
 // groups' input files.
 func equalityDeletesOf(groups []table.CompactionTaskGroup) map[string]iceberg.DataFile {
@@ -596,52 +461,6 @@ func equalityDeletesOf(groups []table.CompactionTaskGroup) map[string]iceberg.Da
 		}
 	}
 	return out
-}
-
-// findCommitted looks for a snapshot carrying the job's id in the table's
-// current history: after an ambiguous commit error it tells whether the
-// commit landed after all.
-func (e *Executor) findCommitted(ctx context.Context, job planner.Job) *table.Table {
-	tbl, err := e.cat.LoadTable(ctx, job.Table)
-	if err != nil {
-		return nil
-	}
-	for s := tbl.CurrentSnapshot(); s != nil; {
-		if s.Summary != nil && s.Summary.Properties[planner.SnapshotJobProperty] == job.ID {
-			return tbl
-		}
-		if s.ParentSnapshotID == nil || s.TimestampMs < job.ScheduledAt.UnixMilli()-60_000 {
-			return nil
-		}
-		s = tbl.Metadata().SnapshotByID(*s.ParentSnapshotID)
-	}
-	return nil
-}
-
-// stagedFiles lists the manifest list and manifests a staged transaction
-// wrote for its new snapshot: if the commit loses, nothing references them
-// and reactor deletes them itself (pitfall 6) instead of leaving them to
-// orphan cleanup.
-func stagedFiles(txn *table.Transaction, fs iceio.IO) []string {
-	st, err := txn.StagedTable()
-	if err != nil {
-		return nil
-	}
-	snap := st.Metadata().CurrentSnapshot()
-	if snap == nil {
-		return nil
-	}
-	paths := []string{snap.ManifestList}
-	manifests, err := snap.Manifests(fs)
-	if err != nil {
-		return paths
-	}
-	for _, m := range manifests {
-		if m.SnapshotID() == snap.SnapshotID {
-			paths = append(paths, m.FilePath())
-		}
-	}
-	return paths
 }
 
 func removeOutputs(fs iceio.IO, results []table.CompactionGroupResult, log *slog.Logger) int {

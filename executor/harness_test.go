@@ -7,6 +7,7 @@ import (
 	"os"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog"
@@ -175,10 +176,45 @@ type interleavingCatalog struct {
 	before []func()
 	// commits counts CommitTable calls made by reactor through it.
 	commits int
+	// wrapFS, when set, wraps the IO of every table it loads (to count
+	// what reactor reads).
+	wrapFS func(iceio.IO) iceio.IO
+	// calls records when each load and commit started and ended (for the
+	// benchmarks that time one commit attempt).
+	calls []catalogCall
 	// beforeLoad, when set, runs before each LoadTable with its number
 	// (1 for the first).
 	beforeLoad func(n int)
 	loads      int
+}
+
+type catalogCall struct {
+	commit     bool
+	start, end time.Time
+	err        error
+}
+
+func (c *interleavingCatalog) record(commit bool, start time.Time, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.calls = append(c.calls, catalogCall{commit: commit, start: start, end: time.Now(), err: err})
+}
+
+// lastAttempt is how long reactor's last commit attempt took: from the
+// table load that started it to the end of its catalog commit.
+func (c *interleavingCatalog) lastAttempt() time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i := len(c.calls) - 1; i > 0; i-- {
+		if c.calls[i].commit {
+			for j := i - 1; j >= 0 && !c.calls[j].commit; j-- {
+				if j == 0 || c.calls[j-1].commit {
+					return c.calls[i].end.Sub(c.calls[j].start)
+				}
+			}
+		}
+	}
+	return 0
 }
 
 func (c *interleavingCatalog) LoadTable(ctx context.Context, id table.Identifier) (*table.Table, error) {
@@ -189,12 +225,21 @@ func (c *interleavingCatalog) LoadTable(ctx context.Context, id table.Identifier
 	if hook != nil {
 		hook(n)
 	}
+	start := time.Now()
 	tbl, err := c.Catalog.LoadTable(ctx, id)
+	c.record(false, start, err)
 	if err != nil {
 		return nil, err
 	}
+	wrap := c.wrapFS
 	return table.New(tbl.Identifier(), tbl.Metadata(), tbl.MetadataLocation(),
-		func(ctx context.Context) (iceio.IO, error) { return tbl.FS(ctx) }, c), nil
+		func(ctx context.Context) (iceio.IO, error) {
+			fs, err := tbl.FS(ctx)
+			if err == nil && wrap != nil {
+				fs = wrap(fs)
+			}
+			return fs, err
+		}, c), nil
 }
 
 func (c *interleavingCatalog) CommitTable(ctx context.Context, id table.Identifier, reqs []table.Requirement, updates []table.Update) (table.Metadata, string, error) {
@@ -208,7 +253,10 @@ func (c *interleavingCatalog) CommitTable(ctx context.Context, id table.Identifi
 	if run != nil {
 		run()
 	}
-	return c.Catalog.CommitTable(ctx, id, reqs, updates)
+	start := time.Now()
+	meta, loc, err := c.Catalog.CommitTable(ctx, id, reqs, updates)
+	c.record(true, start, err)
+	return meta, loc, err
 }
 
 // loadCount is how many tables were loaded through c.
@@ -223,4 +271,14 @@ func (c *interleavingCatalog) beforeNextCommits(actions ...func()) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.before = append(c.before, actions...)
+}
+
+// newExecutorOn is an executor committing through cat, logging like the
+// fixture's.
+func newExecutorOn(f *fixture, cat catalog.Catalog) *executor.Executor {
+	level := slog.LevelWarn
+	if testing.Verbose() {
+		level = slog.LevelDebug
+	}
+	return executor.New(cat, slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})), f.met)
 }

@@ -2,31 +2,38 @@ package executor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"strconv"
 	"time"
 
 	"github.com/apache/iceberg-go"
+	iceio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 	"github.com/cenkalti/backoff/v4"
 
+	"github.com/icereactor/reactor/conflict"
 	"github.com/icereactor/reactor/planner"
 )
 
 // rewriteManifests merges the table's data manifests into target-sized ones
 // clustered by partition, so every later scan, rewrite and commit reads a
 // handful of manifests instead of one per streaming append (DESIGN.md
-// pitfall 5). It writes no data: a conflict simply redoes it against the
-// refreshed table, within the job's commit budget.
+// pitfall 5). It writes no data. The merged manifests are written once (by
+// iceberg-go's RewriteManifests); after a lost race, while every manifest
+// they replace is still in the table, a retry reads only the new head's
+// manifest list and commits a new list with the merged manifests in place
+// of those they replace (the writers' new manifests kept as they are), as
+// iceberg-go's own retry does. Only when a replaced manifest is gone is the
+// merge redone on the refreshed table.
 func (e *Executor) rewriteManifests(ctx context.Context, log *slog.Logger, job planner.Job) (planner.Result, Report) {
-	var (
-		rep       Report
-		committed *table.Table
-		noop      bool
-	)
+	var rep Report
 	if job.DryRun {
 		return e.countManifests(ctx, job)
 	}
+	mr := &manifestRewrite{e: e, log: log, job: job, rep: &rep}
 	var attemptStart time.Time
 	op := func() error {
 		rep.Attempts++
@@ -35,53 +42,207 @@ func (e *Executor) rewriteManifests(ctx context.Context, log *slog.Logger, job p
 		if err != nil {
 			return err
 		}
-		keys := planner.NewKeyer(tbl.Metadata())
-		txn := tbl.NewTransaction()
-		res, err := txn.RewriteManifests(ctx, table.WithRewriteManifestClusterBy(func(df iceberg.DataFile) any {
-			return keys.Key(df.SpecID(), df.Partition())
-		}))
-		if err != nil {
-			return backoff.Permanent(fmt.Errorf("rewrite manifests: %w", err))
-		}
-		if res.IsNoOp() {
-			noop = true
-			log.Info("manifests need no rewrite", "why", res.NoOpReason.String())
-			return nil
-		}
-		if len(res.AddedManifests) >= len(res.RewrittenManifests) {
-			// As many manifests out as in (one per partition already, or
-			// partitions too large for one manifest): committing would
-			// only add a snapshot, and the count would trigger again.
-			noop = true
-			fs, err := tbl.FS(ctx)
-			if err == nil {
-				paths := stagedFiles(txn, fs)
-				for _, m := range res.AddedManifests {
-					paths = append(paths, m.FilePath())
-				}
-				rep.StagedMetadataCleanedUp += removePaths(fs, paths, log)
-			}
-			log.Info("manifests need no rewrite", "why", fmt.Sprintf("it would write %d manifests for the %d it reads",
-				len(res.AddedManifests), len(res.RewrittenManifests)))
-			return nil
-		}
-		next, err := txn.Commit(ctx)
-		if err == nil {
-			committed = next
-			rep.ManifestsRewritten, rep.ManifestsAdded = len(res.RewrittenManifests), len(res.AddedManifests)
-			return nil
-		}
-		return e.commitFailure(job, &rep, "manifest rewrite", err)
+		return mr.attempt(ctx, tbl)
 	}
-	if err := e.retryCommits(ctx, log, job, op, func() (int, time.Time) { return rep.Attempts, attemptStart }); err != nil {
+	err := e.retryCommitsInto(ctx, log, job, &rep, op, func() (int, time.Time) { return rep.Attempts, attemptStart })
+	mr.cleanup(err)
+	if err != nil {
 		return retryOutcome(err, rep.Attempts), rep
 	}
-	if noop {
+	if mr.noop {
 		return planner.Result{Outcome: planner.Noop}, rep
 	}
 	rep.Commits = 1
-	rep.CommittedSnapshotID = committed.CurrentSnapshot().SnapshotID
-	return planner.Result{Outcome: planner.Succeeded, Table: committed}, rep
+	rep.ManifestsRewritten, rep.ManifestsAdded = len(mr.replaced), len(mr.merged)
+	rep.CommittedSnapshotID = mr.committed.CurrentSnapshot().SnapshotID
+	return planner.Result{Outcome: planner.Succeeded, Table: mr.committed}, rep
+}
+
+// manifestRewrite is one manifest-rewrite job's commit state.
+type manifestRewrite struct {
+	e   *Executor
+	log *slog.Logger
+	job planner.Job
+	rep *Report
+	fs  iceio.IO
+
+	// The merge staged last: its snapshot id and summary, the manifests it
+	// wrote and those they replace.
+	sw         *snapshotWriter
+	props      iceberg.Properties
+	merged     []iceberg.ManifestFile
+	replaced   []iceberg.ManifestFile
+	superseded []string
+
+	committed *table.Table
+	noop      bool
+}
+
+func (mr *manifestRewrite) attempt(ctx context.Context, tbl *table.Table) error {
+	if mr.fs == nil {
+		fs, err := tbl.FS(ctx)
+		if err != nil {
+			return backoff.Permanent(fmt.Errorf("open table io: %w", err))
+		}
+		mr.fs = fs
+	}
+	if mr.merged != nil {
+		ok, err := mr.reuse(ctx, tbl)
+		if ok || err != nil {
+			return err
+		}
+		mr.log.Info("a manifest the merge replaces is gone; merging again", "attempt", mr.rep.Attempts)
+		mr.supersede()
+	}
+	return mr.merge(ctx, tbl)
+}
+
+// merge stages and commits a fresh merge through iceberg-go.
+func (mr *manifestRewrite) merge(ctx context.Context, tbl *table.Table) error {
+	keys := planner.NewKeyer(tbl.Metadata())
+	txn := tbl.NewTransaction()
+	res, err := txn.RewriteManifests(ctx, table.WithRewriteManifestClusterBy(func(df iceberg.DataFile) any {
+		return keys.Key(df.SpecID(), df.Partition())
+	}))
+	if err != nil {
+		return backoff.Permanent(fmt.Errorf("rewrite manifests: %w", err))
+	}
+	if res.IsNoOp() {
+		mr.noop = true
+		mr.log.Info("manifests need no rewrite", "why", res.NoOpReason.String())
+		return nil
+	}
+	if len(res.AddedManifests) >= len(res.RewrittenManifests) {
+		// As many manifests out as in (one per partition already, or
+		// partitions too large for one manifest): committing would only
+		// add a snapshot, and the count would trigger again.
+		mr.noop = true
+		paths := stagedFiles(txn, mr.fs)
+		for _, m := range res.AddedManifests {
+			paths = append(paths, m.FilePath())
+		}
+		mr.rep.StagedMetadataCleanedUp += removePaths(mr.fs, paths, mr.log)
+		mr.log.Info("manifests need no rewrite", "why", fmt.Sprintf("it would write %d manifests for the %d it reads",
+			len(res.AddedManifests), len(res.RewrittenManifests)))
+		return nil
+	}
+	staged, err := txn.StagedTable()
+	if err != nil {
+		return backoff.Permanent(fmt.Errorf("stage manifest rewrite: %w", err))
+	}
+	snap := staged.CurrentSnapshot()
+	sw, err := newSnapshotWriter(tbl, mr.fs)
+	if err != nil {
+		return backoff.Permanent(err)
+	}
+	sw.snapshotID = snap.SnapshotID // the merged manifests carry it
+	mr.sw, mr.merged, mr.replaced = sw, res.AddedManifests, res.RewrittenManifests
+	mr.props = maps.Clone(snap.Summary.Properties)
+	next, err := txn.Commit(ctx)
+	if err == nil {
+		mr.committed = next
+		return nil
+	}
+	// A catalog that reports conflicts as ErrCommitFailed (REST) lets
+	// iceberg-go retry inside Commit, which may merge again and, once out
+	// of retries, delete what it merged: reuse only what is still there.
+	mr.merged, mr.replaced = res.AddedManifests, res.RewrittenManifests
+	for _, m := range mr.merged {
+		if !errors.Is(err, table.ErrCommitFailed) {
+			break // iceberg-go returned at once
+		}
+		f, err := mr.fs.Open(m.FilePath())
+		if err != nil {
+			mr.merged, mr.replaced = nil, nil
+			break
+		}
+		_ = f.Close()
+	}
+	return mr.failed(ctx, snap.ManifestList, err)
+}
+
+// reuse commits the staged merge on tbl when every manifest it replaces is
+// still there: one manifest list read, one written.
+func (mr *manifestRewrite) reuse(ctx context.Context, tbl *table.Table) (bool, error) {
+	head := tbl.CurrentSnapshot()
+	if head == nil {
+		return false, backoff.Permanent(fmt.Errorf("%w: table has no current snapshot", ErrDiverged))
+	}
+	current, err := head.Manifests(mr.fs)
+	if err != nil {
+		return false, backoff.Permanent(fmt.Errorf("read manifest list of snapshot %d: %w", head.SnapshotID, err))
+	}
+	replaced := map[string]bool{}
+	for _, m := range mr.replaced {
+		replaced[m.FilePath()] = true
+	}
+	list := make([]iceberg.ManifestFile, 0, len(current))
+	found := 0
+	for _, m := range current {
+		if !replaced[m.FilePath()] {
+			list = append(list, m)
+			continue
+		}
+		if found == 0 {
+			list = append(list, mr.merged...)
+		}
+		found++
+	}
+	if found != len(replaced) {
+		return false, nil
+	}
+	props := maps.Clone(mr.props)
+	for _, k := range []string{sumTotalDataFiles, sumTotalDeleteFiles, sumTotalRecords, sumTotalFileSize, sumTotalPosDeletes, sumTotalEqDeletes} {
+		delete(props, k)
+	}
+	props[sumManifestsKept] = strconv.Itoa(len(current) - len(mr.replaced))
+	var previous iceberg.Properties
+	if head.Summary != nil {
+		previous = head.Summary.Properties
+	}
+	summary := rebaseSummary(table.OpReplace, nil, props, previous)
+	res, err := mr.e.commitOn(ctx, tbl, mr.sw, mr.rep.Attempts-1, list, summary)
+	switch {
+	case err == nil:
+		mr.committed = res.committed
+		return true, nil
+	case res.list == "":
+		return true, backoff.Permanent(fmt.Errorf("stage manifest rewrite: %w", err))
+	}
+	return true, mr.failed(ctx, res.list, err)
+}
+
+// failed classifies a failed commit of the manifest list at list.
+func (mr *manifestRewrite) failed(ctx context.Context, list string, err error) error {
+	if conflict.IsRetryable(err) {
+		mr.rep.StagedMetadataCleanedUp += removePaths(mr.fs, []string{list}, mr.log)
+		return mr.e.commitFailure(mr.job, mr.rep, "manifest rewrite", err)
+	}
+	if landed := mr.e.findSnapshot(ctx, mr.job, mr.sw.snapshotID); landed != nil {
+		mr.committed = landed
+		return nil
+	}
+	return backoff.Permanent(fmt.Errorf("%w: %w", errUnknownCommitState, err))
+}
+
+func (mr *manifestRewrite) supersede() {
+	for _, m := range mr.merged {
+		mr.superseded = append(mr.superseded, m.FilePath())
+	}
+	mr.merged, mr.replaced = nil, nil
+}
+
+// cleanup deletes the merged manifests no snapshot references: the
+// superseded ones, and the last ones too unless they committed (or may
+// have).
+func (mr *manifestRewrite) cleanup(err error) {
+	if mr.fs == nil || errors.Is(err, errUnknownCommitState) {
+		return
+	}
+	if err != nil {
+		mr.supersede()
+	}
+	mr.rep.StagedMetadataCleanedUp += removePaths(mr.fs, mr.superseded, mr.log)
 }
 
 // countManifests is rewrite_manifests' dry run: staging a rewrite writes

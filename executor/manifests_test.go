@@ -2,6 +2,7 @@ package executor_test
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -14,7 +15,7 @@ import (
 	"github.com/icereactor/reactor/streamwriter"
 )
 
-func dataManifestCount(t *testing.T, f *fixture) int {
+func dataManifestCount(t testing.TB, f *fixture) int {
 	t.Helper()
 	tbl := f.load()
 	fs, err := tbl.FS(f.ctx)
@@ -93,6 +94,106 @@ func TestRewriteManifestsRetriesConflicts(t *testing.T) {
 	}
 	if got, want := f.contents().Total, f.writer.Written(); got != want {
 		t.Errorf("table %v, written %v", got, want)
+	}
+}
+
+// unreferencedMetadata lists the Avro files under the table's metadata
+// directory that no snapshot in its history references: what a commit
+// attempt left behind.
+func unreferencedMetadata(t *testing.T, f *fixture) []string {
+	t.Helper()
+	tbl := f.load()
+	fs, err := tbl.FS(f.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	referenced := map[string]bool{}
+	for _, snap := range tbl.Metadata().Snapshots() {
+		referenced[strings.TrimPrefix(snap.ManifestList, "file://")] = true
+		ms, err := snap.Manifests(fs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range ms {
+			referenced[strings.TrimPrefix(m.FilePath(), "file://")] = true
+		}
+	}
+	var out []string
+	if err := walk(tbl.Location()+"/metadata", func(p string) {
+		if strings.HasSuffix(p, ".avro") && !referenced[p] {
+			out = append(out, p)
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// After a lost race the merged manifests are reused, not merged again: the
+// retry reads the new head's manifest list and nothing else, commits the
+// merged manifests the first attempt wrote beside the writer's new one, and
+// the losing attempt's manifest list is deleted.
+func TestRewriteManifestsRetryReusesMergedManifests(t *testing.T) {
+	f := newFixture(t, nil)
+	for i := range 20 {
+		f.commit([]string{"a", "b"}[i%2], 5)
+	}
+	counter := &countingIO{}
+	f.icat.wrapFS = counter.wrap
+	var mark int
+	var retry []string
+	f.icat.beforeNextCommits(func() { mark = counter.mark(); f.commit("c", 5) }, func() { retry = counter.since(mark) })
+	j := f.job("")
+	j.Kind = planner.KindRewriteManifests
+	res, rep := f.exec.Run(f.ctx, j)
+	if res.Outcome != planner.Succeeded || rep.Attempts != 2 || rep.Conflicts != 1 {
+		t.Fatalf("outcome %v (err %v) after %d attempts, %d conflicts; want success on the 2nd", res.Outcome, res.Err, rep.Attempts, rep.Conflicts)
+	}
+	tbl := f.load()
+	if len(retry) != 1 || retry[0] != tbl.Metadata().SnapshotByID(*tbl.CurrentSnapshot().ParentSnapshotID).ManifestList {
+		t.Errorf("the retry opened %v, want only the new head's manifest list", retry)
+	}
+	if n := dataManifestCount(t, f); n != 3 {
+		t.Errorf("%d data manifests, want 3 (a and b merged, the writer's c)", n)
+	}
+	if rep.ManifestsRewritten != 20 || rep.ManifestsAdded != 2 {
+		t.Errorf("report: %d rewritten, %d added; want 20 and 2", rep.ManifestsRewritten, rep.ManifestsAdded)
+	}
+	if got, want := f.contents().Total, f.writer.Written(); got != want {
+		t.Errorf("table %v, written %v", got, want)
+	}
+	if left := unreferencedMetadata(t, f); len(left) != 0 {
+		t.Errorf("files no snapshot references were left behind: %v", left)
+	}
+	if got := tbl.CurrentSnapshot().Summary.Properties["manifests-kept"]; got != "1" {
+		t.Errorf("manifests-kept = %q, want 1 (the writer's manifest)", got)
+	}
+}
+
+// A race that rewrites one of the manifests being merged (a copy-on-write
+// delete rewrites the manifest holding the file it replaces) makes the
+// retry merge again, and the first merge's manifests are deleted.
+func TestRewriteManifestsMergesAgainWhenAReplacedManifestIsGone(t *testing.T) {
+	f := newFixture(t, nil)
+	for i := range 20 {
+		f.commit([]string{"a", "b"}[i%2], 5)
+	}
+	f.icat.beforeNextCommits(func() {
+		if _, err := f.writer.DeleteRows(f.ctx, 3); err != nil {
+			t.Error(err)
+		}
+	})
+	j := f.job("")
+	j.Kind = planner.KindRewriteManifests
+	res, rep := f.exec.Run(f.ctx, j)
+	if res.Outcome != planner.Succeeded || rep.Attempts != 2 {
+		t.Fatalf("outcome %v (err %v) after %d attempts; want success on the 2nd", res.Outcome, res.Err, rep.Attempts)
+	}
+	if got, want := f.contents().Total, f.writer.Written(); got != want {
+		t.Errorf("table %v, written %v", got, want)
+	}
+	if left := unreferencedMetadata(t, f); len(left) != 0 {
+		t.Errorf("files no snapshot references were left behind: %v", left)
 	}
 }
 

@@ -259,3 +259,26 @@ func TestBadJobsFailCleanly(t *testing.T) {
 	}
 	_ = streamwriter.Tally{}
 }
+
+// The retry after a lost race goes on the writer's commit event, not at the
+// end of its backoff, when the executor hears about commits.
+func TestConflictRetryGoesOnTheWritersCommit(t *testing.T) {
+	f := newFixture(t, nil)
+	for range 6 {
+		f.commit("a", 10)
+	}
+	f.icat.beforeNextCommits(func() {
+		f.commit("a", 7)
+		f.exec.CommitObserved("db.events") // what the planner does on the commit event
+	})
+	res, rep := f.exec.Run(f.ctx, f.job("defaults: {target_file_size: 1MiB, small_file_count: 5}", "a"))
+	if res.Outcome != planner.Succeeded || rep.Conflicts != 1 {
+		t.Fatalf("outcome %v (%v), %d conflicts; want success after one conflict", res.Outcome, res.Err, rep.Conflicts)
+	}
+	if rep.RetriesAfterCommit != 1 {
+		t.Errorf("%d retries went on an observed commit, want 1", rep.RetriesAfterCommit)
+	}
+	if got, want := f.contents().Total, f.writer.Written(); got != want {
+		t.Errorf("table %v, written %v", got, want)
+	}
+}

@@ -10,15 +10,35 @@ import (
 // Finisher receives every finished job with its report.
 type Finisher func(ctx context.Context, job planner.Job, res planner.Result, rep Report)
 
+// Offloader runs jobs on another backend (a Spark cluster). The pool asks
+// it about every job before the job takes one of the pool's own slots.
+type Offloader interface {
+	// Offload reports whether job goes to the other backend. It must be
+	// quick and must not block.
+	Offload(job planner.Job) bool
+	// Run runs job on the other backend, calling started once the job
+	// has been handed over. local reports that the job did not run there
+	// and is to run in this process now (the job was never handed over,
+	// or it failed there with its end confirmed and the policy allows it):
+	// res and rep are then ignored. Run returns only once the other
+	// backend no longer runs the job, so the planner's one job per table
+	// holds across both.
+	Run(ctx context.Context, job planner.Job, started func()) (res planner.Result, rep Report, local bool)
+}
+
 // Pool runs dispatched jobs on at most n goroutines at once. The planner
-// guarantees one job per table at a time; the pool bounds the total.
+// guarantees one job per table at a time; the pool bounds the total. Jobs
+// an Offloader takes run under its own bound and take no local slot unless
+// they come back to run here.
 type Pool struct {
-	ctx    context.Context
-	exec   *Executor
-	finish Finisher
-	start  func(job planner.Job)
-	sem    chan struct{}
-	wg     sync.WaitGroup
+	ctx     context.Context
+	exec    *Executor
+	finish  Finisher
+	start   func(job planner.Job, backend string)
+	sem     chan struct{}
+	offload Offloader
+	offSem  chan struct{}
+	wg      sync.WaitGroup
 
 	mu    sync.Mutex
 	stats PoolStats
@@ -33,6 +53,8 @@ type PoolStats struct {
 	Failed    int
 	Conflicts int
 	Attempts  int
+	// Offloaded counts the jobs that finished on the other backend.
+	Offloaded int
 	// FilesRewritten and FilesAdded sum the reports of succeeded jobs.
 	FilesRewritten int
 	FilesAdded     int
@@ -53,14 +75,33 @@ func NewPool(ctx context.Context, exec *Executor, concurrency int) *Pool {
 func (p *Pool) OnFinish(f Finisher) { p.finish = f }
 
 // OnStart sets what is called when a job leaves the queue and starts
-// running. Call it before the first Dispatch.
-func (p *Pool) OnStart(f func(job planner.Job)) { p.start = f }
+// running, with the backend it runs on (BackendLocal, BackendSpark). A job
+// that comes back from the other backend to run here starts again. Call it
+// before the first Dispatch.
+func (p *Pool) OnStart(f func(job planner.Job, backend string)) { p.start = f }
+
+// SetOffloader hands the jobs o takes to it, at most concurrency at once.
+// Call it before the first Dispatch.
+func (p *Pool) SetOffloader(o Offloader, concurrency int) {
+	p.offload = o
+	p.offSem = make(chan struct{}, max(concurrency, 1))
+}
 
 // Dispatch queues a job; it never blocks.
 func (p *Pool) Dispatch(job planner.Job) {
 	p.wg.Add(1)
 	go func() {
 		defer p.wg.Done()
+		if p.offload != nil && p.offload.Offload(job) {
+			res, rep, local, ok := p.runOffloaded(job)
+			if !ok {
+				return
+			}
+			if !local {
+				p.done(job, res, rep)
+				return
+			}
+		}
 		select {
 		case p.sem <- struct{}{}:
 		case <-p.ctx.Done():
@@ -69,11 +110,29 @@ func (p *Pool) Dispatch(job planner.Job) {
 		}
 		defer func() { <-p.sem }()
 		if p.start != nil {
-			p.start(job)
+			p.start(job, BackendLocal)
 		}
 		res, rep := p.exec.Run(p.ctx, job)
 		p.done(job, res, rep)
 	}()
+}
+
+// runOffloaded runs job on the other backend under its bound; ok is false
+// when the pool stopped before it started (the job is then finished).
+func (p *Pool) runOffloaded(job planner.Job) (res planner.Result, rep Report, local, ok bool) {
+	select {
+	case p.offSem <- struct{}{}:
+	case <-p.ctx.Done():
+		p.done(job, planner.Result{Outcome: planner.Failed, Err: p.ctx.Err()}, Report{Backend: BackendSpark})
+		return res, rep, false, false
+	}
+	defer func() { <-p.offSem }()
+	res, rep, local = p.offload.Run(p.ctx, job, func() {
+		if p.start != nil {
+			p.start(job, BackendSpark)
+		}
+	})
+	return res, rep, local, true
 }
 
 func (p *Pool) done(job planner.Job, res planner.Result, rep Report) {
@@ -90,6 +149,9 @@ func (p *Pool) done(job planner.Job, res planner.Result, rep Report) {
 		p.stats.GaveUp++
 	default:
 		p.stats.Failed++
+	}
+	if rep.Backend == BackendSpark {
+		p.stats.Offloaded++
 	}
 	p.stats.Conflicts += rep.Conflicts
 	p.stats.Attempts += rep.Attempts

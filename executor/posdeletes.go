@@ -697,8 +697,10 @@ func deleteCodec(props iceberg.Properties) compress.Compression {
 // snapshots committed since the last check, that no source was removed:
 // the outputs hold every row of the sources, so they may replace them only
 // while all of them are live. Deletes added by writers meanwhile are other
-// files and stay. iceberg-go itself cannot replay a commit that removes
-// delete files, so the rewrite is re-staged on the fresh table each time.
+// files and stay. On format v2 tables the outputs' manifest and the
+// sources' tombstones and manifest copies are written once
+// (commitDeleteMergesStaged); on v1/v3 iceberg-go, which cannot replay a
+// commit that removes delete files, re-stages the rewrite each time.
 //
 // Each output gets the maximum data sequence number of the sources merged
 // into it. A position delete applies to data files with a sequence number
@@ -712,6 +714,9 @@ func deleteCodec(props iceberg.Properties) compress.Compression {
 // any sequence number of a removed file, which ours is.
 func (e *Executor) commitDeleteMerges(ctx context.Context, log *slog.Logger, job planner.Job, planned *table.Table, fs iceio.IO,
 	merges []*deleteMerge, rep *Report) (*table.Table, error) {
+	if planned.Metadata().Version() == 2 {
+		return e.commitDeleteMergesStaged(ctx, log, job, planned, fs, merges, rep)
+	}
 	sources := map[string]bool{}
 	for _, m := range merges {
 		for _, src := range m.remove {

@@ -2,6 +2,7 @@ package executor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -14,11 +15,22 @@ import (
 )
 
 // retryCommits runs op until it succeeds, returns a backoff.Permanent
-// error, or the job's commit budget runs out. Waits are short and
-// jittered (20 ms growing x1.5 to 500 ms): an attempt has to land between
-// two writer commits, so many cheap attempts beat a few patient ones.
-// attempt reports the current attempt number and its start for the log.
+// error, or the job's commit budget runs out. After a lost race the retry
+// goes as soon as a writer has just committed to the table: at once if a
+// commit was observed while the attempt ran, else at the next observed
+// commit, waiting at most the jittered backoff (20 ms growing x1.5 to
+// 500 ms), which is all it waits when no commit events arrive. An attempt
+// costs about what a writer's commit costs, so many cheap attempts at the
+// right moment beat a few patient ones. attempt reports the current attempt
+// number and its start for the log.
 func (e *Executor) retryCommits(ctx context.Context, log *slog.Logger, job planner.Job, op func() error,
+	attempt func() (int, time.Time)) error {
+	return e.retryCommitsInto(ctx, log, job, nil, op, attempt)
+}
+
+// retryCommitsInto is retryCommits counting, in rep when not nil, the
+// retries that went on an observed writer commit.
+func (e *Executor) retryCommitsInto(ctx context.Context, log *slog.Logger, job planner.Job, rep *Report, op func() error,
 	attempt func() (int, time.Time)) error {
 	bo := backoff.NewExponentialBackOff()
 	bo.InitialInterval = 20 * time.Millisecond
@@ -26,12 +38,38 @@ func (e *Executor) retryCommits(ctx context.Context, log *slog.Logger, job plann
 	bo.Multiplier = 1.5
 	bo.MaxInterval = 500 * time.Millisecond
 	bo.MaxElapsedTime = job.Settings.CommitRetryTime
-	notify := func(err error, wait time.Duration) {
+	bo.Reset()
+	for {
+		mark := e.watch.mark(job.TableName)
+		err := op()
+		if err == nil {
+			return nil
+		}
+		var permanent *backoff.PermanentError
+		if errors.As(err, &permanent) {
+			return permanent.Err
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		wait := bo.NextBackOff()
+		if wait == backoff.Stop {
+			return err
+		}
 		e.met.CommitRetries.WithLabelValues(job.TableName).Inc()
 		n, started := attempt()
-		log.Info("commit conflict; retrying", "attempt", n, "attempt_duration", time.Since(started), "wait", wait, "error", err)
+		cost := time.Since(started)
+		waitStart := time.Now()
+		observed := e.watch.wait(ctx, job.TableName, mark, wait)
+		if observed && rep != nil {
+			rep.RetriesAfterCommit++
+		}
+		log.Info("commit conflict; retrying", "attempt", n, "attempt_duration", cost,
+			"waited", time.Since(waitStart), "after_writer_commit", observed, "error", err)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
 	}
-	return backoff.RetryNotify(op, backoff.WithContext(bo, ctx), notify)
 }
 
 // retryOutcome turns retryCommits' error into a job result: a budget spent

@@ -53,6 +53,10 @@ type Metrics struct {
 	OrphansRefused   *prometheus.CounterVec
 	DeleteFiles      *prometheus.GaugeVec
 	DeleteFileRatio  *prometheus.GaugeVec
+	// Spark backend (jobs also count in Jobs and JobDuration).
+	SparkLocalRuns   *prometheus.CounterVec
+	SparkInterrupts  *prometheus.CounterVec
+	SparkUnconfirmed prometheus.Counter
 	snapshots        *snapshotGauges
 }
 
@@ -133,10 +137,23 @@ func New() *Metrics {
 			Name: "reactor_table_delete_file_ratio",
 			Help: "Live delete files per live data file (0 without data files).",
 		}, []string{"table"}),
+		SparkLocalRuns: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "reactor_spark_local_runs_total",
+			Help: "Jobs the spark rules sent to Spark that ran in reactor instead, by reason (not_expressible: sparkcall cannot render them faithfully; spark_failed: Spark could not run them and on_failure is local).",
+		}, []string{"reason"}),
+		SparkInterrupts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "reactor_spark_interrupts_total",
+			Help: "Spark jobs reactor interrupted through Spark Connect, by why (timeout, shutdown).",
+		}, []string{"why"}),
+		SparkUnconfirmed: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "reactor_spark_unconfirmed_total",
+			Help: "Spark jobs whose end reactor could not confirm within interrupt_grace (Spark unreachable); their tables were released anyway.",
+		}),
 		snapshots: newSnapshotGauges(),
 	}
 	m.Registry.MustRegister(m.Events, m.JobsScheduled, m.Jobs, m.JobDuration, m.CommitConflicts,
 		m.CommitRetries, m.StateRebuilds, m.FilesRewritten, m.FilesAdded, m.ConfigReloads, m.Objects, m.UnconfirmedFiles,
-		m.DataFiles, m.SmallFiles, m.OrphanCandidates, m.OrphansRefused, m.DeleteFiles, m.DeleteFileRatio, m.snapshots)
+		m.DataFiles, m.SmallFiles, m.OrphanCandidates, m.OrphansRefused, m.DeleteFiles, m.DeleteFileRatio, m.SparkLocalRuns,
+		m.SparkInterrupts, m.SparkUnconfirmed, m.snapshots)
 	return m
 }

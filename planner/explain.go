@@ -54,7 +54,20 @@ type PlannedJob struct {
 	Kind       JobKind  `json:"kind"`
 	Partitions []string `json:"partitions,omitempty"`
 	Reasons    []Reason `json:"reasons"`
+	// InputFiles and InputBytes are the job's input (see Job).
+	InputFiles int   `json:"input_files"`
+	InputBytes int64 `json:"input_bytes"`
+	// Backend and BackendWhy say where the job would run and why; Explain
+	// leaves them empty for a caller that knows the backends (reactor
+	// plan) to fill in.
+	Backend    string `json:"backend,omitempty"`
+	BackendWhy string `json:"backend_why,omitempty"`
+
+	job Job
 }
+
+// Job is the job a running reactor would schedule for it (without an id).
+func (j PlannedJob) Job() Job { return j.job }
 
 // percent is n/d as a whole percentage (0 when d is 0).
 func percent(n, d int64) int64 {
@@ -195,7 +208,7 @@ func Explain(ctx context.Context, tbl *table.Table, cfg *thresholds.Config, now 
 	plan := Plan{Table: name, SnapshotID: tc.snapshotID, Settings: set}
 	jobs := map[JobKind]*PlannedJob{}
 	for _, ps := range tc.sortedPartitions() {
-		checks, kind, reason, _, due := partitionDue(ps.Counters, set, now)
+		checks, kind, reason, applyDeletes, due := partitionDue(ps.Counters, set, now)
 		pp := PartitionPlan{Key: ps.Key, Counters: ps.Counters, Checks: checks}
 		if due {
 			if quietEnd := ps.LastWrite.Add(set.QuietPeriod); now.Before(quietEnd) {
@@ -211,6 +224,9 @@ func Explain(ctx context.Context, tbl *table.Table, cfg *thresholds.Config, now 
 				reason.Partition = ps.Key
 				j.Partitions = append(j.Partitions, ps.Key)
 				j.Reasons = append(j.Reasons, reason)
+				part := ps.partition()
+				part.ApplyDeletes = applyDeletes
+				j.job.Partitions = append(j.job.Partitions, part)
 			}
 		}
 		plan.Partitions = append(plan.Partitions, pp)
@@ -236,7 +252,8 @@ func Explain(ctx context.Context, tbl *table.Table, cfg *thresholds.Config, now 
 		note := fmt.Sprintf("expire snapshots older than %s beyond the newest %d; their files are deleted %s after the expiry (min_reader_margin)",
 			olderThan.Round(time.Second), retainLast, set.MinReaderMargin)
 		ageCheck.Note, countCheck.Note = note, note
-		plan.Jobs = append(plan.Jobs, PlannedJob{Kind: KindExpireSnapshots, Reasons: []Reason{reason}})
+		plan.Jobs = append(plan.Jobs, PlannedJob{Kind: KindExpireSnapshots, Reasons: []Reason{reason},
+			job: Job{ExpireOlderThan: olderThan, ExpireRetainLast: retainLast}})
 	case !next.IsZero():
 		ageCheck.Note = fmt.Sprintf("next snapshot becomes expirable in %s", next.Sub(now).Round(time.Second))
 	default:
@@ -250,6 +267,13 @@ func Explain(ctx context.Context, tbl *table.Table, cfg *thresholds.Config, now 
 	if manifests.Over {
 		plan.Jobs = append(plan.Jobs, PlannedJob{Kind: KindRewriteManifests, Reasons: []Reason{{Partition: tableWide,
 			Threshold: manifests.Threshold, Measured: manifests.Measured, Limit: manifests.Limit}}})
+	}
+	for i := range plan.Jobs {
+		j := &plan.Jobs[i]
+		j.job.Kind, j.job.Table, j.job.TableName, j.job.Reasons = j.Kind, tbl.Identifier(), name, j.Reasons
+		j.job.Settings, j.job.ScheduledAt, j.job.BaseSnapshotID = set, now, tc.snapshotID
+		j.job.InputFiles, j.job.InputBytes = tc.input(j.job.Partitions)
+		j.InputFiles, j.InputBytes = j.job.InputFiles, j.job.InputBytes
 	}
 	return plan, nil
 }

@@ -137,6 +137,13 @@ type Job struct {
 	// DryRun jobs (one-shot commands only) plan and count what they would
 	// do and change nothing: no file written, deleted or committed.
 	DryRun bool
+	// InputFiles and InputBytes are the job's input as the planner counted
+	// it when it scheduled the job: the data and delete files of its
+	// partitions, or of the whole table for a job that names none
+	// (expiry, manifests, orphans). They decide where the job runs
+	// (reactor or Spark); the executor plans from the table itself.
+	InputFiles int
+	InputBytes int64
 }
 
 // PartitionKeys lists the job's partition keys (for logs).
@@ -209,4 +216,10 @@ type Result struct {
 	// planner settles the job's kind for them until they are written
 	// again, whatever the job's outcome elsewhere.
 	NothingToDo map[string]string
+	// OwnSnapshots are snapshots the job committed without reactor's
+	// snapshot properties (Spark commits a job's procedure call, and its
+	// summary cannot carry reactor.job-id): the planner treats them as its
+	// own (not a write; sorted files for a sort job) for as long as it
+	// runs. After a restart they read as another writer's once.
+	OwnSnapshots []int64
 }

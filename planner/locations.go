@@ -104,7 +104,13 @@ func (ix *locationIndex) set(locs map[string][]tableLocation) {
 	watched := map[string][]string{}
 	watch := func(loc string) {
 		if bucket, key, ok := objectPath(loc); ok {
-			watched[bucket] = append(watched[bucket], strings.TrimSuffix(key, "/")+"/")
+			// A location at the bucket's root (s3://warehouse/, a REST
+			// catalog's usual warehouse) watches every key: "", not "/".
+			prefix := strings.Trim(key, "/")
+			if prefix != "" {
+				prefix += "/"
+			}
+			watched[bucket] = append(watched[bucket], prefix)
 		} else if u, err := url.Parse(loc); err == nil && u.Host != "" {
 			watched[u.Host] = append(watched[u.Host], "") // a whole bucket
 		}

@@ -94,6 +94,7 @@ func (p *Planner) ApplyObject(ctx context.Context, ev events.ObjectEvent) (Objec
 		if p.metadataApplied(tl.name, ev.Location()) {
 			return ObjectCommit, nil
 		}
+		p.commitObserved(tl.name)
 		tbl, err := p.cat.LoadTable(ctx, tl.ident)
 		if errors.Is(err, catalog.ErrNoSuchTable) || errors.Is(err, catalog.ErrNoSuchNamespace) {
 			// Dropped (or renamed) since the index was built.

@@ -53,6 +53,11 @@ type Options struct {
 	// LocationRebuildInterval is the least time between two rebuilds of the
 	// table-location index triggered by objects no table claims (default 30s).
 	LocationRebuildInterval time.Duration
+	// CommitObserved, when set, hears the qualified name of a table as soon
+	// as a commit to it is observed (a commit event or a new metadata file
+	// not seen before), before the planner loads it: the moment a
+	// conflicting job's retry should try. It must not block.
+	CommitObserved func(table string)
 	// WarehousePrefixes are object-store locations (s3://bucket/prefix)
 	// under which new tables may appear: an object there that no known
 	// table claims refreshes the index at once and is held, not dropped
@@ -68,6 +73,7 @@ type Options struct {
 type Planner struct {
 	cat      catalog.Catalog
 	catName  string
+	observed func(table string)
 	cfg      atomic.Pointer[thresholds.Config]
 	dispatch Dispatcher
 	log      *slog.Logger
@@ -123,6 +129,7 @@ func New(opts Options) *Planner {
 	p := &Planner{
 		cat:      opts.Catalog,
 		catName:  opts.CatalogName,
+		observed: opts.CommitObserved,
 		dispatch: opts.Dispatch,
 		log:      opts.Logger,
 		met:      opts.Metrics,
@@ -195,6 +202,7 @@ func (p *Planner) Apply(ctx context.Context, ev events.CommitEvent) error {
 		p.log.Debug("event for a snapshot already applied", "table", ev.QualifiedName(), "snapshot_id", ev.SnapshotID)
 		return nil
 	}
+	p.commitObserved(ev.QualifiedName())
 	ident := append(ev.NamespaceLevels(), ev.Table)
 	tbl, err := p.cat.LoadTable(ctx, ident)
 	if err != nil {
@@ -207,6 +215,12 @@ func (p *Planner) Apply(ctx context.Context, ev events.CommitEvent) error {
 		return fmt.Errorf("%w: load %s: %w", ErrCatalogUnavailable, ev.QualifiedName(), err)
 	}
 	return p.Observe(ctx, tbl)
+}
+
+func (p *Planner) commitObserved(name string) {
+	if p.observed != nil {
+		p.observed(name)
+	}
 }
 
 func (p *Planner) alreadyApplied(ev events.CommitEvent) bool {
@@ -617,6 +631,7 @@ func (p *Planner) scheduleLocked(st *tableState, kind JobKind, parts []Partition
 		ScheduledAt:    now,
 		BaseSnapshotID: st.counters.snapshotID,
 	}
+	job.InputFiles, job.InputBytes = st.counters.input(parts)
 	for _, f := range with {
 		f(&job)
 	}
@@ -745,6 +760,7 @@ func (p *Planner) Finished(ctx context.Context, job Job, res Result) {
 			ps.cooldownUntil = instantOf(now.Add(job.Settings.Cooldown))
 		}
 	}
+	st.counters.markOffloaded(res.OwnSnapshots, job.Kind == KindSort)
 	if res.Table != nil {
 		if err := p.observeLocked(ctx, st, res.Table); err != nil {
 			p.log.Warn("could not apply reactor's own commit to table state; the next event will",

@@ -123,6 +123,30 @@ type tableCounters struct {
 	// location hash), so their removal (a DELETED entry does not say which
 	// snapshot added the file) updates SortedFiles exactly.
 	sortedFiles map[uint64]struct{}
+	// offloaded are the last snapshots reactor's jobs committed through
+	// Spark (see Result.OwnSnapshots), offloadedSort those a sort wrote.
+	offloaded, offloadedSort recentHashes // snapshot ids, grown on demand
+}
+
+// own reports whether s is reactor's: its summary says so, or a job run
+// on Spark committed it.
+func (tc *tableCounters) own(s *table.Snapshot) bool {
+	return tc.offloaded.has(uint64(s.SnapshotID)) || isOwnSnapshot(s)
+}
+
+// sorted reports whether s was committed by a sort or z-order rewrite.
+func (tc *tableCounters) sorted(s *table.Snapshot) bool {
+	return tc.offloadedSort.has(uint64(s.SnapshotID)) || isSortSnapshot(s)
+}
+
+// markOffloaded records snapshots a job committed through Spark.
+func (tc *tableCounters) markOffloaded(ids []int64, sort bool) {
+	for _, id := range ids {
+		tc.offloaded.add(uint64(id))
+		if sort {
+			tc.offloadedSort.add(uint64(id))
+		}
+	}
 }
 
 // sortedFile records whether a data file comes from a sort rewrite:
@@ -238,7 +262,7 @@ func (tc *tableCounters) advance(ctx context.Context, tbl *table.Table, sz fileS
 	keys := NewKeyer(meta)
 	for i := len(chain) - 1; i >= 0; i-- {
 		snap := chain[i]
-		own := isOwnSnapshot(snap)
+		own := tc.own(snap)
 		if !own {
 			st.ownSnapshotsOnly = false
 		}
@@ -278,7 +302,7 @@ func (tc *tableCounters) advance(ctx context.Context, tbl *table.Table, sz fileS
 					tc.confirmed.add(locationHash(df.FilePath()))
 					ps := tc.partition(keys, df)
 					ps.add(df, sz)
-					tc.sortedFile(ps, df, true, isSortSnapshot(snap))
+					tc.sortedFile(ps, df, true, tc.sorted(snap))
 					if !own && written.After(ps.LastWrite) {
 						ps.LastWrite = written
 					}
@@ -347,7 +371,7 @@ func (tc *tableCounters) rebuild(ctx context.Context, tbl *table.Table, fs iceio
 			return w
 		}
 		var w time.Time
-		if snap := meta.SnapshotByID(id); snap != nil && !isOwnSnapshot(snap) {
+		if snap := meta.SnapshotByID(id); snap != nil && !tc.own(snap) {
 			w = time.UnixMilli(snap.TimestampMs)
 		}
 		writtenAt[id] = w
@@ -355,7 +379,7 @@ func (tc *tableCounters) rebuild(ctx context.Context, tbl *table.Table, fs iceio
 	}
 	sortSnaps := map[int64]bool{}
 	for _, snap := range meta.Snapshots() {
-		if isSortSnapshot(&snap) {
+		if tc.sorted(&snap) {
 			sortSnaps[snap.SnapshotID] = true
 		}
 	}
@@ -413,6 +437,27 @@ func isOwnSnapshot(s *table.Snapshot) bool {
 	}
 	_, ok := s.Summary.Properties[SnapshotJobProperty]
 	return ok
+}
+
+// input counts the data and delete files of parts and their bytes; with
+// no parts, of the whole table (a table-wide job's input).
+func (tc *tableCounters) input(parts []Partition) (files int, bytes int64) {
+	add := func(c Counters) {
+		files += c.DataFiles + c.DeleteFiles()
+		bytes += c.Bytes + c.DeleteBytes
+	}
+	if len(parts) == 0 {
+		for _, ps := range tc.partitions {
+			add(ps.Counters)
+		}
+		return files, bytes
+	}
+	for _, p := range parts {
+		if ps, ok := tc.partitions[p.Key]; ok {
+			add(ps.Counters)
+		}
+	}
+	return files, bytes
 }
 
 // totals sums the counters of every partition.

@@ -43,7 +43,7 @@ const (
 	DefaultMinReaderMargin        = 48 * time.Hour
 	DefaultSnapshotCount          = 500
 	DefaultCooldown               = 30 * time.Second
-	DefaultConflictCooldown       = 5 * time.Minute
+	DefaultConflictCooldown       = 30 * time.Second
 	DefaultCommitRetryTime        = 60 * time.Second
 	DefaultMaxGroupSize           = 1 * GiB
 	DefaultSortQuietPeriod        = 1 * Day
@@ -95,6 +95,9 @@ type Config struct {
 	// the worker's pool at start, so a reload that changes it is logged and
 	// takes effect on restart. Must be >= 1.
 	Concurrency *int `yaml:"concurrency"`
+	// Spark hands the jobs its rules select to a Spark cluster through
+	// Spark Connect (see [Spark]); absent, every job runs in reactor.
+	Spark *Spark `yaml:"spark"`
 }
 
 // DefaultConcurrency is the job concurrency when neither the file nor the
@@ -208,7 +211,8 @@ type Policy struct {
 	// Default 30s; must be >= 0.
 	Cooldown *Duration `yaml:"cooldown"`
 	// ConflictCooldown is the cooldown after a job gave up on commit
-	// conflicts. Default 5m; must be >= 0.
+	// conflicts. Default 30s (the ordinary cooldown: a partition still over
+	// its threshold is planned again, not parked); must be >= 0.
 	ConflictCooldown *Duration `yaml:"conflict_cooldown"`
 	// CommitRetryTime bounds the total time spent retrying a conflicting
 	// commit. Default 60s; must be > 0.
@@ -482,6 +486,8 @@ func (c *Config) Validate() error {
 	if c.Concurrency != nil && *c.Concurrency < 1 {
 		add("concurrency", *c.Concurrency, "must be >= 1")
 	}
+
+	c.validateSpark(add)
 
 	builtin := Builtin()
 	defaults := layer{name: "defaults", policy: &c.Defaults}

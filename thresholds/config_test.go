@@ -75,7 +75,7 @@ func builtinEffective(table string) Effective {
 		ExpireDeletionDelay:        0,
 		SnapshotCount:              500,
 		Cooldown:                   30 * time.Second,
-		ConflictCooldown:           5 * time.Minute,
+		ConflictCooldown:           30 * time.Second,
 		CommitRetryTime:            60 * time.Second,
 		MaxGroupSize:               1 << 30,
 		PartialProgressCommits:     10,
@@ -95,7 +95,7 @@ func TestBuiltinDefaults(t *testing.T) {
 	if *b.TargetFileSize != 512*MiB || *b.SmallFileRatio != 0.75 || *b.MaxFileRatio != 1.8 ||
 		*b.MinInputFiles != 5 || *b.SmallFileCount != 10 ||
 		b.QuietPeriod.D() != 2*time.Second || b.Cooldown.D() != 30*time.Second ||
-		b.ConflictCooldown.D() != 5*time.Minute || b.CommitRetryTime.D() != time.Minute ||
+		b.ConflictCooldown.D() != 30*time.Second || b.CommitRetryTime.D() != time.Minute ||
 		*b.MaxGroupSize != 1*GiB || *b.PartialProgressCommits != 10 {
 		t.Fatalf("Builtin() = %+v, does not match the documented defaults", b)
 	}
@@ -311,7 +311,7 @@ func TestExampleYAML(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, typ := range []reflect.Type{reflect.TypeFor[Config](), reflect.TypeFor[Override]()} {
+	for _, typ := range []reflect.Type{reflect.TypeFor[Config](), reflect.TypeFor[Override](), reflect.TypeFor[Spark](), reflect.TypeFor[SparkRule]()} {
 		for _, name := range yamlFieldNames(typ) {
 			if !strings.Contains(string(text), name+":") {
 				t.Errorf("example.yaml does not show %q", name)
@@ -605,14 +605,14 @@ tables:
 		// db.event? (more literals) beats db.*; *.ev* (tie with db.*, later) wins max_group_size.
 		{"db.eventz", 4 * time.Minute, 4 * time.Second, 5 << 30, 5 * time.Minute, 10, 2, 5},
 		// only db.* matches.
-		{"db.clicks", 3 * time.Minute, 3 * time.Second, 3 << 30, 5 * time.Minute, 10, 2, 5},
+		{"db.clicks", 3 * time.Minute, 3 * time.Second, 3 << 30, 30 * time.Second, 10, 2, 5},
 		// only *.ev* matches; the rest from defaults, then built-ins.
 		{"prod.evictions", time.Minute, 2 * time.Second, 5 << 30, 5 * time.Minute, 10, 2, 5},
 		// nothing matches: defaults, then built-ins.
-		{"prod.clicks", time.Minute, 2 * time.Second, 1 << 30, 5 * time.Minute, 10, 2, 5},
+		{"prod.clicks", time.Minute, 2 * time.Second, 1 << 30, 30 * time.Second, 10, 2, 5},
 		// * matches dots: db.* matches a nested namespace.
-		{"db.sub.t", 3 * time.Minute, 3 * time.Second, 3 << 30, 5 * time.Minute, 10, 2, 5},
-		{"other.t", 9 * time.Minute, 2 * time.Second, 1 << 30, 5 * time.Minute, 10, 2, 5},
+		{"db.sub.t", 3 * time.Minute, 3 * time.Second, 3 << 30, 30 * time.Second, 10, 2, 5},
+		{"other.t", 9 * time.Minute, 2 * time.Second, 1 << 30, 30 * time.Second, 10, 2, 5},
 	}
 	for _, tt := range tests {
 		e := c.For(tt.table, nil)

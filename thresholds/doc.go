@@ -5,7 +5,8 @@
 //
 // # Document
 //
-// A document has three top-level keys:
+// A document has three top-level keys (and concurrency, and spark: which
+// jobs run on a Spark cluster through Spark Connect, see [Spark]):
 //
 //	namespaces: [db, prod.events]   # watched namespaces; empty or absent = every namespace
 //	defaults:                       # a Policy applied to every table
@@ -44,7 +45,8 @@
 // does not talk to the Iceberg catalog, NATS, or anything else: table
 // properties are passed in as a plain map[string]string, and namespaces and
 // tables are plain dot-joined strings. It depends only on the standard library,
-// github.com/goccy/go-yaml and reactor's sortorder and excerpt packages, and holds
+// github.com/goccy/go-yaml and reactor's sortorder, excerpt and redact packages (redact masks a
+// credential a spark.endpoint must not carry before an error quotes it), and holds
 // no package-level mutable state. Hostile documents are bounded before parsing
 // (limits.go) and while reporting (hostile.go).
 package thresholds

@@ -38,6 +38,7 @@ func finishedEvent(job planner.Job, res planner.Result, rep executor.Report, at 
 	ev.Attempts, ev.Conflicts, ev.Commits = rep.Attempts, rep.Conflicts, rep.Commits
 	ev.CommittedSnapshotID = rep.CommittedSnapshotID
 	ev.Counts = rep.CountMap(job.Kind)
+	ev.Backend = rep.Backend
 	return ev
 }
 

@@ -94,6 +94,11 @@ func (w *Worker) reload(watch *thresholdsWatch) {
 		return
 	}
 	w.Planner.SetConfig(cfg)
+	w.spark.SetConfig(cfg)
+	if n := cfg.SparkSettings().Concurrency; n != w.sparkConcurrency {
+		w.log.Warn("spark.concurrency in the thresholds file changed; it takes effect when reactor restarts",
+			"path", watch.path, "running", w.sparkConcurrency, "configured", n)
+	}
 	w.Metrics.ConfigReloads.WithLabelValues(reloadApplied).Inc()
 	w.log.Info("thresholds reloaded", "path", watch.path)
 	if n := cfg.Concurrency; n != nil && *n != w.concurrency {

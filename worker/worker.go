@@ -38,6 +38,7 @@ import (
 	"github.com/icereactor/reactor/metrics"
 	"github.com/icereactor/reactor/planner"
 	"github.com/icereactor/reactor/redact"
+	"github.com/icereactor/reactor/sparkrun"
 	"github.com/icereactor/reactor/thresholds"
 	"github.com/icereactor/reactor/triggers"
 )
@@ -92,6 +93,8 @@ type Config struct {
 
 	// parseThresholds replaces thresholds.Parse on reload (tests).
 	parseThresholds func([]byte) (*thresholds.Config, error)
+	// sparkDial replaces sparkrun.Dial (tests).
+	sparkDial sparkrun.Dialer
 }
 
 // Worker is a running reactor.
@@ -114,6 +117,10 @@ type Worker struct {
 	jobPrefix string
 	// concurrency is the pool's size (for the reload warning).
 	concurrency int
+	// spark is the Spark backend (idle without spark rules), and
+	// sparkConcurrency its bound, fixed at start.
+	spark            *sparkrun.Runner
+	sparkConcurrency int
 	// parseThresholds is Config.parseThresholds.
 	parseThresholds func([]byte) (*thresholds.Config, error)
 
@@ -338,6 +345,15 @@ func Start(ctx context.Context, cfg Config) (_ *Worker, err error) {
 	if cfg.CatalogProps == nil {
 		catName = embedded.CatalogName
 	}
+	w.spark = sparkrun.New(sparkrun.Options{Catalog: w.Catalog, CatalogName: catName, Config: cfg.Thresholds,
+		Logger: cfg.Logger, Metrics: cfg.Metrics, Dial: cfg.sparkDial})
+	w.sparkConcurrency = cfg.Thresholds.SparkSettings().Concurrency
+	w.Pool.SetOffloader(w.spark, w.sparkConcurrency)
+	if set := cfg.Thresholds.SparkSettings(); set.Enabled {
+		cfg.Logger.Info("spark backend on: jobs the spark rules select run on Spark through Spark Connect",
+			"endpoint", redact.String(set.Endpoint), "rules", len(set.Rules), "concurrency", set.Concurrency,
+			"timeout", set.Timeout, "on_failure", set.OnFailure)
+	}
 	w.Planner = planner.New(planner.Options{
 		Catalog:     w.Catalog,
 		CatalogName: catName,
@@ -349,6 +365,9 @@ func Start(ctx context.Context, cfg Config) (_ *Worker, err error) {
 		Logger:            cfg.Logger,
 		Metrics:           cfg.Metrics,
 		WarehousePrefixes: warehousePrefixes(cfg),
+		// A job that lost a commit race retries right after a writer's
+		// next commit.
+		CommitObserved: exec.CommitObserved,
 	})
 	healthPrefix := cfg.HealthSubjectPrefix
 	if healthPrefix == "" {
@@ -358,7 +377,11 @@ func Start(ctx context.Context, cfg Config) (_ *Worker, err error) {
 	if w.jobPrefix == "" {
 		w.jobPrefix = events.DefaultJobSubjectPrefix
 	}
-	w.Pool.OnStart(func(job planner.Job) { w.publishJob(jobEvent(events.JobStarted, job, time.Now())) })
+	w.Pool.OnStart(func(job planner.Job, backend string) {
+		ev := jobEvent(events.JobStarted, job, time.Now())
+		ev.Backend = backend
+		w.publishJob(ev)
+	})
 	w.Pool.OnFinish(func(ctx context.Context, job planner.Job, res planner.Result, rep executor.Report) {
 		// Before Finished: it may schedule the table's next job, whose
 		// scheduled event must come after this job's end.
@@ -435,6 +458,12 @@ func (w *Worker) Shutdown(grace time.Duration) bool {
 	}
 	if w.Planner != nil {
 		w.Planner.Close()
+	}
+	if w.spark != nil {
+		// A Spark job rarely ends within the grace period; interrupt it now
+		// so that Spark confirms its end before this process is killed
+		// and a successor starts another job on the table.
+		w.spark.Stop()
 	}
 	done := make(chan struct{})
 	go func() {

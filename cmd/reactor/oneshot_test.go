@@ -142,6 +142,38 @@ func TestPlanShowsThresholdsAndDueJobs(t *testing.T) {
 	o.run(2, "plan", "db.nosuch")
 }
 
+// TestPlanShowsTheBackend: with spark rules, reactor plan says where each
+// due job would run and why; the token is never printed.
+func TestPlanShowsTheBackend(t *testing.T) {
+	o := newOneShotTable(t)
+	cfg := filepath.Join(o.dir, "t.yaml")
+	for _, tc := range []struct {
+		rules, want string
+	}{
+		{"[{kinds: [compact], min_input_files: 6}]", `runs on spark: rules[0] matches: kind in [compact], input 6 files >= 6`},
+		{"[{kinds: [compact], min_input_files: 7}]", `runs on local: no rule matches (rules[0]: input 6 files < min_input_files 7)`},
+		{"[{match: 'other.*'}]", `runs on local: no rule matches (rules[0]: table db.t does not match "other.*")`},
+	} {
+		doc := "defaults: {small_file_count: 5, min_input_files: 2, quiet_period: 0s}\n" +
+			"spark: {endpoint: 'sc://spark:15002', token_env: SPARK_TOKEN, rules: " + tc.rules + "}\n"
+		if err := os.WriteFile(cfg, []byte(doc), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out, _ := o.run(0, "plan", "db.t", "--thresholds", cfg)
+		if !strings.Contains(out, tc.want) {
+			t.Errorf("rules %s: plan output lacks %q:\n%s", tc.rules, tc.want, out)
+		}
+		out, _ = o.run(0, "plan", "--json", "--thresholds", cfg, "db.t")
+		var plan planner.Plan
+		if err := json.Unmarshal([]byte(out), &plan); err != nil {
+			t.Fatal(err)
+		}
+		if len(plan.Jobs) != 1 || plan.Jobs[0].InputFiles != 6 || plan.Jobs[0].Backend == "" || plan.Jobs[0].BackendWhy == "" {
+			t.Errorf("plan jobs = %+v", plan.Jobs)
+		}
+	}
+}
+
 func TestCompactCommand(t *testing.T) {
 	o := newOneShotTable(t)
 	before := o.load().CurrentSnapshot().SnapshotID

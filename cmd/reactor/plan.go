@@ -8,15 +8,19 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/icereactor/reactor/embedded"
 	"github.com/icereactor/reactor/planner"
+	"github.com/icereactor/reactor/sparkrun"
 	"github.com/icereactor/reactor/thresholds"
 )
 
 const planDescription = `Shows what reactor would schedule for a table now, and why: for every
 partition its counters and each threshold's measured value and limit, then
 the table-wide thresholds (snapshot age and count, manifest count), then the
-jobs due, in the order reactor would run them. It reads the catalog directly
-and changes nothing. Cool-downs of a running reactor are not known here;
+jobs due, in the order reactor would run them, each with its input and the
+backend it would run on (local, or spark when a rule of the thresholds
+file's spark section selects it and sparkcall can express it), and why. It
+reads the catalog directly and changes nothing. Cool-downs of a running reactor are not known here;
 orphan cleanup needs a listing (reactor orphans shows its candidates).`
 
 // planCmd is `reactor plan TABLE`.
@@ -33,6 +37,15 @@ func planCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	plan, err := planner.Explain(ctx, tbl, cfg, time.Now())
 	if err != nil {
 		return err
+	}
+	catName := *c.catalog.name
+	if props, _ := c.catalog.properties(); props == nil {
+		catName = embedded.CatalogName
+	}
+	spark := cfg.SparkSettings()
+	for i := range plan.Jobs {
+		d := sparkrun.Explain(plan.Jobs[i].Job(), tbl.Metadata(), spark, catName)
+		plan.Jobs[i].Backend, plan.Jobs[i].BackendWhy = d.Backend, d.Why
 	}
 	if *c.json {
 		return writeJSON(stdout, plan)
@@ -86,6 +99,7 @@ func printPlan(w io.Writer, p planner.Plan) {
 		for _, r := range j.Reasons {
 			fmt.Fprintf(w, "  because %s\n", r)
 		}
+		fmt.Fprintf(w, "  input %d files, %s; runs on %s: %s\n", j.InputFiles, thresholds.Size(j.InputBytes), j.Backend, j.BackendWhy)
 	}
 }
 

@@ -4,8 +4,11 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"path"
+	"strings"
 	"text/tabwriter"
 
+	"github.com/icereactor/reactor/redact"
 	"github.com/icereactor/reactor/thresholds"
 )
 
@@ -37,6 +40,7 @@ func validateConfigCmd(_ context.Context, args []string, stdout, _ io.Writer) er
 			return usageErrorf("--table-property needs --table")
 		}
 		fmt.Fprintf(stdout, "%s: valid\n", file)
+		printSpark(stdout, cfg.SparkSettings(), "")
 		return nil
 	}
 	if !cfg.Watches(namespaceOf(*tableName)) {
@@ -48,7 +52,58 @@ func validateConfigCmd(_ context.Context, args []string, stdout, _ io.Writer) er
 	}
 	fmt.Fprintf(stdout, "%s: valid; settings for %s:\n", file, *tableName)
 	printEffective(stdout, set)
+	printSpark(stdout, cfg.SparkSettings(), *tableName)
 	return nil
+}
+
+// printSpark prints the spark section: off, or where it sends jobs, and
+// for a table which kinds its rules can select. The token is never
+// printed, only where it comes from.
+func printSpark(w io.Writer, s thresholds.SparkSettings, table string) {
+	if !s.Enabled {
+		fmt.Fprintln(w, "spark: off (no spark rules: every job runs in reactor)")
+		return
+	}
+	token := "none"
+	switch {
+	case s.TokenFile != "":
+		token = "from file " + s.TokenFile
+	case s.TokenEnv != "":
+		token = "from environment variable " + s.TokenEnv
+	}
+	catalog := s.Catalog
+	if catalog == "" {
+		catalog = "(reactor's --catalog-name)"
+	}
+	fmt.Fprintf(w, "spark: on; endpoint %s, token %s, catalog %s, concurrency %d, timeout %s, interrupt_grace %s, on_failure %s",
+		redact.String(s.Endpoint), token, catalog, s.Concurrency, s.Timeout, s.InterruptGrace, s.OnFailure)
+	if s.OnFailure == thresholds.SparkOnFailureLocal {
+		fmt.Fprintf(w, " (jobs up to %s and %d files; 0: no bound)", thresholds.Size(s.LocalMaxInputBytes), s.LocalMaxInputFiles)
+	}
+	fmt.Fprintln(w)
+	for i, r := range s.Rules {
+		kinds := "every kind"
+		if len(r.Kinds) > 0 {
+			kinds = strings.Join(r.Kinds, ", ")
+		}
+		match := r.Match
+		if match == "" {
+			match = "*"
+		}
+		fmt.Fprintf(w, "  rules[%d]: tables %q, %s", i, match, kinds)
+		if r.MinInputBytes != nil {
+			fmt.Fprintf(w, ", input >= %s", *r.MinInputBytes)
+		}
+		if r.MinInputFiles != nil {
+			fmt.Fprintf(w, ", input >= %d files", *r.MinInputFiles)
+		}
+		if table != "" {
+			if ok, _ := path.Match(match, table); !ok {
+				fmt.Fprintf(w, " (does not match %s)", table)
+			}
+		}
+		fmt.Fprintln(w)
+	}
 }
 
 func namespaceOf(table string) string {

@@ -45,3 +45,32 @@ func TestValidateConfigRefusesHostileFiles(t *testing.T) {
 		})
 	}
 }
+
+// validate-config prints the spark section, and where the token comes
+// from, never a token: a token in the endpoint is refused with the value
+// masked.
+func TestValidateConfigSpark(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "t.yaml")
+	run := func(content string, args ...string) (int, string, string) {
+		if err := os.WriteFile(file, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		var out, errOut bytes.Buffer
+		code := execute(context.Background(), append(append([]string{"validate-config"}, args...), file), &out, &errOut)
+		return code, out.String(), errOut.String()
+	}
+	code, out, _ := run("spark: {endpoint: 'sc://spark:15002/;user_id=r', token_file: /run/token, rules: [{match: 'db.*', kinds: [compact], min_input_bytes: 1TiB}]}\n")
+	for _, want := range []string{"spark: on; endpoint sc://spark:15002/;user_id=r, token from file /run/token", `rules[0]: tables "db.*", compact, input >= 1TiB`} {
+		if code != 0 || !strings.Contains(out, want) {
+			t.Errorf("exit %d, output lacks %q:\n%s", code, want, out)
+		}
+	}
+	if _, out, _ := run(""); !strings.Contains(out, "spark: off") {
+		t.Errorf("no spark section: %s", out)
+	}
+	code, out, errOut := run("spark: {endpoint: 'sc://spark:15002/;token=hunter2', rules: [{}]}\n")
+	if code != 2 || !strings.Contains(errOut, "must not carry a token") || strings.Contains(out+errOut, "hunter2") {
+		t.Errorf("exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+}

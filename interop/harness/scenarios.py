@@ -735,11 +735,14 @@ def scenario_partition_filter(work, tools, opts):
         spark.stop()
 
 
+from .spark_connect import scenario_spark_connect  # noqa: E402 (it uses this module's helpers)
+
 SCENARIOS = {
     "maintenance": scenario_maintenance,
     "concurrent": scenario_concurrent,
     "orphans": scenario_orphans,
     "sparkcall": scenario_sparkcall,
+    "spark_connect": scenario_spark_connect,
 }
 
 # Reproductions of known bugs: run by name, not by default.

@@ -1,0 +1,231 @@
+package executor
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"maps"
+	"time"
+
+	"github.com/apache/iceberg-go"
+	iceio "github.com/apache/iceberg-go/io"
+	"github.com/apache/iceberg-go/table"
+	"github.com/apache/iceberg-go/table/compaction"
+	"github.com/cenkalti/backoff/v4"
+
+	"github.com/icereactor/reactor/conflict"
+	"github.com/icereactor/reactor/planner"
+)
+
+// commitBatchReplay is the commit path for format v1 and v3 tables (and
+// rewrites that remove deletion vectors): the already written outputs are
+// staged again through iceberg-go's RewriteFiles on every attempt, retrying
+// conflicts until the job's commit budget runs out. Each attempt reloads
+// the table, re-validates against everything committed since the outputs
+// were read, recomputes which position-delete files die with the rewrite,
+// and lets iceberg-go re-read and re-write the manifests: its cost grows
+// with the table's manifests, which commitBatch's staged path avoids.
+//
+// planned is the table the outputs were read from: validation starts there.
+// head is the table the first attempt commits on.
+//
+// eqDeletes are the equality deletes that applied to the inputs when they
+// were read: those the rewrite leaves applying to nothing go in the same
+// commit.
+func (e *Executor) commitBatchReplay(ctx context.Context, log *slog.Logger, job planner.Job, planned, head *table.Table, fs iceio.IO,
+	results []table.CompactionGroupResult, eqDeletes map[string]iceberg.DataFile, extraProps iceberg.Properties, rep *Report) (*table.Table, error) {
+	var (
+		oldFiles, newFiles []iceberg.DataFile
+		candidates         = map[string]iceberg.DataFile{}
+		bytesIn, bytesOut  int64
+	)
+	rewritten := map[string]struct{}{}
+	for _, gr := range results {
+		oldFiles = append(oldFiles, gr.OldDataFiles...)
+		newFiles = append(newFiles, gr.NewDataFiles...)
+		bytesIn += gr.BytesBefore
+		bytesOut += gr.BytesAfter
+		for _, df := range gr.OldDataFiles {
+			rewritten[df.FilePath()] = struct{}{}
+		}
+		for _, d := range gr.SafePosDeletes {
+			candidates[d.FilePath()] = d
+		}
+		for _, d := range gr.SafeDeletionVectors {
+			candidates[d.FilePath()] = d
+		}
+	}
+	inputs := newRewriteInputs(planned.Metadata(), oldFiles)
+	validatedID := planned.CurrentSnapshot().SnapshotID
+	props := iceberg.Properties{planner.SnapshotJobProperty: job.ID}
+	maps.Copy(props, extraProps)
+
+	var (
+		committed *table.Table
+		removed   int
+		attempt   int
+	)
+	var attemptStart time.Time
+	op := func() error {
+		attempt++
+		rep.Attempts++
+		attemptStart = time.Now()
+		tbl := head
+		if attempt > 1 {
+			fresh, err := e.cat.LoadTable(ctx, job.Table)
+			if err != nil {
+				if !conflict.IsTransient(err) {
+					log.Warn("reload for commit retry failed; will retry", "attempt", attempt, "error", err)
+				}
+				// The catalog blinking mid-job is retried within the
+				// same budget as a conflict.
+				return fmt.Errorf("reload table: %w", err)
+			}
+			tbl = fresh
+		}
+		if tbl.CurrentSnapshot() == nil || tbl.CurrentSnapshot().SnapshotID != validatedID {
+			// Validation is monotonic along the ancestry: only snapshots
+			// committed since the last attempt need reading, so an attempt
+			// stays cheap however long the writer has been busy.
+			if err := checkSince(fs, tbl.Metadata(), validatedID, inputs); err != nil {
+				return backoff.Permanent(err)
+			}
+			validatedID = tbl.CurrentSnapshot().SnapshotID
+		}
+		// Only position deletes that are dead in the snapshot being
+		// committed on may go: a partition-scoped delete that still
+		// applies to a file outside the rewrite stays (pitfall 1).
+		dead, err := table.CollectDeadPositionDeletes(ctx, fs, tbl.CurrentSnapshot(), rewritten)
+		if err != nil {
+			return backoff.Permanent(fmt.Errorf("collect dead position deletes: %w", err))
+		}
+		deadPaths := make(map[string]bool, len(dead))
+		for _, d := range dead {
+			deadPaths[d.FilePath()] = true
+		}
+		// Equality deletes die when no surviving data file older than
+		// them remains in their partition (the whole table for an
+		// unpartitioned spec): iceberg-go never drops them by itself.
+		var deadEq []iceberg.DataFile
+		if len(eqDeletes) > 0 {
+			found, err := compaction.CollectDeadEqualityDeletesWithSpecs(ctx, fs, tbl.Metadata(), tbl.CurrentSnapshot(), rewritten)
+			if err != nil {
+				return backoff.Permanent(fmt.Errorf("collect dead equality deletes: %w", err))
+			}
+			for _, d := range found {
+				if _, ours := eqDeletes[d.FilePath()]; ours {
+					deadEq = append(deadEq, d)
+				}
+			}
+		}
+		txn := tbl.NewTransaction()
+		rw := txn.NewRewrite(props)
+		for _, df := range oldFiles {
+			rw.DeleteFile(df)
+		}
+		for _, df := range newFiles {
+			rw.AddDataFile(df)
+		}
+		removed = 0
+		for path, d := range candidates {
+			if deadPaths[path] || table.IsDeletionVector(d) {
+				rw.DeleteFile(d)
+				removed++
+			}
+		}
+		for _, d := range deadEq {
+			rw.DeleteFile(d)
+			removed++
+		}
+		if err := rw.Commit(ctx); err != nil {
+			return backoff.Permanent(fmt.Errorf("stage rewrite: %w", err))
+		}
+		staged := stagedFiles(txn, fs)
+		next, err := txn.Commit(ctx)
+		if err == nil {
+			committed = next
+			return nil
+		}
+		if conflict.Is(err) {
+			rep.Conflicts++
+			e.met.CommitConflicts.WithLabelValues(job.TableName).Inc()
+			rep.StagedMetadataCleanedUp += removePaths(fs, staged, log)
+			return err
+		}
+		if conflict.IsTransient(err) {
+			// Failed before the catalog wrote anything (lock
+			// contention): same as a conflict, minus the counter.
+			rep.StagedMetadataCleanedUp += removePaths(fs, staged, log)
+			return err
+		}
+		// Neither: the catalog may or may not have taken the commit. Look
+		// before deciding; never delete what may be live.
+		if landed := e.findCommitted(ctx, job); landed != nil {
+			committed = landed
+			return nil
+		}
+		return backoff.Permanent(fmt.Errorf("%w: %w", errUnknownCommitState, err))
+	}
+	if err := e.retryCommits(ctx, log, job, op, func() (int, time.Time) { return attempt, attemptStart }); err != nil {
+		if conflict.IsRetryable(err) {
+			return nil, fmt.Errorf("gave up after %d attempts in %s: %w", attempt, job.Settings.CommitRetryTime, err)
+		}
+		return nil, err
+	}
+	rep.Commits++
+	rep.RewrittenDataFiles += len(oldFiles)
+	rep.AddedDataFiles += len(newFiles)
+	rep.RewrittenBytes += bytesIn
+	rep.AddedBytes += bytesOut
+	rep.RemovedDeleteFiles += removed
+	rep.CommittedSnapshotID = committed.CurrentSnapshot().SnapshotID
+	e.met.FilesRewritten.WithLabelValues(job.TableName).Add(float64(len(oldFiles)))
+	e.met.FilesAdded.WithLabelValues(job.TableName).Add(float64(len(newFiles)))
+	return committed, nil
+}
+
+// findCommitted looks for a snapshot carrying the job's id in the table's
+// current history: after an ambiguous commit error it tells whether the
+// commit landed after all.
+func (e *Executor) findCommitted(ctx context.Context, job planner.Job) *table.Table {
+	tbl, err := e.cat.LoadTable(ctx, job.Table)
+	if err != nil {
+		return nil
+	}
+	for s := tbl.CurrentSnapshot(); s != nil; {
+		if s.Summary != nil && s.Summary.Properties[planner.SnapshotJobProperty] == job.ID {
+			return tbl
+		}
+		if s.ParentSnapshotID == nil || s.TimestampMs < job.ScheduledAt.UnixMilli()-60_000 {
+			return nil
+		}
+		s = tbl.Metadata().SnapshotByID(*s.ParentSnapshotID)
+	}
+	return nil
+}
+
+// stagedFiles lists the manifest list and manifests a staged transaction
+// wrote for its new snapshot: if the commit loses, nothing references them
+// and reactor deletes them itself (pitfall 6) instead of leaving them to
+// orphan cleanup.
+func stagedFiles(txn *table.Transaction, fs iceio.IO) []string {
+	st, err := txn.StagedTable()
+	if err != nil {
+		return nil
+	}
+	snap := st.Metadata().CurrentSnapshot()
+	if snap == nil {
+		return nil
+	}
+	paths := []string{snap.ManifestList}
+	manifests, err := snap.Manifests(fs)
+	if err != nil {
+		return paths
+	}
+	for _, m := range manifests {
+		if m.SnapshotID() == snap.SnapshotID {
+			paths = append(paths, m.FilePath())
+		}
+	}
+	return paths
+}

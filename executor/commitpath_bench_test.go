@@ -1,0 +1,185 @@
+package executor_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/icereactor/reactor/events"
+	"github.com/icereactor/reactor/executor"
+	"github.com/icereactor/reactor/planner"
+	"github.com/icereactor/reactor/streamwriter"
+)
+
+// BenchmarkRetryAttempt measures what one commit attempt after a lost race
+// costs, against what the writer that won the race paid for its own commit
+// (streamwriter: load, write a 100-row Parquet file, fast-append, commit),
+// both measured in the same iteration on the same table, at 100 and at
+// 2,000 snapshots of history. staged is reactor's commit path; replay is
+// the path it replaced (iceberg-go's RewriteFiles staged again on every
+// attempt).
+//
+//	go test -run '^$' -bench RetryAttempt -benchtime 5x ./executor/
+//
+// retry-ms/op is the attempt from the table load that starts it to the end
+// of its catalog commit; writer-ms/op the writer's whole commit;
+// retry/writer their ratio (target <= 2).
+func BenchmarkRetryAttempt(b *testing.B) {
+	for _, history := range []int{100, 2000} {
+		f := newFixture(b, nil)
+		growHistory(b, f, history)
+		for _, path := range []string{"staged", "replay"} {
+			b.Run(fmt.Sprintf("snapshots=%d/%s", history, path), func(b *testing.B) {
+				exec := f.exec
+				if path == "replay" {
+					exec = executor.New(f.icat, nil, nil)
+					executor.ReplayCommits(exec)
+				}
+				var retry, writer time.Duration
+				n := 0
+				for b.Loop() {
+					part := fmt.Sprintf("%s-%d", path, n)
+					for range 6 {
+						f.commit(part, 100)
+					}
+					var w time.Duration
+					f.icat.beforeNextCommits(func() {
+						start := time.Now()
+						f.commit("w", 100)
+						w = time.Since(start)
+					})
+					res, rep := exec.Run(f.ctx, f.job("defaults: {target_file_size: 1MiB, small_file_count: 5}", part))
+					if res.Outcome != planner.Succeeded || rep.Attempts != 2 {
+						b.Fatalf("outcome %v after %d attempts: %v", res.Outcome, rep.Attempts, res.Err)
+					}
+					retry += f.icat.lastAttempt()
+					writer += w
+					n++
+				}
+				ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 / float64(n) }
+				b.ReportMetric(ms(retry), "retry-ms/op")
+				b.ReportMetric(ms(writer), "writer-ms/op")
+				b.ReportMetric(float64(retry)/float64(writer), "retry/writer")
+				b.ReportMetric(float64(len(f.load().Metadata().Snapshots())), "snapshots")
+			})
+		}
+	}
+}
+
+// pacedWriter appends to one partition at 3-5 commits/s (commits start
+// 200-333 ms apart, drawn uniformly), telling exec about each commit when
+// events is set, as the worker does from the commit events.
+type pacedWriter struct {
+	w     *streamwriter.Writer
+	stop  context.CancelFunc
+	done  sync.WaitGroup
+	err   error
+	start time.Time
+}
+
+func startPacedWriter(f *fixture, exec *executor.Executor, withEvents bool, category string) *pacedWriter {
+	ctx, cancel := context.WithCancel(f.ctx)
+	var publish streamwriter.Publisher
+	if withEvents {
+		publish = func(_ context.Context, ev events.CommitEvent) error {
+			exec.CommitObserved(ev.QualifiedName())
+			return nil
+		}
+	}
+	pw := &pacedWriter{w: streamwriter.New(f.cat, ident, publish), stop: cancel, start: time.Now()}
+	pw.done.Add(1)
+	go func() {
+		defer pw.done.Done()
+		for ctx.Err() == nil {
+			period := 200*time.Millisecond + time.Duration(rand.Int64N(int64(133*time.Millisecond)))
+			start := time.Now()
+			if _, err := pw.w.Commit(ctx, category, 100); err != nil {
+				if ctx.Err() == nil {
+					pw.err = err
+				}
+				return
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(period - time.Since(start)):
+			}
+		}
+	}()
+	return pw
+}
+
+// halt stops the writer and returns its commits, how long it ran and the
+// rows it wrote.
+func (pw *pacedWriter) halt(b *testing.B) (int, time.Duration, streamwriter.Tally) {
+	pw.stop()
+	pw.done.Wait()
+	if pw.err != nil {
+		b.Fatalf("writer: %v", pw.err)
+	}
+	commits, _ := pw.w.Stats()
+	return commits, time.Since(pw.start), pw.w.Written()
+}
+
+// BenchmarkPacedWriterRace measures how often a compaction of the
+// partition a writer appends to at 3-5 commits/s commits within its retry
+// budget (10 s), and after how many attempts: reactor's staged commit path
+// with commit events (the retry goes right after the writer's commit), the
+// same without events (jittered backoff only), and the replaced path
+// (iceberg-go re-stages every attempt), on tables with 100 and 500
+// snapshots of history.
+//
+//	go test -run '^$' -bench PacedWriterRace -benchtime 10x ./executor/
+func BenchmarkPacedWriterRace(b *testing.B) {
+	for _, history := range []int{100, 500} {
+		f := newFixture(b, nil)
+		extra := growHistory(b, f, history)
+		for _, path := range []string{"staged+events", "staged", "replay"} {
+			b.Run(fmt.Sprintf("snapshots=%d/%s", history, path), func(b *testing.B) {
+				exec := executor.New(f.icat, slog.New(slog.DiscardHandler), nil)
+				if path == "replay" {
+					executor.ReplayCommits(exec)
+				}
+				var committed, attempts, afterCommit, writerCommits, runs int
+				var elapsed, writing time.Duration
+				for b.Loop() {
+					part := fmt.Sprintf("%s-%d", path, runs)
+					runs++
+					for range 8 {
+						f.commit(part, 4000)
+					}
+					pw := startPacedWriter(f, exec, path == "staged+events", part)
+					time.Sleep(50 * time.Millisecond) // the writer is mid-cycle when the job starts
+					start := time.Now()
+					res, rep := exec.Run(f.ctx, f.job("defaults: {target_file_size: 64MiB, small_file_count: 5, commit_retry_time: 10s}", part))
+					elapsed += time.Since(start)
+					n, ran, tally := pw.halt(b)
+					writerCommits += n
+					writing += ran
+					extra.Merge(tally)
+					if res.Outcome == planner.Succeeded {
+						committed++
+					} else if res.Outcome != planner.GaveUp {
+						b.Fatalf("outcome %v: %v", res.Outcome, res.Err)
+					}
+					attempts += rep.Attempts
+					afterCommit += rep.RetriesAfterCommit
+				}
+				want := f.writer.Written()
+				want.Merge(extra)
+				if got := f.contents().Total; got != want {
+					b.Fatalf("table %v, written %v", got, want)
+				}
+				b.ReportMetric(float64(committed)/float64(runs), "committed/op")
+				b.ReportMetric(float64(attempts)/float64(runs), "attempts/op")
+				b.ReportMetric(float64(afterCommit)/float64(runs), "retries-on-event/op")
+				b.ReportMetric(float64(writerCommits)/writing.Seconds(), "writer-commits/s")
+				b.ReportMetric(float64(elapsed.Milliseconds())/float64(runs), "job-ms/op")
+				b.ReportMetric(float64(dataManifestCount(b, f)), "data-manifests")
+			})
+		}
+	}
+}

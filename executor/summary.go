@@ -1,0 +1,234 @@
+package executor
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+)
+
+// Snapshot summary keys, spelled as iceberg-go (and Iceberg Java) write them.
+const (
+	sumAddedDataFiles        = "added-data-files"
+	sumAddedDeleteFiles      = "added-delete-files"
+	sumAddedEqDeletes        = "added-equality-deletes"
+	sumAddedFileSize         = "added-files-size"
+	sumAddedPosDeletes       = "added-position-deletes"
+	sumAddedPosDeleteFiles   = "added-position-delete-files"
+	sumAddedRecords          = "added-records"
+	sumAddedEqDeleteFiles    = "added-equality-delete-files"
+	sumDeletedDataFiles      = "deleted-data-files"
+	sumDeletedRecords        = "deleted-records"
+	sumRemovedDeleteFiles    = "removed-delete-files"
+	sumRemovedEqDeletes      = "removed-equality-deletes"
+	sumRemovedEqDeleteFiles  = "removed-equality-delete-files"
+	sumRemovedFileSize       = "removed-files-size"
+	sumRemovedPosDeletes     = "removed-position-deletes"
+	sumRemovedPosDeleteFiles = "removed-position-delete-files"
+	sumTotalEqDeletes        = "total-equality-deletes"
+	sumTotalPosDeletes       = "total-position-deletes"
+	sumTotalDataFiles        = "total-data-files"
+	sumTotalDeleteFiles      = "total-delete-files"
+	sumTotalRecords          = "total-records"
+	sumTotalFileSize         = "total-files-size"
+	sumChangedPartitionCount = "changed-partition-count"
+	sumPartitionPrefix       = "partitions."
+	sumManifestsKept         = "manifests-kept"
+)
+
+// fileMetrics is one snapshot's (or one partition's) added and removed
+// file counts, as iceberg-go's SnapshotSummaryCollector counts them.
+type fileMetrics struct {
+	addedFileSize, removedFileSize             int64
+	addedDataFiles, removedDataFiles           int64
+	addedEqDeleteFiles, removedEqDeleteFiles   int64
+	addedPosDeleteFiles, removedPosDeleteFiles int64
+	addedDeleteFiles, removedDeleteFiles       int64
+	addedRecords, deletedRecords               int64
+	addedPosDeletes, removedPosDeletes         int64
+	addedEqDeletes, removedEqDeletes           int64
+}
+
+func (m *fileMetrics) add(df iceberg.DataFile) error {
+	m.addedFileSize += df.FileSizeBytes()
+	switch df.ContentType() {
+	case iceberg.EntryContentData:
+		m.addedDataFiles++
+		m.addedRecords += df.Count()
+	case iceberg.EntryContentPosDeletes:
+		m.addedDeleteFiles++
+		m.addedPosDeleteFiles++
+		m.addedPosDeletes += df.Count()
+	case iceberg.EntryContentEqDeletes:
+		m.addedDeleteFiles++
+		m.addedEqDeleteFiles++
+		m.addedEqDeletes += df.Count()
+	default:
+		return fmt.Errorf("unknown data file content: %s", df.ContentType())
+	}
+	return nil
+}
+
+func (m *fileMetrics) remove(df iceberg.DataFile) error {
+	m.removedFileSize += df.FileSizeBytes()
+	switch df.ContentType() {
+	case iceberg.EntryContentData:
+		m.removedDataFiles++
+		m.deletedRecords += df.Count()
+	case iceberg.EntryContentPosDeletes:
+		m.removedDeleteFiles++
+		m.removedPosDeleteFiles++
+		m.removedPosDeletes += df.Count()
+	case iceberg.EntryContentEqDeletes:
+		m.removedDeleteFiles++
+		m.removedEqDeleteFiles++
+		m.removedEqDeletes += df.Count()
+	default:
+		return fmt.Errorf("unknown data file content: %s", df.ContentType())
+	}
+	return nil
+}
+
+func (m *fileMetrics) props() iceberg.Properties {
+	p := iceberg.Properties{}
+	set := func(key string, v int64) {
+		if v > 0 {
+			p[key] = strconv.FormatInt(v, 10)
+		}
+	}
+	set(sumAddedFileSize, m.addedFileSize)
+	set(sumRemovedFileSize, m.removedFileSize)
+	set(sumAddedDataFiles, m.addedDataFiles)
+	set(sumDeletedDataFiles, m.removedDataFiles)
+	set(sumAddedEqDeleteFiles, m.addedEqDeleteFiles)
+	set(sumRemovedEqDeleteFiles, m.removedEqDeleteFiles)
+	set(sumAddedPosDeleteFiles, m.addedPosDeleteFiles)
+	set(sumRemovedPosDeleteFiles, m.removedPosDeleteFiles)
+	set(sumAddedDeleteFiles, m.addedDeleteFiles)
+	set(sumRemovedDeleteFiles, m.removedDeleteFiles)
+	set(sumAddedRecords, m.addedRecords)
+	set(sumDeletedRecords, m.deletedRecords)
+	set(sumAddedPosDeletes, m.addedPosDeletes)
+	set(sumRemovedPosDeletes, m.removedPosDeletes)
+	set(sumAddedEqDeletes, m.addedEqDeletes)
+	set(sumRemovedEqDeletes, m.removedEqDeletes)
+	return p
+}
+
+// fileChangeSummary computes the added/removed part of a snapshot summary
+// for files added and removed, with the per-partition entries iceberg-go
+// adds when no more partitions changed than write.summary.partition-limit.
+// Tested against iceberg-go's own summaries (summary_test.go).
+func fileChangeSummary(meta table.Metadata, added, removed []iceberg.DataFile, partitionLimit int) (iceberg.Properties, error) {
+	var total fileMetrics
+	parts := map[string]*fileMetrics{}
+	sc := meta.CurrentSchema()
+	visit := func(df iceberg.DataFile, adding bool) error {
+		apply := (*fileMetrics).remove
+		if adding {
+			apply = (*fileMetrics).add
+		}
+		if err := apply(&total, df); err != nil {
+			return err
+		}
+		partition := df.Partition()
+		if len(partition) == 0 {
+			return nil
+		}
+		spec := meta.PartitionSpecByID(int(df.SpecID()))
+		if spec == nil {
+			return fmt.Errorf("file %s: unknown partition spec %d", df.FilePath(), df.SpecID())
+		}
+		path := spec.PartitionToPath(partitionRecord(partition, spec.PartitionType(sc)), sc)
+		pm := parts[path]
+		if pm == nil {
+			pm = &fileMetrics{}
+			parts[path] = pm
+		}
+		return apply(pm, df)
+	}
+	for _, df := range added {
+		if err := visit(df, true); err != nil {
+			return nil, err
+		}
+	}
+	for _, df := range removed {
+		if err := visit(df, false); err != nil {
+			return nil, err
+		}
+	}
+	props := total.props()
+	if len(parts) > 0 {
+		props[sumChangedPartitionCount] = strconv.Itoa(len(parts))
+	}
+	if len(parts) <= partitionLimit {
+		for path, pm := range parts {
+			p := pm.props()
+			kv := make([]string, 0, len(p))
+			for k, v := range p {
+				kv = append(kv, k+"="+v)
+			}
+			if len(kv) > 0 {
+				slices.Sort(kv)
+				props[sumPartitionPrefix+path] = strings.Join(kv, ",")
+			}
+		}
+	}
+	return props, nil
+}
+
+// partitionValues are a data file's partition values in the order of the
+// partition type's fields (an iceberg.StructLike), as iceberg-go renders
+// partition paths from them.
+type partitionValues []any
+
+func (r partitionValues) Size() int     { return len(r) }
+func (r partitionValues) Get(i int) any { return r[i] }
+func (r partitionValues) Set(i int, v any) {
+	r[i] = v
+}
+
+func partitionRecord(data map[int]any, typ *iceberg.StructType) partitionValues {
+	out := make(partitionValues, len(typ.FieldList))
+	for i, f := range typ.FieldList {
+		out[i] = data[f.ID]
+	}
+	return out
+}
+
+// rebaseSummary turns a change summary (plus the job's own properties) into
+// the full summary of a snapshot whose parent has summary previous: the
+// total-* fields are the parent's plus what was added minus what was
+// removed, and iceberg-go's environment properties (its version) come
+// last, exactly as iceberg-go's snapshot producer orders them.
+func rebaseSummary(op table.Operation, change, props, previous iceberg.Properties) table.Summary {
+	out := maps.Clone(change)
+	if out == nil {
+		out = iceberg.Properties{}
+	}
+	maps.Copy(out, props)
+	if previous == nil {
+		previous = iceberg.Properties{
+			sumTotalDataFiles: "0", sumTotalDeleteFiles: "0", sumTotalRecords: "0",
+			sumTotalFileSize: "0", sumTotalPosDeletes: "0", sumTotalEqDeletes: "0",
+		}
+	}
+	total := func(key, added, removed string) {
+		n := previous.GetInt64(key, 0) + out.GetInt64(added, 0) - out.GetInt64(removed, 0)
+		if n >= 0 {
+			out[key] = strconv.FormatInt(n, 10)
+		}
+	}
+	total(sumTotalDataFiles, sumAddedDataFiles, sumDeletedDataFiles)
+	total(sumTotalDeleteFiles, sumAddedDeleteFiles, sumRemovedDeleteFiles)
+	total(sumTotalRecords, sumAddedRecords, sumDeletedRecords)
+	total(sumTotalFileSize, sumAddedFileSize, sumRemovedFileSize)
+	total(sumTotalPosDeletes, sumAddedPosDeletes, sumRemovedPosDeletes)
+	total(sumTotalEqDeletes, sumAddedEqDeletes, sumRemovedEqDeletes)
+	maps.Copy(out, iceberg.EnvironmentContext())
+	return table.Summary{Operation: op, Properties: out}
+}
