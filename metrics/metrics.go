@@ -57,7 +57,14 @@ type Metrics struct {
 	SparkLocalRuns   *prometheus.CounterVec
 	SparkInterrupts  *prometheus.CounterVec
 	SparkUnconfirmed prometheus.Counter
-	snapshots        *snapshotGauges
+	// Refreshes counts table refreshes (catalog loads) of the event path
+	// by result; EventsCoalesced the events acknowledged without a load of
+	// their own (already covered, or covered by a refresh shared with
+	// other events of the table).
+	Refreshes       *prometheus.CounterVec
+	EventsCoalesced prometheus.Counter
+	snapshots       *snapshotGauges
+	refresh         *refreshGauges
 }
 
 // New creates the collectors on a fresh registry.
@@ -149,7 +156,16 @@ func New() *Metrics {
 			Name: "reactor_spark_unconfirmed_total",
 			Help: "Spark jobs whose end reactor could not confirm within interrupt_grace (Spark unreachable); their tables were released anyway.",
 		}),
+		Refreshes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "reactor_refreshes_total",
+			Help: "Table refreshes (catalog loads) the event path made, by result (applied, error).",
+		}, []string{"result"}),
+		EventsCoalesced: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "reactor_events_coalesced_total",
+			Help: "Events acknowledged without a catalog load of their own: already applied, or covered by one refresh of their table shared with other events.",
+		}),
 		snapshots: newSnapshotGauges(),
+		refresh:   newRefreshGauges(),
 	}
 	m.Registry.MustRegister(m.Events, m.JobsScheduled, m.Jobs, m.JobDuration, m.CommitConflicts,
 		m.CommitRetries, m.StateRebuilds, m.FilesRewritten, m.FilesAdded, m.ConfigReloads, m.Objects, m.UnconfirmedFiles,

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icereactor/reactor/events"
@@ -75,52 +74,18 @@ type OrphanCandidate struct {
 // ErrOutsideTables; objects under a watched warehouse prefix that no table
 // claims even after a refresh of the index return ErrUnclaimed (hold them).
 func (p *Planner) ApplyObject(ctx context.Context, ev events.ObjectEvent) (ObjectOutcome, error) {
-	if _, err := location.Canonical(ev.Location()); err != nil {
-		return p.refuseObject(ev, err)
-	}
-	tl, err := p.locate(ctx, ev.Bucket, ev.Key)
-	if err != nil {
-		switch {
-		case errors.Is(err, ErrOutsideTables):
-			return ObjectOutside, err
-		case errors.Is(err, ErrUnclaimed):
-			return ObjectHeld, err
-		}
-		return "", err
-	}
-	rel := strings.TrimPrefix(ev.Key, tl.prefix)
+	r, out, err := p.RouteObject(ctx, ev)
 	switch {
-	case ev.Action == events.ObjectCreated && strings.HasPrefix(rel, "metadata/") && strings.HasSuffix(rel, ".metadata.json"):
-		if p.metadataApplied(tl.name, ev.Location()) {
-			return ObjectCommit, nil
-		}
-		p.commitObserved(tl.name)
-		tbl, err := p.cat.LoadTable(ctx, tl.ident)
-		if errors.Is(err, catalog.ErrNoSuchTable) || errors.Is(err, catalog.ErrNoSuchNamespace) {
-			// Dropped (or renamed) since the index was built.
-			p.locations.invalidate()
-			return ObjectOutside, fmt.Errorf("%w: %s: table %s no longer exists", ErrOutsideTables, ev.Location(), tl.name)
-		}
-		if err != nil {
-			return "", fmt.Errorf("%w: load %s for %s: %w", ErrCatalogUnavailable, tl.name, ev.Location(), err)
-		}
-		if err := p.Observe(ctx, tbl); err != nil {
-			return "", err
-		}
-		// A catalog writes the metadata file before it commits it (the
-		// SQL catalog's row, the REST server's swap), so the notification
-		// can come first: until the catalog shows this metadata file (or a
-		// later one), the commit is not applied yet: hold it.
-		if !metadataVisible(tbl, ev.Location()) {
-			return ObjectHeld, fmt.Errorf("%w: %s: the catalog's current metadata of %s is %s", ErrNotYetVisible,
-				boundedLocation(ev.Location()), tl.name, tbl.MetadataLocation())
-		}
+	case r.Table == "":
+		return out, err
+	case !r.Metadata:
+		return p.TrackObject(r, ev), nil
+	case p.ObjectCovered(r, ev):
 		return ObjectCommit, nil
-	case strings.HasPrefix(rel, "data/"):
-		return p.trackData(tl, ev), nil
-	default:
-		return ObjectIgnored, nil
 	}
+	p.commitObserved(r.Table)
+	tbl, err := p.Refresh(ctx, r.Ident)
+	return p.MetadataOutcome(r, ev, tbl, err)
 }
 
 // refuseObject handles a key not in canonical form: another spelling of

@@ -192,47 +192,22 @@ func (p *Planner) isClosed() bool {
 // the jobs its partitions now need. When it returns nil the event is fully
 // applied and may be acknowledged.
 func (p *Planner) Apply(ctx context.Context, ev events.CommitEvent) error {
-	if ev.Catalog != "" && p.catName != "" && ev.Catalog != p.catName {
-		return fmt.Errorf("%w: %q (this reactor serves %q)", ErrOtherCatalog, ev.Catalog, p.catName)
+	if err := p.CheckCommit(ev); err != nil {
+		return err
 	}
-	if !p.cfg.Load().Watches(ev.Namespace) {
-		return fmt.Errorf("%w: %s (table %s)", ErrNotWatched, ev.Namespace, ev.QualifiedName())
-	}
-	if p.alreadyApplied(ev) {
+	if p.CommitCovered(ev) {
 		p.log.Debug("event for a snapshot already applied", "table", ev.QualifiedName(), "snapshot_id", ev.SnapshotID)
 		return nil
 	}
 	p.commitObserved(ev.QualifiedName())
-	ident := append(ev.NamespaceLevels(), ev.Table)
-	tbl, err := p.cat.LoadTable(ctx, ident)
-	if err != nil {
-		if errors.Is(err, catalog.ErrNoSuchTable) || errors.Is(err, catalog.ErrNoSuchNamespace) {
-			return fmt.Errorf("%w: %s: %w", ErrUnknownTable, ev.QualifiedName(), err)
-		}
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		return fmt.Errorf("%w: load %s: %w", ErrCatalogUnavailable, ev.QualifiedName(), err)
-	}
-	return p.Observe(ctx, tbl)
+	_, err := p.Refresh(ctx, append(ev.NamespaceLevels(), ev.Table))
+	return err
 }
 
 func (p *Planner) commitObserved(name string) {
 	if p.observed != nil {
 		p.observed(name)
 	}
-}
-
-func (p *Planner) alreadyApplied(ev events.CommitEvent) bool {
-	p.mu.Lock()
-	st, ok := p.tables[ev.QualifiedName()]
-	p.mu.Unlock()
-	if !ok {
-		return false
-	}
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	return st.coversSnapshot(ev.SnapshotID)
 }
 
 // Observe brings the planner's state for tbl up to tbl's current snapshot

@@ -55,8 +55,9 @@ func (w *Worker) connectNATS(ctx, runCtx context.Context, cfg Config, url string
 		return fmt.Errorf("connect to NATS at %s: %w", redact.String(url), redact.Error(err))
 	}
 	var (
-		commits *triggers.CommitConsumer
-		objects *triggers.NotificationConsumer
+		commits   *triggers.CommitConsumer
+		objects   *triggers.NotificationConsumer
+		refreshes *triggers.Coalescer
 	)
 	defer func() {
 		if err == nil {
@@ -68,12 +69,19 @@ func (w *Worker) connectNATS(ctx, runCtx context.Context, cfg Config, url string
 		if commits != nil {
 			commits.Stop()
 		}
+		if refreshes != nil {
+			refreshes.Close()
+		}
 		conn.Close()
 	}()
 	js, err := jetstream.New(conn)
 	if err != nil {
 		return fmt.Errorf("jetstream: %w", err)
 	}
+	// One coalescer for both consumers: a table's commit events and its
+	// metadata notifications share one refresh.
+	refreshes = triggers.NewCoalescer(runCtx, w.Planner, cfg.RefreshConcurrency, triggers.AckWait, cfg.Logger, cfg.Metrics)
+	cfg.Commits.Refreshes, cfg.Notifications.Refreshes = refreshes, refreshes
 	if commits, err = triggers.StartCommits(runCtx, js, cfg.Commits, w.Planner, cfg.Logger, cfg.Metrics); err != nil {
 		return err
 	}
@@ -91,7 +99,7 @@ func (w *Worker) connectNATS(ctx, runCtx context.Context, cfg Config, url string
 	if w.closing {
 		return errClosing
 	}
-	w.Conn, w.JS, w.consumer, w.objects = conn, js, commits, objects
+	w.Conn, w.JS, w.consumer, w.objects, w.refreshes = conn, js, commits, objects, refreshes
 	close(w.connected)
 	if !cfg.DisableNotifications {
 		every := cfg.LocationRefresh
@@ -146,6 +154,23 @@ func (w *Worker) link() (*nats.Conn, *triggers.CommitConsumer, *triggers.Notific
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.Conn, w.consumer, w.objects
+}
+
+// stopConsuming stops both consumers, then hands the events still waiting
+// for a refresh back to JetStream.
+func (w *Worker) stopConsuming() {
+	w.mu.Lock()
+	commits, objects, refreshes := w.consumer, w.objects, w.refreshes
+	w.mu.Unlock()
+	if commits != nil {
+		commits.Stop()
+	}
+	if objects != nil {
+		objects.Stop()
+	}
+	if refreshes != nil {
+		refreshes.Close()
+	}
 }
 
 // Connected reports whether the worker has connected to NATS and is

@@ -88,8 +88,11 @@ type Config struct {
 	WarehousePrefixes []string
 	// Concurrency bounds jobs running at once (across tables).
 	Concurrency int
-	Logger      *slog.Logger
-	Metrics     *metrics.Metrics
+	// RefreshConcurrency bounds table refreshes (catalog loads) of the
+	// event path running at once (triggers.DefaultRefreshConcurrency).
+	RefreshConcurrency int
+	Logger             *slog.Logger
+	Metrics            *metrics.Metrics
 
 	// parseThresholds replaces thresholds.Parse on reload (tests).
 	parseThresholds func([]byte) (*thresholds.Config, error)
@@ -108,6 +111,7 @@ type Worker struct {
 	Metrics   *metrics.Metrics
 	consumer  *triggers.CommitConsumer
 	objects   *triggers.NotificationConsumer
+	refreshes *triggers.Coalescer
 	bg        sync.WaitGroup
 	cancel    context.CancelFunc
 	log       *slog.Logger
@@ -492,13 +496,8 @@ func (w *Worker) close() {
 	w.mu.Lock()
 	w.closing = true
 	w.mu.Unlock()
-	conn, commits, objects := w.link()
-	if commits != nil {
-		commits.Stop()
-	}
-	if objects != nil {
-		objects.Stop()
-	}
+	conn, _, _ := w.link()
+	w.stopConsuming()
 	if w.Planner != nil {
 		w.Planner.Close()
 	}
