@@ -27,7 +27,9 @@ type Offloader interface {
 }
 
 // Pool runs dispatched jobs on at most n goroutines at once. The planner
-// guarantees one job per table at a time; the pool bounds the total. Jobs
+// guarantees one job per table at a time; the pool bounds the total and
+// orders the jobs waiting for a slot (see slots: urgent before background,
+// first come first served within a class). Jobs
 // an Offloader takes run under its own bound and take no local slot unless
 // they come back to run here.
 type Pool struct {
@@ -35,7 +37,7 @@ type Pool struct {
 	exec    *Executor
 	finish  Finisher
 	start   func(job planner.Job, backend string)
-	sem     chan struct{}
+	slots   *slots
 	offload Offloader
 	offSem  chan struct{}
 	wg      sync.WaitGroup
@@ -68,7 +70,7 @@ func NewPool(ctx context.Context, exec *Executor, concurrency int) *Pool {
 	if concurrency < 1 {
 		concurrency = 1
 	}
-	return &Pool{ctx: ctx, exec: exec, sem: make(chan struct{}, concurrency)}
+	return &Pool{ctx: ctx, exec: exec, slots: newSlots(concurrency, exec.met)}
 }
 
 // OnFinish sets where results go. Call it before the first Dispatch.
@@ -102,13 +104,12 @@ func (p *Pool) Dispatch(job planner.Job) {
 				return
 			}
 		}
-		select {
-		case p.sem <- struct{}{}:
-		case <-p.ctx.Done():
+		release, ok := p.slots.acquire(p.ctx, job)
+		if !ok {
 			p.done(job, planner.Result{Outcome: planner.Failed, Err: p.ctx.Err()}, Report{})
 			return
 		}
-		defer func() { <-p.sem }()
+		defer release()
 		if p.start != nil {
 			p.start(job, BackendLocal)
 		}

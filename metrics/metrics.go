@@ -61,6 +61,12 @@ type Metrics struct {
 	// by result; EventsCoalesced the events acknowledged without a load of
 	// their own (already covered, or covered by a refresh shared with
 	// other events of the table).
+	// JobQueue is the jobs waiting for a slot, by class (urgent,
+	// background); JobsRunning the jobs holding one; JobQueueWait how long
+	// jobs waited, by kind.
+	JobQueue        *prometheus.GaugeVec
+	JobsRunning     prometheus.Gauge
+	JobQueueWait    *prometheus.HistogramVec
 	Refreshes       *prometheus.CounterVec
 	EventsCoalesced prometheus.Counter
 	snapshots       *snapshotGauges
@@ -156,6 +162,19 @@ func New() *Metrics {
 			Name: "reactor_spark_unconfirmed_total",
 			Help: "Spark jobs whose end reactor could not confirm within interrupt_grace (Spark unreachable); their tables were released anyway.",
 		}),
+		JobQueue: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "reactor_job_queue_depth",
+			Help: "Jobs waiting for a slot of this process, by class (urgent: compaction, delete rewrites, metadata over its bounds; background: the rest).",
+		}, []string{"class"}),
+		JobsRunning: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "reactor_jobs_running",
+			Help: "Jobs running in this process (local slots).",
+		}),
+		JobQueueWait: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "reactor_job_queue_wait_seconds",
+			Help:    "How long jobs waited for a slot, by kind.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 4, 12),
+		}, []string{"kind"}),
 		Refreshes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "reactor_refreshes_total",
 			Help: "Table refreshes (catalog loads) the event path made, by result (applied, error).",
