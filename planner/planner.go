@@ -32,6 +32,9 @@ var (
 	// ErrOtherCatalog: the event names a catalog this reactor does not
 	// serve. Not an error of the event: another reactor may serve it.
 	ErrOtherCatalog = errors.New("event for another catalog")
+	// ErrNotOwned: another replica owns the table (Options.Owns); its
+	// events go to it.
+	ErrNotOwned = errors.New("table owned by another replica")
 )
 
 // Dispatcher receives scheduled jobs. It must not block and must not call
@@ -67,6 +70,10 @@ type Options struct {
 	// MissRefreshInterval is the least time between two such refreshes
 	// (default DefaultMissRefreshInterval).
 	MissRefreshInterval time.Duration
+	// Owns, when set, says which tables this replica owns (package
+	// lease): only those are discovered, refreshed and given jobs; the
+	// state of the others is dropped (Forget).
+	Owns func(table string) bool
 }
 
 // Planner keeps per-table state and schedules jobs.
@@ -74,6 +81,7 @@ type Planner struct {
 	cat      catalog.Catalog
 	catName  string
 	observed func(table string)
+	owns     func(table string) bool
 	cfg      atomic.Pointer[thresholds.Config]
 	dispatch Dispatcher
 	log      *slog.Logger
@@ -130,6 +138,7 @@ func New(opts Options) *Planner {
 		cat:      opts.Catalog,
 		catName:  opts.CatalogName,
 		observed: opts.CommitObserved,
+		owns:     opts.Owns,
 		dispatch: opts.Dispatch,
 		log:      opts.Logger,
 		met:      opts.Metrics,
@@ -202,6 +211,34 @@ func (p *Planner) Apply(ctx context.Context, ev events.CommitEvent) error {
 	p.commitObserved(ev.QualifiedName())
 	_, err := p.Refresh(ctx, append(ev.NamespaceLevels(), ev.Table))
 	return err
+}
+
+// ownsTable reports whether this replica owns the table (always, without
+// Options.Owns).
+func (p *Planner) ownsTable(name string) bool { return p.owns == nil || p.owns(name) }
+
+// Forget drops the state of the tables sel selects (their leases moved to
+// another replica): timers stopped, nothing more scheduled for them here.
+func (p *Planner) Forget(sel func(table string) bool) int {
+	p.mu.Lock()
+	var gone []*tableState
+	for name, st := range p.tables {
+		if sel(name) {
+			gone = append(gone, st)
+			delete(p.tables, name)
+		}
+	}
+	p.mu.Unlock()
+	for _, st := range gone {
+		st.mu.Lock()
+		if st.timer != nil {
+			st.timer.Stop()
+			st.timer = nil
+		}
+		st.mu.Unlock()
+		p.met.ForgetTable(st.name)
+	}
+	return len(gone)
 }
 
 func (p *Planner) commitObserved(name string) {
@@ -595,6 +632,15 @@ func (p *Planner) orphanJobLocked(st *tableState, now time.Time, deferUntil func
 // scheduleLocked creates the job, records it as the table's running one and
 // dispatches it. with sets kind-specific fields before anyone sees the job.
 func (p *Planner) scheduleLocked(st *tableState, kind JobKind, parts []Partition, reasons []Reason, now time.Time, with ...func(*Job)) {
+	if !p.ownsTable(st.name) {
+		// Its lease moved on; the new owner schedules it.
+		for _, part := range parts {
+			if ps, ok := st.counters.partitions[part.Key]; ok {
+				ps.inJob = false
+			}
+		}
+		return
+	}
 	job := Job{
 		ID:             uuid.NewString(),
 		Kind:           kind,
@@ -637,6 +683,11 @@ func (p *Planner) wakeAtLocked(st *tableState, at time.Time) {
 // committed table's state (so reactor's own commit is accounted for without
 // waiting for the next event, and cannot schedule itself again).
 func (p *Planner) Finished(ctx context.Context, job Job, res Result) {
+	if !p.ownsTable(job.TableName) {
+		p.log.Info("job finished for a table this replica no longer owns; its owner plans it afresh",
+			"table", job.TableName, "job_id", job.ID, "kind", job.Kind, "outcome", res.Outcome.String())
+		return
+	}
 	st := p.state(job.Table, job.TableName)
 	st.mu.Lock()
 	defer st.mu.Unlock()

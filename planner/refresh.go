@@ -64,6 +64,9 @@ func (p *Planner) CommitSeen(name string) { p.commitObserved(name) }
 // other failure is transient (ErrCatalogUnavailable).
 func (p *Planner) Refresh(ctx context.Context, ident table.Identifier) (*table.Table, error) {
 	name := strings.Join(ident, ".")
+	if !p.ownsTable(name) {
+		return nil, fmt.Errorf("%w: %s", ErrNotOwned, name)
+	}
 	tbl, err := p.cat.LoadTable(ctx, ident)
 	if err != nil {
 		if errors.Is(err, catalog.ErrNoSuchTable) || errors.Is(err, catalog.ErrNoSuchNamespace) {

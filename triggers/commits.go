@@ -46,6 +46,10 @@ type CommitOptions struct {
 	// starts its own (RefreshConcurrency workers) and closes it on Stop.
 	Refreshes          *Coalescer
 	RefreshConcurrency int
+	// Ownership, when set, says which tables this replica owns: events of
+	// the others are forwarded to their shard stream (see
+	// ShardSubjectPrefix).
+	Ownership Ownership
 }
 
 // DefaultMaxAckPending is the consumers' window of unacknowledged events:
@@ -106,6 +110,8 @@ type CommitConsumer struct {
 	retry     *redelivery
 	refreshes *Coalescer
 	ownsRefr  bool
+	own       Ownership
+	fwd       *forwarder
 	stopOnce  sync.Once
 }
 
@@ -162,7 +168,10 @@ func StartCommits(ctx context.Context, js jetstream.JetStream, opts CommitOption
 	}
 	c := &CommitConsumer{js: js, opts: opts, applier: applier, log: log, met: met, ctx: ctx,
 		retry:     &redelivery{source: "commit", what: "event", base: opts.RetryBase, max: opts.RetryMax, log: log, met: met},
-		refreshes: opts.Refreshes}
+		refreshes: opts.Refreshes, own: opts.Ownership}
+	if c.own != nil {
+		c.fwd = newForwarder(js, log, met)
+	}
 	if c.refreshes == nil {
 		c.refreshes = NewCoalescer(ctx, applier, opts.RefreshConcurrency, AckWait, log, met)
 		c.ownsRefr = true
@@ -191,6 +200,9 @@ func (c *CommitConsumer) Stop() {
 		if c.ownsRefr {
 			c.refreshes.Close()
 		}
+		if c.fwd != nil {
+			c.fwd.close()
+		}
 	})
 }
 
@@ -203,7 +215,11 @@ func pullBatch(maxAckPending int) int {
 // handle runs on the consumer's delivery goroutine, so it never waits for
 // IO: an event the state already covers is acknowledged at once, any other
 // joins its table's queue for the next refresh (see Coalescer).
-func (c *CommitConsumer) handle(msg jetstream.Msg) {
+func (c *CommitConsumer) handle(msg jetstream.Msg) { c.accept(msg, -1) }
+
+// accept takes an event from the commit stream (shard < 0) or from a shard
+// stream this replica consumes.
+func (c *CommitConsumer) accept(msg jetstream.Msg, shard int) {
 	ev, err := events.DecodeCommit(msg.Data())
 	if err != nil {
 		c.reject(msg, events.ReasonMalformed, metrics.OutcomeMalformed, err)
@@ -211,6 +227,22 @@ func (c *CommitConsumer) handle(msg jetstream.Msg) {
 	}
 	if err := c.applier.CheckCommit(ev); err != nil {
 		c.finish(msg, ev, err)
+		return
+	}
+	if name := ev.QualifiedName(); c.own != nil && !c.own.Owns(name) {
+		if shard >= 0 {
+			// The shard moved on while this was delivered: back to its
+			// durable consumer, which the new owner consumes.
+			c.finish(msg, ev, planner.ErrNotOwned)
+			return
+		}
+		c.fwd.forward("commit", msg, c.own.ShardOf(name), func(err error) {
+			if err != nil {
+				c.retry.later(c.ctx, msg, err, "table", name)
+				return
+			}
+			_ = msg.Ack()
+		})
 		return
 	}
 	if c.applier.CommitCovered(ev) {
@@ -247,6 +279,8 @@ func (c *CommitConsumer) finish(msg jetstream.Msg, ev events.CommitEvent, err er
 		c.reject(msg, events.ReasonUnknownTable, metrics.OutcomeUnknownTable, err)
 	case errors.Is(err, planner.ErrNotWatched):
 		c.reject(msg, events.ReasonNamespaceNotWatched, metrics.OutcomeNotWatched, err)
+	case errors.Is(err, planner.ErrNotOwned):
+		_ = msg.NakWithDelay(notOwnedDelay)
 	default:
 		c.retry.later(c.ctx, msg, err, "table", ev.QualifiedName(), "snapshot_id", ev.SnapshotID)
 	}

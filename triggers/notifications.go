@@ -56,6 +56,8 @@ type NotificationOptions struct {
 	MaxAckPending      int
 	Refreshes          *Coalescer
 	RefreshConcurrency int
+	// Ownership: as in CommitOptions.
+	Ownership Ownership
 }
 
 // DefaultNewTableGrace is how long a notification no table claims yet is
@@ -128,6 +130,8 @@ type NotificationConsumer struct {
 	hold      *holder
 	refreshes *Coalescer
 	ownsRefr  bool
+	own       Ownership
+	fwd       *forwarder
 	stopOnce  sync.Once
 }
 
@@ -167,7 +171,10 @@ func StartNotifications(ctx context.Context, js jetstream.JetStream, opts Notifi
 	c := &NotificationConsumer{js: js, opts: opts, applier: applier, log: log, met: met, ctx: ctx,
 		retry:     &redelivery{source: "notification", what: "notification", base: opts.RetryBase, max: opts.RetryMax, log: log, met: met},
 		hold:      &holder{base: opts.HoldBase, max: opts.HoldMax, grace: opts.NewTableGrace},
-		refreshes: opts.Refreshes}
+		refreshes: opts.Refreshes, own: opts.Ownership}
+	if c.own != nil {
+		c.fwd = newForwarder(js, log, met)
+	}
 	if c.refreshes == nil {
 		c.refreshes = NewCoalescer(ctx, applier, opts.RefreshConcurrency, AckWait, log, met)
 		c.ownsRefr = true
@@ -193,6 +200,9 @@ func (c *NotificationConsumer) Stop() {
 		if c.ownsRefr {
 			c.refreshes.Close()
 		}
+		if c.fwd != nil {
+			c.fwd.close()
+		}
 	})
 }
 
@@ -211,7 +221,12 @@ func (c *NotificationConsumer) encodingFor(subject string) events.KeyEncoding {
 // table), or joins its table's queue (a new metadata file: the next
 // refresh covers it) or the locating lane (no known table claims it). The
 // message is acknowledged once every record is done.
-func (c *NotificationConsumer) handle(msg jetstream.Msg) {
+func (c *NotificationConsumer) handle(msg jetstream.Msg) { c.accept(msg, -1) }
+
+// accept takes a notification from the notification stream (shard < 0),
+// or a copy from a shard stream this replica consumes: then only its
+// records of that shard are applied (the others went to theirs).
+func (c *NotificationConsumer) accept(msg jetstream.Msg, shard int) {
 	n, err := events.DecodeNotification(msg.Data(), c.encodingFor(msg.Subject()))
 	if err != nil {
 		c.reject(msg, err)
@@ -223,7 +238,7 @@ func (c *NotificationConsumer) handle(msg jetstream.Msg) {
 		_ = msg.Ack()
 		return
 	}
-	parts := &notificationParts{c: c, msg: msg, left: len(n.Events)}
+	parts := &notificationParts{c: c, msg: msg, left: len(n.Events), shard: shard}
 	if len(n.Events) == 0 {
 		parts.settle()
 		return
@@ -233,11 +248,11 @@ func (c *NotificationConsumer) handle(msg jetstream.Msg) {
 		if !ok {
 			c.refreshes.addTo(locateLane, nil, runEach, &work{msg: msg, apply: func(*table.Table, error) {
 				r, out, err := c.applier.RouteObject(c.ctx, ev)
-				c.routed(parts, ev, r, out, err)
+				c.owned(parts, ev, r, out, err)
 			}})
 			continue
 		}
-		c.routed(parts, ev, r, out, err)
+		c.owned(parts, ev, r, out, err)
 	}
 }
 
@@ -245,6 +260,28 @@ func (c *NotificationConsumer) handle(msg jetstream.Msg) {
 func runEach(_ context.Context, items []*work) {
 	for _, it := range items {
 		it.apply(nil, nil)
+	}
+}
+
+// owned applies a record whose table this replica owns, forwards one of a
+// table another replica owns, and passes over a copy's records of other
+// shards.
+func (c *NotificationConsumer) owned(parts *notificationParts, ev events.ObjectEvent, r planner.ObjectRoute,
+	out planner.ObjectOutcome, err error) {
+	if r.Table == "" || c.own == nil {
+		c.routed(parts, ev, r, out, err)
+		return
+	}
+	shard := c.own.ShardOf(r.Table)
+	switch {
+	case parts.shard >= 0 && shard != parts.shard:
+		parts.skip()
+	case c.own.Owns(r.Table):
+		c.routed(parts, ev, r, out, err)
+	case parts.shard >= 0:
+		parts.done(ev, "", planner.ErrNotOwned)
+	default:
+		c.fwd.forward("notification", parts.msg, shard, func(err error) { parts.forwarded(ev, err) })
 	}
 }
 
@@ -258,6 +295,10 @@ func (c *NotificationConsumer) routed(parts *notificationParts, ev events.Object
 		// After the table's pending refresh, if any: a data file the
 		// refresh finds referenced is then confirmed, not tracked.
 		c.refreshes.add(r.Table, r.Ident, &work{msg: parts.msg, apply: func(*table.Table, error) {
+			if c.own != nil && !c.own.Owns(r.Table) {
+				parts.done(ev, "", planner.ErrNotOwned)
+				return
+			}
 			parts.done(ev, c.applier.TrackObject(r, ev), nil)
 		}})
 	case c.applier.ObjectCovered(r, ev):
@@ -287,8 +328,9 @@ func (c *NotificationConsumer) routed(parts *notificationParts, ev events.Object
 // acknowledged otherwise (what it applied re-applies harmlessly when it
 // comes back).
 type notificationParts struct {
-	c   *NotificationConsumer
-	msg jetstream.Msg
+	c     *NotificationConsumer
+	msg   jetstream.Msg
+	shard int // the shard stream it came from; -1: the notification stream
 
 	mu           sync.Mutex
 	left         int
@@ -296,6 +338,20 @@ type notificationParts struct {
 	transientLoc string
 	held         error
 }
+
+// skip completes a record that is another shard's (in a copy).
+func (m *notificationParts) skip() { m.done(events.ObjectEvent{}, "", errSkipped) }
+
+// forwarded completes a record sent on to its owner.
+func (m *notificationParts) forwarded(ev events.ObjectEvent, err error) {
+	if err == nil {
+		err = errSkipped
+	}
+	m.done(ev, "", err)
+}
+
+// errSkipped: a record done here without an outcome of its own.
+var errSkipped = errors.New("record not applied here")
 
 func (m *notificationParts) done(ev events.ObjectEvent, out planner.ObjectOutcome, err error) {
 	c := m.c
@@ -308,7 +364,7 @@ func (m *notificationParts) done(ev events.ObjectEvent, out planner.ObjectOutcom
 	}
 	m.mu.Lock()
 	switch {
-	case err == nil, errors.Is(err, planner.ErrOutsideTables):
+	case err == nil, errors.Is(err, planner.ErrOutsideTables), errors.Is(err, errSkipped):
 	case errors.Is(err, planner.ErrUnclaimed), errors.Is(err, planner.ErrNotYetVisible):
 		// Possibly a table the catalog does not list yet, or a commit it
 		// does not show yet: hold the whole message.
@@ -330,6 +386,10 @@ func (m *notificationParts) done(ev events.ObjectEvent, out planner.ObjectOutcom
 
 func (m *notificationParts) settle() {
 	c, msg := m.c, m.msg
+	if errors.Is(m.transient, planner.ErrNotOwned) {
+		_ = msg.NakWithDelay(notOwnedDelay) // for the table's owner
+		return
+	}
 	if m.transient != nil {
 		c.retry.later(c.ctx, msg, m.transient, "location", m.transientLoc)
 		return

@@ -35,6 +35,7 @@ import (
 	"github.com/icereactor/reactor/embedded"
 	"github.com/icereactor/reactor/events"
 	"github.com/icereactor/reactor/executor"
+	"github.com/icereactor/reactor/lease"
 	"github.com/icereactor/reactor/metrics"
 	"github.com/icereactor/reactor/planner"
 	"github.com/icereactor/reactor/redact"
@@ -91,6 +92,9 @@ type Config struct {
 	// RefreshConcurrency bounds table refreshes (catalog loads) of the
 	// event path running at once (triggers.DefaultRefreshConcurrency).
 	RefreshConcurrency int
+	// Leases: how replicas share the tables (every worker takes part; a
+	// lone one owns them all).
+	Leases LeaseConfig
 	Logger             *slog.Logger
 	Metrics            *metrics.Metrics
 
@@ -112,6 +116,13 @@ type Worker struct {
 	consumer  *triggers.CommitConsumer
 	objects   *triggers.NotificationConsumer
 	refreshes *triggers.Coalescer
+	leases    *lease.Manager
+	shardCons *triggers.ShardConsumers
+	// discoverAgain asks for another discovery pass (shards acquired).
+	discoverAgain chan struct{}
+	// killed: Close stops renewing leases without releasing them (tests:
+	// a replica that died).
+	killed bool
 	bg        sync.WaitGroup
 	cancel    context.CancelFunc
 	log       *slog.Logger
@@ -270,10 +281,11 @@ func (w *Worker) refreshLocations(ctx context.Context, every time.Duration) {
 	}
 }
 
-// discover brings the catalog's tables into the planner once at start, in
-// the background, retrying while the catalog is unreachable: a table that
-// nobody writes to still has deadlines (expiry, orphan listing) and files
-// waiting for deletion, and after a restart no event would bring it in.
+// discover brings the catalog's tables this replica owns into the planner
+// at start and after every lease acquisition, in the background, retrying
+// while the catalog is unreachable: a table that nobody writes to still
+// has deadlines (expiry, orphan listing) and files waiting for deletion,
+// and after a restart or a handover no event would bring it in.
 func (w *Worker) discover(ctx context.Context) {
 	defer w.bg.Done()
 	select {
@@ -281,21 +293,28 @@ func (w *Worker) discover(ctx context.Context) {
 	case <-ctx.Done():
 		return
 	}
-	start := time.Now()
-	for wait := time.Second; ; wait = min(2*wait, time.Minute) {
-		n, err := w.Planner.Discover(ctx)
-		if err == nil {
-			w.log.Info("tables discovered", "tables", n, "duration", time.Since(start).Round(time.Millisecond))
-			return
+	for {
+		start := time.Now()
+		for wait := time.Second; ; wait = min(2*wait, time.Minute) {
+			n, err := w.Planner.Discover(ctx)
+			if err == nil {
+				w.log.Info("tables discovered", "tables", n, "duration", time.Since(start).Round(time.Millisecond))
+				break
+			}
+			if ctx.Err() != nil {
+				return
+			}
+			w.log.Warn("table discovery failed; retrying", "error", err, "retry_in", wait)
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(wait):
+			}
 		}
-		if ctx.Err() != nil {
-			return
-		}
-		w.log.Warn("table discovery failed; retrying", "error", err, "retry_in", wait)
 		select {
+		case <-w.discoverAgain:
 		case <-ctx.Done():
 			return
-		case <-time.After(wait):
 		}
 	}
 }
@@ -314,7 +333,7 @@ func Start(ctx context.Context, cfg Config) (_ *Worker, err error) {
 	if cfg.DataDir == "" && (cfg.NATSURL == "" || cfg.CatalogProps == nil) {
 		return nil, errors.New("worker: a data directory is required for the embedded NATS server or catalog")
 	}
-	w := &Worker{Metrics: cfg.Metrics, log: cfg.Logger, connected: make(chan struct{})}
+	w := &Worker{Metrics: cfg.Metrics, log: cfg.Logger, connected: make(chan struct{}), discoverAgain: make(chan struct{}, 1)}
 	defer func() {
 		if err != nil {
 			w.Close()
@@ -343,8 +362,16 @@ func Start(ctx context.Context, cfg Config) (_ *Worker, err error) {
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	w.cancel = cancel
 	exec := executor.New(w.Catalog, cfg.Logger, cfg.Metrics)
+	// Every commit, every attempt, asks for the table's lease first.
+	exec.SetCommitGuard(leaseGuard{w})
 	w.concurrency = max(cfg.Concurrency, 1)
 	w.Pool = executor.NewPool(runCtx, exec, w.concurrency)
+	w.Pool.SetGate(func(job planner.Job) error {
+		if m := w.leaseManager(); m != nil {
+			return m.MayRun(job.TableName)
+		}
+		return fmt.Errorf("%w: %s (not connected to NATS yet)", lease.ErrLeaseLost, job.TableName)
+	})
 	catName := cfg.CatalogName
 	if cfg.CatalogProps == nil {
 		catName = embedded.CatalogName
@@ -372,6 +399,7 @@ func Start(ctx context.Context, cfg Config) (_ *Worker, err error) {
 		// A job that lost a commit race retries right after a writer's
 		// next commit.
 		CommitObserved: exec.CommitObserved,
+		Owns:           w.owns,
 	})
 	healthPrefix := cfg.HealthSubjectPrefix
 	if healthPrefix == "" {
@@ -508,6 +536,16 @@ func (w *Worker) close() {
 		w.Pool.Wait()
 	}
 	w.bg.Wait()
+	if m := w.leaseManager(); m != nil {
+		if w.killed {
+			m.Stop() // the leases expire after their TTL
+		} else {
+			// Every job has ended: survivors may take the tables now.
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			m.Release(ctx)
+			cancel()
+		}
+	}
 	if c, ok := w.Catalog.(interface{ Close() error }); ok {
 		_ = c.Close()
 	}
