@@ -94,9 +94,9 @@ type Config struct {
 	RefreshConcurrency int
 	// Leases: how replicas share the tables (every worker takes part; a
 	// lone one owns them all).
-	Leases LeaseConfig
-	Logger             *slog.Logger
-	Metrics            *metrics.Metrics
+	Leases  LeaseConfig
+	Logger  *slog.Logger
+	Metrics *metrics.Metrics
 
 	// parseThresholds replaces thresholds.Parse on reload (tests).
 	parseThresholds func([]byte) (*thresholds.Config, error)
@@ -122,7 +122,7 @@ type Worker struct {
 	discoverAgain chan struct{}
 	// killed: Close stops renewing leases without releasing them (tests:
 	// a replica that died).
-	killed bool
+	killed    bool
 	bg        sync.WaitGroup
 	cancel    context.CancelFunc
 	log       *slog.Logger
