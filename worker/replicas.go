@@ -150,3 +150,10 @@ func (w *Worker) rediscover() {
 	default:
 	}
 }
+
+// kill stops the worker as a crash would as far as its leases go: they are
+// not released and expire after their TTL (tests).
+func (w *Worker) kill() {
+	w.killed = true
+	w.Close()
+}

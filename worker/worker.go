@@ -100,6 +100,9 @@ type Config struct {
 
 	// parseThresholds replaces thresholds.Parse on reload (tests).
 	parseThresholds func([]byte) (*thresholds.Config, error)
+	// executorCatalog, when set, wraps the catalog the executor commits
+	// through (tests).
+	executorCatalog func(catalog.Catalog) catalog.Catalog
 	// sparkDial replaces sparkrun.Dial (tests).
 	sparkDial sparkrun.Dialer
 }
@@ -361,7 +364,11 @@ func Start(ctx context.Context, cfg Config) (_ *Worker, err error) {
 
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	w.cancel = cancel
-	exec := executor.New(w.Catalog, cfg.Logger, cfg.Metrics)
+	execCat := w.Catalog
+	if cfg.executorCatalog != nil {
+		execCat = cfg.executorCatalog(execCat)
+	}
+	exec := executor.New(execCat, cfg.Logger, cfg.Metrics)
 	// Every commit, every attempt, asks for the table's lease first.
 	exec.SetCommitGuard(leaseGuard{w})
 	w.concurrency = max(cfg.Concurrency, 1)
