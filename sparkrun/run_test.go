@@ -288,8 +288,10 @@ func TestRunShutdownInterrupts(t *testing.T) {
 	f := newRunFixture(t, "spark: {endpoint: 'sc://spark:15002', catalog: lake, rules: [{}]}")
 	f.spark.block = true
 	ctx, cancel := context.WithCancel(t.Context())
+	var once sync.Once
 	f.spark.interrupt = func(int) ([]string, bool, error) {
-		close(f.spark.interrupted)
+		// The runner interrupts until Spark confirms: maybe more than once.
+		once.Do(func() { close(f.spark.interrupted) })
 		return []string{"op-1"}, false, nil
 	}
 	done := make(chan planner.Result)

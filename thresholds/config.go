@@ -28,22 +28,22 @@ const (
 	DefaultMinInputFiles          = 5
 	DefaultSmallFileCount         = 10
 	DefaultTierFanIn              = 10
-	DefaultQuietPeriod            = 2 * time.Second
-	DefaultMaxQuietWait           = 10 * time.Minute
+	DefaultQuietPeriod            = 1 * time.Second
+	DefaultMaxQuietWait           = 5 * time.Second
 	DefaultOrphanMargin           = 72 * time.Hour
 	DefaultOrphanMarginFloor      = 24 * time.Hour
 	DefaultOrphanListingInterval  = 7 * Day
-	DefaultManifestCount          = 100
+	DefaultManifestCount          = 20
 	DefaultTinyFileSize           = 16 * MiB
 	DefaultHealthMaxTinyFiles     = 200
-	DefaultHealthMaxSnapshots     = 50
+	DefaultHealthMaxSnapshots     = 150
 	DefaultHealthMaxSnapshotAge   = 7 * Day
 	DefaultSnapshotMaxAge         = 5 * Day
 	DefaultRetainLast             = 1
 	DefaultMinReaderMargin        = 48 * time.Hour
-	DefaultSnapshotCount          = 500
-	DefaultCooldown               = 30 * time.Second
-	DefaultConflictCooldown       = 30 * time.Second
+	DefaultSnapshotCount          = 100
+	DefaultCooldown               = 5 * time.Second
+	DefaultConflictCooldown       = 5 * time.Second
 	DefaultCommitRetryTime        = 60 * time.Second
 	DefaultMaxGroupSize           = 1 * GiB
 	DefaultSortQuietPeriod        = 1 * Day
@@ -139,8 +139,9 @@ type Policy struct {
 	// compacted file is not rewritten with every trickle of new ones.
 	// Default 10; must be >= 2.
 	TierFanIn *int `yaml:"tier_fan_in"`
-	// QuietPeriod: partitions written more recently than this are skipped.
-	// Default 2s; must be >= 0.
+	// QuietPeriod: partitions written more recently than this wait (cold
+	// partitions go first, and a batch writer's burst of commits is not
+	// compacted between two of them). Default 1s; must be >= 0.
 	QuietPeriod *Duration `yaml:"quiet_period"`
 	// OrphanMargin: a file under a table's data/ that no snapshot has
 	// referenced for this long is an orphan candidate (Spark's
@@ -183,11 +184,13 @@ type Policy struct {
 	// has its oldest expired (beyond retain_last and branch or tag heads)
 	// until the newest half remain, without waiting for snapshot_max_age.
 	// A table committing every second carries at most this many snapshots
-	// in the metadata every commit reads and writes. Default 500; >= 2.
+	// in the metadata every commit reads and writes (at 500, a writer's
+	// commit took twice as long as at 50). Default 100; >= 2.
 	SnapshotCount *int `yaml:"snapshot_count"`
 	// Health check (seed 000's DAG step): a table is unhealthy with more
 	// than HealthMaxTinyFiles files below TinyFileSize (default 200 below
-	// 16MiB), more than HealthMaxSnapshots snapshots (50), or a snapshot
+	// 16MiB), more than HealthMaxSnapshots snapshots (150: above snapshot_count,
+	// so unhealthy means expiry is not keeping up), or a snapshot
 	// older than HealthMaxSnapshotAge (7d).
 	TinyFileSize         *Size     `yaml:"tiny_file_size"`
 	HealthMaxTinyFiles   *int      `yaml:"health_max_tiny_files"`
@@ -200,18 +203,25 @@ type Policy struct {
 	// rewritten only while it has more data manifests than partitions with
 	// data, whatever this says (a table's partition count is not known
 	// here: the planner logs when the value cannot be reached). Default
-	// 100; must be >= 2.
+	// 20: every scan plans by reading every manifest, and at 100 the
+	// planning of a small streaming table cost more than reading its rows;
+	// must be >= 2.
 	ManifestCount *int `yaml:"manifest_count"`
 	// MaxQuietWait bounds how long a partition over its threshold waits for
 	// a quiet period: a partition that is written continuously (the current
 	// hour of a streaming table) is compacted anyway once it has waited this
-	// long. Default 10m; 0 waits indefinitely; must be >= 0.
+	// long. Default 5s: a streaming partition written every second never
+	// cools, and each second it waits is another file a reader opens (at
+	// 10m a 5 commits/s table gathered hundreds per partition, issue 13);
+	// the tier rule keeps compacting it early cheap. 0 waits indefinitely;
+	// must be >= 0.
 	MaxQuietWait *Duration `yaml:"max_quiet_wait"`
 	// Cooldown is the minimum time between two jobs on one partition.
-	// Default 30s; must be >= 0.
+	// Default 5s: against a table committing 5 times a second, 30s let
+	// each partition gather 20 files between two jobs. Must be >= 0.
 	Cooldown *Duration `yaml:"cooldown"`
 	// ConflictCooldown is the cooldown after a job gave up on commit
-	// conflicts. Default 30s (the ordinary cooldown: a partition still over
+	// conflicts. Default 5s (the ordinary cooldown: a partition still over
 	// its threshold is planned again, not parked); must be >= 0.
 	ConflictCooldown *Duration `yaml:"conflict_cooldown"`
 	// CommitRetryTime bounds the total time spent retrying a conflicting

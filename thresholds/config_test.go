@@ -57,15 +57,15 @@ func builtinEffective(table string) Effective {
 		MinInputFiles:              5,
 		SmallFileCount:             10,
 		TierFanIn:                  10,
-		QuietPeriod:                2 * time.Second,
-		MaxQuietWait:               10 * time.Minute,
+		QuietPeriod:                1 * time.Second,
+		MaxQuietWait:               5 * time.Second,
 		OrphanMargin:               72 * time.Hour,
 		OrphanMarginFloor:          24 * time.Hour,
 		OrphanListingInterval:      7 * 24 * time.Hour,
-		ManifestCount:              100,
+		ManifestCount:              20,
 		TinyFileSize:               16 << 20,
 		HealthMaxTinyFiles:         200,
-		HealthMaxSnapshots:         50,
+		HealthMaxSnapshots:         150,
 		HealthMaxSnapshotAge:       7 * 24 * time.Hour,
 		SnapshotMaxAge:             5 * 24 * time.Hour,
 		SnapshotMaxAgeSource:       "config",
@@ -73,9 +73,9 @@ func builtinEffective(table string) Effective {
 		RetainLastSource:           "config",
 		MinReaderMargin:            48 * time.Hour,
 		ExpireDeletionDelay:        0,
-		SnapshotCount:              500,
-		Cooldown:                   30 * time.Second,
-		ConflictCooldown:           30 * time.Second,
+		SnapshotCount:              100,
+		Cooldown:                   5 * time.Second,
+		ConflictCooldown:           5 * time.Second,
 		CommitRetryTime:            60 * time.Second,
 		MaxGroupSize:               1 << 30,
 		PartialProgressCommits:     10,
@@ -94,8 +94,9 @@ func TestBuiltinDefaults(t *testing.T) {
 	b := Builtin()
 	if *b.TargetFileSize != 512*MiB || *b.SmallFileRatio != 0.75 || *b.MaxFileRatio != 1.8 ||
 		*b.MinInputFiles != 5 || *b.SmallFileCount != 10 ||
-		b.QuietPeriod.D() != 2*time.Second || b.Cooldown.D() != 30*time.Second ||
-		b.ConflictCooldown.D() != 30*time.Second || b.CommitRetryTime.D() != time.Minute ||
+		b.QuietPeriod.D() != time.Second || b.Cooldown.D() != 5*time.Second || b.MaxQuietWait.D() != 5*time.Second ||
+		b.ConflictCooldown.D() != 5*time.Second || b.CommitRetryTime.D() != time.Minute ||
+		*b.SnapshotCount != 100 || *b.ManifestCount != 20 || *b.HealthMaxSnapshots != 150 ||
 		*b.MaxGroupSize != 1*GiB || *b.PartialProgressCommits != 10 {
 		t.Fatalf("Builtin() = %+v, does not match the documented defaults", b)
 	}
@@ -213,14 +214,14 @@ func TestParseFullDocument(t *testing.T) {
 		SmallFileCount:             4,
 		TierFanIn:                  10,
 		QuietPeriod:                0,
-		MaxQuietWait:               10 * time.Minute,
+		MaxQuietWait:               5 * time.Second,
 		OrphanMargin:               72 * time.Hour,
 		OrphanMarginFloor:          24 * time.Hour,
 		OrphanListingInterval:      7 * 24 * time.Hour,
-		ManifestCount:              100,
+		ManifestCount:              20,
 		TinyFileSize:               16 << 20,
 		HealthMaxTinyFiles:         200,
-		HealthMaxSnapshots:         50,
+		HealthMaxSnapshots:         150,
 		HealthMaxSnapshotAge:       7 * 24 * time.Hour,
 		SnapshotMaxAge:             5 * 24 * time.Hour,
 		SnapshotMaxAgeSource:       "config",
@@ -228,7 +229,7 @@ func TestParseFullDocument(t *testing.T) {
 		RetainLastSource:           "config",
 		MinReaderMargin:            48 * time.Hour,
 		ExpireDeletionDelay:        0,
-		SnapshotCount:              500,
+		SnapshotCount:              100,
 		Cooldown:                   24 * time.Hour, // from db.*: the exact override does not set it
 		ConflictCooldown:           36 * time.Hour,
 		CommitRetryTime:            90 * time.Second,
@@ -258,14 +259,14 @@ func TestParseFullDocument(t *testing.T) {
 		SmallFileCount:             7,
 		TierFanIn:                  10,
 		QuietPeriod:                500 * time.Millisecond,
-		MaxQuietWait:               10 * time.Minute,
+		MaxQuietWait:               5 * time.Second,
 		OrphanMargin:               72 * time.Hour,
 		OrphanMarginFloor:          24 * time.Hour,
 		OrphanListingInterval:      7 * 24 * time.Hour,
-		ManifestCount:              100,
+		ManifestCount:              20,
 		TinyFileSize:               16 << 20,
 		HealthMaxTinyFiles:         200,
-		HealthMaxSnapshots:         50,
+		HealthMaxSnapshots:         150,
 		HealthMaxSnapshotAge:       7 * 24 * time.Hour,
 		SnapshotMaxAge:             5 * 24 * time.Hour,
 		SnapshotMaxAgeSource:       "config",
@@ -273,7 +274,7 @@ func TestParseFullDocument(t *testing.T) {
 		RetainLastSource:           "config",
 		MinReaderMargin:            48 * time.Hour,
 		ExpireDeletionDelay:        0,
-		SnapshotCount:              500,
+		SnapshotCount:              100,
 		Cooldown:                   24 * time.Hour,
 		ConflictCooldown:           10 * time.Minute,
 		CommitRetryTime:            2 * time.Minute,
@@ -605,14 +606,14 @@ tables:
 		// db.event? (more literals) beats db.*; *.ev* (tie with db.*, later) wins max_group_size.
 		{"db.eventz", 4 * time.Minute, 4 * time.Second, 5 << 30, 5 * time.Minute, 10, 2, 5},
 		// only db.* matches.
-		{"db.clicks", 3 * time.Minute, 3 * time.Second, 3 << 30, 30 * time.Second, 10, 2, 5},
+		{"db.clicks", 3 * time.Minute, 3 * time.Second, 3 << 30, 5 * time.Second, 10, 2, 5},
 		// only *.ev* matches; the rest from defaults, then built-ins.
-		{"prod.evictions", time.Minute, 2 * time.Second, 5 << 30, 5 * time.Minute, 10, 2, 5},
+		{"prod.evictions", time.Minute, 1 * time.Second, 5 << 30, 5 * time.Minute, 10, 2, 5},
 		// nothing matches: defaults, then built-ins.
-		{"prod.clicks", time.Minute, 2 * time.Second, 1 << 30, 30 * time.Second, 10, 2, 5},
+		{"prod.clicks", time.Minute, 1 * time.Second, 1 << 30, 5 * time.Second, 10, 2, 5},
 		// * matches dots: db.* matches a nested namespace.
-		{"db.sub.t", 3 * time.Minute, 3 * time.Second, 3 << 30, 30 * time.Second, 10, 2, 5},
-		{"other.t", 9 * time.Minute, 2 * time.Second, 1 << 30, 30 * time.Second, 10, 2, 5},
+		{"db.sub.t", 3 * time.Minute, 3 * time.Second, 3 << 30, 5 * time.Second, 10, 2, 5},
+		{"other.t", 9 * time.Minute, 1 * time.Second, 1 << 30, 5 * time.Second, 10, 2, 5},
 	}
 	for _, tt := range tests {
 		e := c.For(tt.table, nil)

@@ -90,7 +90,7 @@ func TestSIGTERMDuringCompaction(t *testing.T) {
 		}
 	}
 	thresholdsFile := filepath.Join(dir, "thresholds.yaml")
-	if err := os.WriteFile(thresholdsFile, []byte("defaults: {target_file_size: 1MiB, small_file_count: 5, quiet_period: 0s}\n"), 0o644); err != nil {
+	if err := os.WriteFile(thresholdsFile, []byte("defaults: {target_file_size: 1MiB, small_file_count: 5, quiet_period: 0s, manifest_count: 1000}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	started := make(chan *nats.Msg, 16)
