@@ -126,8 +126,17 @@ func (l *lake) eventsFor(b *testing.B, i, n int) [][]byte {
 func publishAll(b *testing.B, ctx context.Context, js jetstream.JetStream, subjects []string, payloads [][]byte) {
 	b.Helper()
 	for i, p := range payloads {
-		if _, err := js.PublishAsync(subjects[i], p); err != nil {
-			b.Fatal(err)
+		for {
+			_, err := js.PublishAsync(subjects[i], p)
+			if err == nil {
+				break
+			}
+			// A loaded machine acknowledges slower than the window
+			// allows: wait for the outstanding ones and go on.
+			if !errors.Is(err, jetstream.ErrTooManyStalledMsgs) {
+				b.Fatal(err)
+			}
+			<-js.PublishAsyncComplete()
 		}
 	}
 	select {
