@@ -257,20 +257,31 @@ func (p *Planner) refreshLocations(ctx context.Context, full bool) (int, error) 
 }
 
 func listAllNamespaces(ctx context.Context, cat catalog.Catalog, parent table.Identifier) ([]table.Identifier, error) {
-	children, err := cat.ListNamespaces(ctx, parent)
-	if err != nil {
-		return nil, err
-	}
-	out := append([]table.Identifier(nil), children...)
-	for _, c := range children {
-		if len(c) <= len(parent) {
-			continue // catalogs that list only top levels
-		}
-		sub, err := listAllNamespaces(ctx, cat, c)
+	seen := map[string]bool{}
+	var out []table.Identifier
+	var walk func(parent table.Identifier) error
+	walk = func(parent table.Identifier) error {
+		children, err := cat.ListNamespaces(ctx, parent)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		out = append(out, sub...)
+		for _, c := range children {
+			// The SQL catalog lists the parent among its own children, and
+			// some catalogs list only top levels: neither is a new level.
+			key := strings.Join(c, "\x1f")
+			if seen[key] || (len(parent) > 0 && len(c) <= len(parent)) {
+				continue
+			}
+			seen[key] = true
+			out = append(out, c)
+			if err := walk(c); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if err := walk(parent); err != nil {
+		return nil, err
 	}
 	return out, nil
 }
