@@ -9,17 +9,12 @@ package worker
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
-	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -148,178 +143,6 @@ type Worker struct {
 	closing bool
 	// connected is closed once NATS is connected and the consumers run.
 	connected chan struct{}
-}
-
-// HTTPAddr is the address the metrics and probe endpoints listen on ("" if
-// none).
-func (w *Worker) HTTPAddr() string { return w.httpAddr }
-
-// Ready reports whether the worker can do its work: connected to NATS and
-// able to reach the catalog.
-func (w *Worker) Ready(ctx context.Context) error {
-	if conn, _, _ := w.link(); conn == nil || !conn.IsConnected() {
-		return errors.New("not connected to NATS")
-	}
-	if _, err := w.Catalog.ListNamespaces(ctx, nil); err != nil {
-		return fmt.Errorf("catalog unreachable: %w", redact.Error(err))
-	}
-	return nil
-}
-
-func (w *Worker) serveHTTP(addr string) error {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("listen on %s for metrics: %w", addr, err)
-	}
-	w.httpAddr = ln.Addr().String()
-	w.http = &http.Server{Handler: w.Metrics.Handler(w.Ready), ReadHeaderTimeout: 5 * time.Second}
-	w.bg.Add(1)
-	go func() {
-		defer w.bg.Done()
-		if err := w.http.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			w.log.Error("metrics endpoint stopped", "error", err)
-		}
-	}()
-	w.log.Info("serving /metrics, /healthz and /readyz", "addr", w.httpAddr)
-	return nil
-}
-
-// OpenCatalog opens the catalog cfg names: the one CatalogProps select
-// through iceberg-go's registry, or with none the embedded SQLite catalog
-// under DataDir. The one-shot commands open catalogs with it too.
-func OpenCatalog(ctx context.Context, cfg Config) (catalog.Catalog, error) {
-	log := cfg.Logger
-	if log == nil {
-		log = slog.Default()
-	}
-	if cfg.CatalogProps == nil {
-		dir := filepath.Join(cfg.DataDir, "catalog")
-		cat, err := embedded.OpenCatalog(ctx, dir)
-		if err == nil {
-			log.Info("opened embedded SQLite catalog", "dir", dir)
-		}
-		return cat, err
-	}
-	cat, err := catalog.Load(ctx, cfg.CatalogName, cfg.CatalogProps)
-	if err != nil {
-		// A REST catalog's error quotes the URL it could not reach.
-		return nil, redact.Error(err)
-	}
-	log.Info("opened catalog", "name", cfg.CatalogName, "type", cfg.CatalogProps["type"], "uri", redact.String(cfg.CatalogProps["uri"]))
-	return cat, nil
-}
-
-// warehousePrefixes are the configured prefixes plus the catalog's
-// warehouse property when it names an object-store location (a REST
-// catalog's warehouse is often a name, not a location: then only the
-// configured prefixes, the namespaces' locations and the parents of known
-// tables are watched).
-func warehousePrefixes(cfg Config) []string {
-	out := slices.Clone(cfg.WarehousePrefixes)
-	if wh := cfg.CatalogProps["warehouse"]; wh != "" {
-		if u, err := url.Parse(wh); err == nil && u.Host != "" && !strings.EqualFold(u.Scheme, "file") {
-			out = append(out, wh)
-		}
-	}
-	return out
-}
-
-// DefaultHealthSubjectPrefix is where health reports go by default.
-const DefaultHealthSubjectPrefix = "reactor.health"
-
-// reportHealth logs the table's health and publishes it (best effort: a
-// report is a snapshot in time; the next job sends another).
-func (w *Worker) reportHealth(prefix, table string) {
-	h, ok := w.Planner.Health(table)
-	if !ok {
-		return
-	}
-	attrs := []any{"table", table, "healthy", h.Healthy, "data_files", h.DataFiles, "avg_file_size", h.AvgFileSize,
-		"target_file_size", h.TargetFileSize, "tiny_files", h.TinyFiles, "snapshots", h.Snapshots,
-		"oldest_snapshot_age", h.OldestSnapshotAge.Round(time.Second), "data_manifests", h.DataManifests}
-	if h.Healthy {
-		w.log.Info("table health", attrs...)
-	} else {
-		w.log.Warn("table health", append(attrs, "problems", h.Problems)...)
-	}
-	w.publish(prefix+"."+table, h)
-}
-
-// DefaultOrphanSubjectPrefix is where orphan-cleanup reports (dry runs
-// included: the candidate paths and sizes) are published, per table.
-const DefaultOrphanSubjectPrefix = "reactor.orphans"
-
-// publish sends a report as JSON, best effort: reports are also logged.
-func (w *Worker) publish(subject string, v any) {
-	conn, _, _ := w.link()
-	if conn == nil {
-		w.log.Debug("not connected to NATS yet; report not published", "subject", subject)
-		return
-	}
-	data, err := json.Marshal(v)
-	if err == nil {
-		err = conn.Publish(subject, data)
-	}
-	if err != nil {
-		w.log.Warn("could not publish a report", "subject", subject, "error", err)
-	}
-}
-
-// refreshLocations rebuilds the table-location index on a schedule, so
-// tables created, dropped or relocated are noticed even when no object
-// misses.
-func (w *Worker) refreshLocations(ctx context.Context, every time.Duration) {
-	defer w.bg.Done()
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if _, err := w.Planner.RefreshLocations(ctx); err != nil && ctx.Err() == nil {
-				w.log.Warn("table location index refresh failed; keeping the previous one", "error", err)
-			}
-		}
-	}
-}
-
-// discover brings the catalog's tables this replica owns into the planner
-// at start and after every lease acquisition, in the background, retrying
-// while the catalog is unreachable: a table that nobody writes to still
-// has deadlines (expiry, orphan listing) and files waiting for deletion,
-// and after a restart or a handover no event would bring it in.
-func (w *Worker) discover(ctx context.Context) {
-	defer w.bg.Done()
-	select {
-	case <-w.connected:
-	case <-ctx.Done():
-		return
-	}
-	for {
-		start := time.Now()
-		for wait := time.Second; ; wait = min(2*wait, time.Minute) {
-			n, err := w.Planner.Discover(ctx)
-			if err == nil {
-				w.log.Info("tables discovered", "tables", n, "duration", time.Since(start).Round(time.Millisecond))
-				break
-			}
-			if ctx.Err() != nil {
-				return
-			}
-			w.log.Warn("table discovery failed; retrying", "error", err, "retry_in", wait)
-			select {
-			case <-ctx.Done():
-				return
-			case <-time.After(wait):
-			}
-		}
-		select {
-		case <-w.discoverAgain:
-		case <-ctx.Done():
-			return
-		}
-	}
 }
 
 // Start brings a worker up. On error everything it started is stopped.
