@@ -28,8 +28,13 @@ var ErrMalformed = errors.New("malformed event")
 //	  "operation":   "append",               // optional: append | overwrite | delete | replace
 //	  "summary":     {"added-data-files": "1"},         // optional, the snapshot summary
 //	  "partitions":  ["category=books"],     // optional, touched partitions (informational)
-//	  "committed_at": "2026-11-29T12:00:00Z" // optional, RFC 3339
+//	  "committed_at": "2026-11-29T12:00:00Z", // optional, RFC 3339
+//	  "metadata_location": "s3://lake/db/t/metadata/00042-....metadata.json" // optional
 //	}
+//
+// metadata_location, when the writer knows it (the committed table's
+// metadata file), lets reactor see that it already applied the commit
+// without asking the catalog.
 //
 // The snapshot id is what makes the event idempotent: an event for a
 // snapshot reactor has already applied is acknowledged and changes nothing.
@@ -42,6 +47,8 @@ type CommitEvent struct {
 	Summary     map[string]string `json:"summary,omitempty"`
 	Partitions  []string          `json:"partitions,omitempty"`
 	CommittedAt *time.Time        `json:"committed_at,omitempty"`
+	// MetadataLocation is the metadata file the commit wrote (optional).
+	MetadataLocation string `json:"metadata_location,omitempty"`
 }
 
 // QualifiedName is "namespace.table", the name thresholds and logs use.
@@ -63,6 +70,9 @@ const (
 	// a commit event (Iceberg sets no limit; catalogs allow 128 to 255
 	// characters).
 	MaxNameBytes = 1024
+	// MaxLocationBytes bounds metadata_location: a scheme, a bucket name
+	// (at most 255 bytes) and an S3 key (at most 1,024).
+	MaxLocationBytes = 1536
 )
 
 // DecodeCommit parses and validates one commit event. Every error wraps
@@ -113,6 +123,10 @@ func (e CommitEvent) Validate() error {
 		if len(f.value) > MaxNameBytes {
 			return fmt.Errorf("%w: field %s is %d bytes long, more than %d: %s", ErrMalformed, f.name, len(f.value), MaxNameBytes, excerpt.Quote(f.value))
 		}
+	}
+	if len(e.MetadataLocation) > MaxLocationBytes {
+		return fmt.Errorf("%w: field metadata_location is %d bytes long, more than %d: %s", ErrMalformed,
+			len(e.MetadataLocation), MaxLocationBytes, excerpt.Quote(e.MetadataLocation))
 	}
 	switch {
 	case strings.TrimSpace(e.Namespace) == "":

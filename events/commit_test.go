@@ -31,6 +31,13 @@ func TestDecodeCommit(t *testing.T) {
 			want: CommitEvent{Catalog: "prod", Namespace: "a.b", Table: "t", SnapshotID: 7, Operation: "append",
 				Summary: map[string]string{"added-data-files": "1"}, Partitions: []string{"p=1"}},
 		},
+		{
+			name: "metadata location",
+			in:   `{"namespace":"db","table":"t","snapshot_id":7,"metadata_location":"s3://lake/db/t/metadata/00042-a.metadata.json"}`,
+			want: CommitEvent{Namespace: "db", Table: "t", SnapshotID: 7, MetadataLocation: "s3://lake/db/t/metadata/00042-a.metadata.json"},
+		},
+		{name: "metadata location too long", in: `{"namespace":"db","table":"t","snapshot_id":7,"metadata_location":"s3://` +
+			strings.Repeat("k", MaxLocationBytes) + `"}`, wantErr: "field metadata_location is 1541 bytes long"},
 		{name: "not json", in: `{"namespace":`, wantErr: "invalid JSON"},
 		{name: "wrong type", in: `{"namespace":"db","table":"t","snapshot_id":"x"}`, wantErr: "invalid JSON"},
 		{name: "missing table", in: `{"namespace":"db","snapshot_id":1}`, wantErr: "field table is required"},

@@ -33,6 +33,8 @@ func FuzzDecodeCommit(f *testing.F) {
 			t.Fatalf("table %q contains a dot", ev.Table)
 		case len(ev.Namespace) > MaxNameBytes, len(ev.Table) > MaxNameBytes, len(ev.Catalog) > MaxNameBytes, len(ev.Operation) > MaxNameBytes:
 			t.Fatalf("a name over %d bytes: %d/%d/%d/%d", MaxNameBytes, len(ev.Namespace), len(ev.Table), len(ev.Catalog), len(ev.Operation))
+		case len(ev.MetadataLocation) > MaxLocationBytes:
+			t.Fatalf("a metadata_location of %d bytes", len(ev.MetadataLocation))
 		}
 		for _, level := range ev.NamespaceLevels() {
 			if level == "" {

@@ -51,6 +51,9 @@ type JobEvent struct {
 	// spark (a Spark cluster through Spark Connect). Set on started,
 	// succeeded and failed.
 	Backend string `json:"backend,omitempty"`
+	// Replica is the reactor replica that published the event (the one
+	// holding the table's lease).
+	Replica string `json:"replica,omitempty"`
 
 	// The rest is set on succeeded and failed only.
 

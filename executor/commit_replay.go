@@ -164,7 +164,7 @@ func (e *Executor) commitBatchReplay(ctx context.Context, log *slog.Logger, job 
 			committed = landed
 			return nil
 		}
-		return backoff.Permanent(fmt.Errorf("%w: %w", errUnknownCommitState, err))
+		return backoff.Permanent(unknownUnlessRefused(err))
 	}
 	if err := e.retryCommits(ctx, log, job, op, func() (int, time.Time) { return attempt, attemptStart }); err != nil {
 		if conflict.IsRetryable(err) {

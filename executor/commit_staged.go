@@ -180,7 +180,7 @@ func (e *Executor) commitStaged(ctx context.Context, log *slog.Logger, job plann
 			committed = landed
 			return nil
 		}
-		return backoff.Permanent(fmt.Errorf("%w: %w", errUnknownCommitState, err))
+		return backoff.Permanent(unknownUnlessRefused(err))
 	}
 	err = e.retryCommitsInto(ctx, log, job, rep, op, func() (int, time.Time) { return attempt, attemptStart })
 	switch {

@@ -32,6 +32,8 @@ type Executor struct {
 	// replayCommits sends every data rewrite through commitBatchReplay
 	// (benchmarks compare the two paths).
 	replayCommits bool
+	// guard, when set, is asked before every commit (SetCommitGuard).
+	guard CommitGuard
 	// referenceMaxAge: see the constant (tests set 0: re-read before
 	// every delete).
 	referenceMaxAge time.Duration

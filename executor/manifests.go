@@ -222,7 +222,7 @@ func (mr *manifestRewrite) failed(ctx context.Context, list string, err error) e
 		mr.committed = landed
 		return nil
 	}
-	return backoff.Permanent(fmt.Errorf("%w: %w", errUnknownCommitState, err))
+	return backoff.Permanent(unknownUnlessRefused(err))
 }
 
 func (mr *manifestRewrite) supersede() {

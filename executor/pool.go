@@ -27,7 +27,9 @@ type Offloader interface {
 }
 
 // Pool runs dispatched jobs on at most n goroutines at once. The planner
-// guarantees one job per table at a time; the pool bounds the total. Jobs
+// guarantees one job per table at a time; the pool bounds the total and
+// orders the jobs waiting for a slot (see slots: urgent before background,
+// first come first served within a class). Jobs
 // an Offloader takes run under its own bound and take no local slot unless
 // they come back to run here.
 type Pool struct {
@@ -35,13 +37,23 @@ type Pool struct {
 	exec    *Executor
 	finish  Finisher
 	start   func(job planner.Job, backend string)
-	sem     chan struct{}
+	slots   *slots
 	offload Offloader
 	offSem  chan struct{}
+	gate    func(job planner.Job) error
 	wg      sync.WaitGroup
 
 	mu    sync.Mutex
 	stats PoolStats
+	// jobs are the dispatched jobs not finished yet, by id.
+	jobs map[string]*poolJob
+	// idle is signalled whenever a job finishes.
+	idle *sync.Cond
+}
+
+type poolJob struct {
+	table  string
+	cancel context.CancelFunc
 }
 
 // PoolStats counts what the pool has done (for progress lines and tests).
@@ -68,7 +80,50 @@ func NewPool(ctx context.Context, exec *Executor, concurrency int) *Pool {
 	if concurrency < 1 {
 		concurrency = 1
 	}
-	return &Pool{ctx: ctx, exec: exec, sem: make(chan struct{}, concurrency)}
+	p := &Pool{ctx: ctx, exec: exec, slots: newSlots(concurrency, exec.met), jobs: map[string]*poolJob{}}
+	p.idle = sync.NewCond(&p.mu)
+	return p
+}
+
+// SetGate sets what a job must pass when it leaves the queue (with
+// replicas: this replica still owns the table); a job it refuses ends
+// Failed with its error, having done nothing. Call it before the first
+// Dispatch.
+func (p *Pool) SetGate(f func(job planner.Job) error) { p.gate = f }
+
+// Abandon cancels the queued and running jobs of the tables sel selects:
+// they end cleanly (their uncommitted outputs deleted) and report Failed.
+func (p *Pool) Abandon(sel func(table string) bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, j := range p.jobs {
+		if sel(j.table) {
+			j.cancel()
+		}
+	}
+}
+
+// WaitTables blocks until no job of the tables sel selects is queued or
+// running, or ctx ends.
+func (p *Pool) WaitTables(ctx context.Context, sel func(table string) bool) {
+	stop := context.AfterFunc(ctx, func() {
+		p.mu.Lock()
+		p.idle.Broadcast()
+		p.mu.Unlock()
+	})
+	defer stop()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for ctx.Err() == nil {
+		busy := false
+		for _, j := range p.jobs {
+			busy = busy || sel(j.table)
+		}
+		if !busy {
+			return
+		}
+		p.idle.Wait()
+	}
 }
 
 // OnFinish sets where results go. Call it before the first Dispatch.
@@ -89,11 +144,22 @@ func (p *Pool) SetOffloader(o Offloader, concurrency int) {
 
 // Dispatch queues a job; it never blocks.
 func (p *Pool) Dispatch(job planner.Job) {
+	ctx, cancel := context.WithCancel(p.ctx)
+	p.mu.Lock()
+	p.jobs[job.ID] = &poolJob{table: job.TableName, cancel: cancel}
+	p.mu.Unlock()
 	p.wg.Add(1)
 	go func() {
 		defer p.wg.Done()
+		defer p.forget(job.ID, cancel)
+		if p.gate != nil {
+			if err := p.gate(job); err != nil {
+				p.done(job, planner.Result{Outcome: planner.Failed, Err: err}, Report{})
+				return
+			}
+		}
 		if p.offload != nil && p.offload.Offload(job) {
-			res, rep, local, ok := p.runOffloaded(job)
+			res, rep, local, ok := p.runOffloaded(ctx, job)
 			if !ok {
 				return
 			}
@@ -102,32 +168,46 @@ func (p *Pool) Dispatch(job planner.Job) {
 				return
 			}
 		}
-		select {
-		case p.sem <- struct{}{}:
-		case <-p.ctx.Done():
-			p.done(job, planner.Result{Outcome: planner.Failed, Err: p.ctx.Err()}, Report{})
+		release, ok := p.slots.acquire(ctx, job)
+		if !ok {
+			p.done(job, planner.Result{Outcome: planner.Failed, Err: context.Cause(ctx)}, Report{})
 			return
 		}
-		defer func() { <-p.sem }()
+		defer release()
+		if p.gate != nil {
+			// It may have waited long for its slot.
+			if err := p.gate(job); err != nil {
+				p.done(job, planner.Result{Outcome: planner.Failed, Err: err}, Report{})
+				return
+			}
+		}
 		if p.start != nil {
 			p.start(job, BackendLocal)
 		}
-		res, rep := p.exec.Run(p.ctx, job)
+		res, rep := p.exec.Run(ctx, job)
 		p.done(job, res, rep)
 	}()
 }
 
+func (p *Pool) forget(id string, cancel context.CancelFunc) {
+	cancel()
+	p.mu.Lock()
+	delete(p.jobs, id)
+	p.idle.Broadcast()
+	p.mu.Unlock()
+}
+
 // runOffloaded runs job on the other backend under its bound; ok is false
 // when the pool stopped before it started (the job is then finished).
-func (p *Pool) runOffloaded(job planner.Job) (res planner.Result, rep Report, local, ok bool) {
+func (p *Pool) runOffloaded(ctx context.Context, job planner.Job) (res planner.Result, rep Report, local, ok bool) {
 	select {
 	case p.offSem <- struct{}{}:
-	case <-p.ctx.Done():
-		p.done(job, planner.Result{Outcome: planner.Failed, Err: p.ctx.Err()}, Report{Backend: BackendSpark})
+	case <-ctx.Done():
+		p.done(job, planner.Result{Outcome: planner.Failed, Err: ctx.Err()}, Report{Backend: BackendSpark})
 		return res, rep, false, false
 	}
 	defer func() { <-p.offSem }()
-	res, rep, local = p.offload.Run(p.ctx, job, func() {
+	res, rep, local = p.offload.Run(ctx, job, func() {
 		if p.start != nil {
 			p.start(job, BackendSpark)
 		}

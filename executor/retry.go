@@ -29,7 +29,9 @@ func (e *Executor) retryCommits(ctx context.Context, log *slog.Logger, job plann
 }
 
 // retryCommitsInto is retryCommits counting, in rep when not nil, the
-// retries that went on an observed writer commit.
+// retries that went on an observed writer commit. Every attempt first asks
+// the commit guard (SetCommitGuard): a refusal ends the loop with
+// ErrCommitRefused, nothing committed.
 func (e *Executor) retryCommitsInto(ctx context.Context, log *slog.Logger, job planner.Job, rep *Report, op func() error,
 	attempt func() (int, time.Time)) error {
 	bo := backoff.NewExponentialBackOff()
@@ -40,6 +42,11 @@ func (e *Executor) retryCommitsInto(ctx context.Context, log *slog.Logger, job p
 	bo.MaxElapsedTime = job.Settings.CommitRetryTime
 	bo.Reset()
 	for {
+		// A replica that lost the table's lease stops here, before the
+		// attempt: nothing of it is committed.
+		if err := e.checkCommit(job.TableName); err != nil {
+			return err
+		}
 		mark := e.watch.mark(job.TableName)
 		err := op()
 		if err == nil {

@@ -57,7 +57,30 @@ type Metrics struct {
 	SparkLocalRuns   *prometheus.CounterVec
 	SparkInterrupts  *prometheus.CounterVec
 	SparkUnconfirmed prometheus.Counter
-	snapshots        *snapshotGauges
+	// Refreshes counts table refreshes (catalog loads) of the event path
+	// by result; EventsCoalesced the events acknowledged without a load of
+	// their own (already covered, or covered by a refresh shared with
+	// other events of the table).
+	// JobQueue is the jobs waiting for a slot, by class (urgent,
+	// background); JobsRunning the jobs holding one; JobQueueWait how long
+	// jobs waited, by kind.
+	JobQueue        *prometheus.GaugeVec
+	JobsRunning     prometheus.Gauge
+	JobQueueWait    *prometheus.HistogramVec
+	Refreshes       *prometheus.CounterVec
+	EventsCoalesced prometheus.Counter
+	// Table leases among replicas: shards in all, held here, live
+	// replicas, and leases acquired, released and lost.
+	LeaseShards     prometheus.Gauge
+	LeaseShardsHeld prometheus.Gauge
+	LeaseMembers    prometheus.Gauge
+	LeaseHandovers  *prometheus.CounterVec
+	// EventsForwarded counts events (and notification copies) sent on to
+	// the replica owning their table, by source.
+	EventsForwarded *prometheus.CounterVec
+	snapshots       *snapshotGauges
+	refresh         *refreshGauges
+	leaseOwners     *leaseOwners
 }
 
 // New creates the collectors on a fresh registry.
@@ -149,11 +172,66 @@ func New() *Metrics {
 			Name: "reactor_spark_unconfirmed_total",
 			Help: "Spark jobs whose end reactor could not confirm within interrupt_grace (Spark unreachable); their tables were released anyway.",
 		}),
-		snapshots: newSnapshotGauges(),
+		JobQueue: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "reactor_job_queue_depth",
+			Help: "Jobs waiting for a slot of this process, by class (urgent: compaction, delete rewrites, metadata over its bounds; background: the rest).",
+		}, []string{"class"}),
+		JobsRunning: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "reactor_jobs_running",
+			Help: "Jobs running in this process (local slots).",
+		}),
+		JobQueueWait: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "reactor_job_queue_wait_seconds",
+			Help:    "How long jobs waited for a slot, by kind.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 4, 12),
+		}, []string{"kind"}),
+		Refreshes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "reactor_refreshes_total",
+			Help: "Table refreshes (catalog loads) the event path made, by result (applied, error).",
+		}, []string{"result"}),
+		EventsCoalesced: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "reactor_events_coalesced_total",
+			Help: "Events acknowledged without a catalog load of their own: already applied, or covered by one refresh of their table shared with other events.",
+		}),
+		LeaseShards: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "reactor_lease_shards",
+			Help: "Shards the tables are divided into among replicas (each a lease).",
+		}),
+		LeaseShardsHeld: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "reactor_lease_shards_held",
+			Help: "Shards whose table lease this replica holds.",
+		}),
+		LeaseMembers: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "reactor_lease_members",
+			Help: "Live replicas, as this replica sees the lease bucket.",
+		}),
+		LeaseHandovers: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "reactor_lease_handovers_total",
+			Help: "Shard leases this replica acquired, released (to rebalance or on shutdown) and lost (taken over or not renewed in time).",
+		}, []string{"event"}),
+		EventsForwarded: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "reactor_events_forwarded_total",
+			Help: "Events sent on to the replica that owns their table (through the shard stream), by source.",
+		}, []string{"source"}),
+		snapshots:   newSnapshotGauges(),
+		refresh:     newRefreshGauges(),
+		leaseOwners: newLeaseOwners(),
 	}
 	m.Registry.MustRegister(m.Events, m.JobsScheduled, m.Jobs, m.JobDuration, m.CommitConflicts,
 		m.CommitRetries, m.StateRebuilds, m.FilesRewritten, m.FilesAdded, m.ConfigReloads, m.Objects, m.UnconfirmedFiles,
 		m.DataFiles, m.SmallFiles, m.OrphanCandidates, m.OrphansRefused, m.DeleteFiles, m.DeleteFileRatio, m.SparkLocalRuns,
 		m.SparkInterrupts, m.SparkUnconfirmed, m.snapshots)
 	return m
+}
+
+// ForgetTable drops a table's per-table series (its lease moved to another
+// replica, which exports them now).
+func (m *Metrics) ForgetTable(table string) {
+	for _, v := range []*prometheus.GaugeVec{m.UnconfirmedFiles, m.DataFiles, m.SmallFiles, m.OrphanCandidates, m.DeleteFileRatio} {
+		v.DeleteLabelValues(table)
+	}
+	m.DeleteFiles.DeletePartialMatch(prometheus.Labels{"table": table})
+	m.snapshots.mu.Lock()
+	delete(m.snapshots.tables, table)
+	m.snapshots.mu.Unlock()
 }

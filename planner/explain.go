@@ -224,7 +224,7 @@ func Explain(ctx context.Context, tbl *table.Table, cfg *thresholds.Config, now 
 				reason.Partition = ps.Key
 				j.Partitions = append(j.Partitions, ps.Key)
 				j.Reasons = append(j.Reasons, reason)
-				part := ps.Partition
+				part := ps.partition()
 				part.ApplyDeletes = applyDeletes
 				j.job.Partitions = append(j.job.Partitions, part)
 			}
@@ -241,11 +241,11 @@ func Explain(ctx context.Context, tbl *table.Table, cfg *thresholds.Config, now 
 	snaps := summarizeSnapshots(tbl.Metadata())
 	due, reason, olderThan, retainLast, next := snaps.expiry(now, set)
 	ageCheck := Check{Threshold: "snapshot_max_age", Limit: int64(set.SnapshotMaxAge / time.Second), Unit: "seconds"}
-	if n := len(snaps.times); n > 0 {
-		ageCheck.Measured = int64(now.Sub(snaps.times[n-1]) / time.Second)
+	if n := snaps.count(); n > 0 {
+		ageCheck.Measured = int64(now.Sub(snaps.at(n-1)) / time.Second)
 	}
 	ageCheck.Over = due && reason.Threshold == "snapshot_max_age"
-	countCheck := Check{Threshold: "snapshot_count", Measured: int64(len(snaps.times)), Limit: int64(set.SnapshotCount),
+	countCheck := Check{Threshold: "snapshot_count", Measured: int64(snaps.count()), Limit: int64(set.SnapshotCount),
 		Unit: "snapshots", Over: due && reason.Threshold == "snapshot_count"}
 	switch {
 	case due:

@@ -45,14 +45,14 @@ func buildHealth(name string, tc *tableCounters, snaps snapshotSummary, set thre
 	h := Health{
 		Table: name, SnapshotID: tc.snapshotID, DataFiles: tot.DataFiles, DataBytes: tot.Bytes,
 		TargetFileSize: set.TargetFileSize, SmallFiles: tot.SmallFiles, TinyFiles: tot.TinyFiles,
-		TinyFileSize: set.TinyFileSize, Snapshots: len(snaps.times), DataManifests: tc.dataManifests,
+		TinyFileSize: set.TinyFileSize, Snapshots: snaps.count(), DataManifests: tc.dataManifests,
 		DeleteFiles: tot.DeleteFiles(), DeleteRows: tot.DeleteRows(),
 	}
 	if tot.DataFiles > 0 {
 		h.AvgFileSize = tot.Bytes / int64(tot.DataFiles)
 	}
-	if n := len(snaps.times); n > 0 {
-		h.OldestSnapshotAge = now.Sub(snaps.times[n-1])
+	if n := snaps.count(); n > 0 {
+		h.OldestSnapshotAge = now.Sub(snaps.at(n - 1))
 	}
 	if h.TinyFiles > set.HealthMaxTinyFiles {
 		h.Problems = append(h.Problems, fmt.Sprintf("%d files below %s (limit %d): compaction is not keeping up with some partitions",

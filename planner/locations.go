@@ -372,8 +372,8 @@ func (p *Planner) refreshForMiss(ctx context.Context, bucket, key string) error 
 }
 
 // Discover brings every table of the watched namespaces (all namespaces
-// when none is configured) that the planner does not know yet into its
-// state, as a commit event would. reactor run calls it once at start, so
+// when none is configured) that the planner does not know yet, and that
+// this replica owns, into its state, as a commit event would. reactor run calls it once at start, so
 // that what a table waits for outlives a restart even when nobody writes
 // to it: expiry deadlines, the next orphan listing, and the files expiry
 // unlinked before the restart. It returns how many tables it observed.
@@ -403,7 +403,7 @@ func (p *Planner) Discover(ctx context.Context) (int, error) {
 			p.mu.Lock()
 			_, known := p.tables[name]
 			p.mu.Unlock()
-			if known || !cfg.Watches(strings.Join(ident[:len(ident)-1], ".")) {
+			if known || !cfg.Watches(strings.Join(ident[:len(ident)-1], ".")) || !p.ownsTable(name) {
 				continue
 			}
 			tbl, err := p.cat.LoadTable(ctx, ident)

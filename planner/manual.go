@@ -88,7 +88,7 @@ func ManualJob(ctx context.Context, tbl *table.Table, cfg *thresholds.Config, ki
 				reason.Measured, reason.Limit = int64(ps.PositionDeleteFiles), int64(set.DeleteMinInputFiles)
 				reason.Note = "position-delete files; delete_min_input_files"
 			}
-			job.Partitions = append(job.Partitions, ps.Partition)
+			job.Partitions = append(job.Partitions, ps.partition())
 			job.Reasons = append(job.Reasons, reason)
 		}
 		for k := range missing {

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icereactor/reactor/events"
@@ -75,52 +74,18 @@ type OrphanCandidate struct {
 // ErrOutsideTables; objects under a watched warehouse prefix that no table
 // claims even after a refresh of the index return ErrUnclaimed (hold them).
 func (p *Planner) ApplyObject(ctx context.Context, ev events.ObjectEvent) (ObjectOutcome, error) {
-	if _, err := location.Canonical(ev.Location()); err != nil {
-		return p.refuseObject(ev, err)
-	}
-	tl, err := p.locate(ctx, ev.Bucket, ev.Key)
-	if err != nil {
-		switch {
-		case errors.Is(err, ErrOutsideTables):
-			return ObjectOutside, err
-		case errors.Is(err, ErrUnclaimed):
-			return ObjectHeld, err
-		}
-		return "", err
-	}
-	rel := strings.TrimPrefix(ev.Key, tl.prefix)
+	r, out, err := p.RouteObject(ctx, ev)
 	switch {
-	case ev.Action == events.ObjectCreated && strings.HasPrefix(rel, "metadata/") && strings.HasSuffix(rel, ".metadata.json"):
-		if p.metadataApplied(tl.name, ev.Location()) {
-			return ObjectCommit, nil
-		}
-		p.commitObserved(tl.name)
-		tbl, err := p.cat.LoadTable(ctx, tl.ident)
-		if errors.Is(err, catalog.ErrNoSuchTable) || errors.Is(err, catalog.ErrNoSuchNamespace) {
-			// Dropped (or renamed) since the index was built.
-			p.locations.invalidate()
-			return ObjectOutside, fmt.Errorf("%w: %s: table %s no longer exists", ErrOutsideTables, ev.Location(), tl.name)
-		}
-		if err != nil {
-			return "", fmt.Errorf("%w: load %s for %s: %w", ErrCatalogUnavailable, tl.name, ev.Location(), err)
-		}
-		if err := p.Observe(ctx, tbl); err != nil {
-			return "", err
-		}
-		// A catalog writes the metadata file before it commits it (the
-		// SQL catalog's row, the REST server's swap), so the notification
-		// can come first: until the catalog shows this metadata file (or a
-		// later one), the commit is not applied yet: hold it.
-		if !metadataVisible(tbl, ev.Location()) {
-			return ObjectHeld, fmt.Errorf("%w: %s: the catalog's current metadata of %s is %s", ErrNotYetVisible,
-				boundedLocation(ev.Location()), tl.name, tbl.MetadataLocation())
-		}
+	case r.Table == "":
+		return out, err
+	case !r.Metadata:
+		return p.TrackObject(r, ev), nil
+	case p.ObjectCovered(r, ev):
 		return ObjectCommit, nil
-	case strings.HasPrefix(rel, "data/"):
-		return p.trackData(tl, ev), nil
-	default:
-		return ObjectIgnored, nil
 	}
+	p.commitObserved(r.Table)
+	tbl, err := p.Refresh(ctx, r.Ident)
+	return p.MetadataOutcome(r, ev, tbl, err)
 }
 
 // refuseObject handles a key not in canonical form: another spelling of
@@ -198,7 +163,30 @@ func (p *Planner) metadataApplied(name, loc string) bool {
 	}
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	return st.counters.appliedMetadata.has(normalizeLocation(loc))
+	return metadataCovered(st.counters.metadataLocation, loc)
+}
+
+// metadataCovered reports whether a state brought up to the metadata file
+// applied (normalised) includes the commit that wrote the one at loc: it
+// is that file, or an older one by its version number.
+func metadataCovered(applied, loc string) bool {
+	if applied == "" {
+		return false
+	}
+	if normalizeLocation(loc) == applied {
+		return true
+	}
+	notified, ok := metadataVersion(loc)
+	if !ok {
+		return false
+	}
+	current, ok := metadataVersion(applied)
+	return ok && notified <= current && sameDirectory(applied, normalizeLocation(loc))
+}
+
+// sameDirectory reports whether two locations share their parent.
+func sameDirectory(a, b string) bool {
+	return a[:strings.LastIndexByte(a, '/')+1] == b[:strings.LastIndexByte(b, '/')+1]
 }
 
 func (p *Planner) trackData(tl tableLocation, ev events.ObjectEvent) ObjectOutcome {
@@ -226,7 +214,7 @@ func (p *Planner) trackData(tl tableLocation, ev events.ObjectEvent) ObjectOutco
 	if removedAt, ok := st.removed.get(loc); ok && !ev.Time.After(removedAt) {
 		return ObjectIgnored
 	}
-	if st.counters.confirmed.has(loc) {
+	if st.counters.confirmed.has(locationHash(loc)) {
 		return ObjectConfirmed
 	}
 	if _, ok := st.unconfirmed[loc]; !ok && len(st.unconfirmed) >= MaxUnconfirmedPerTable {
@@ -335,7 +323,9 @@ func (p *Planner) OrphanCandidates(ctx context.Context, name string, asOf time.T
 }
 
 // removals remembers when recently removed objects were removed, bounded
-// to recentLimit entries (oldest forgotten first).
+// to removalLimit entries (oldest forgotten first).
+const removalLimit = 4096
+
 type removals struct {
 	at    map[string]time.Time
 	order []string
@@ -347,7 +337,7 @@ func (r *removals) add(loc string, at time.Time) {
 	}
 	if _, ok := r.at[loc]; !ok {
 		r.order = append(r.order, loc)
-		if len(r.order) > recentLimit {
+		if len(r.order) > removalLimit {
 			delete(r.at, r.order[0])
 			r.order = r.order[1:]
 		}

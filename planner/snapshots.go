@@ -2,6 +2,7 @@ package planner
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
@@ -11,10 +12,14 @@ import (
 )
 
 // snapshotSummary is what expiry scheduling needs to know of a table's
-// history: snapshot times, newest first, and which are branch or tag heads.
+// history: snapshot times, newest first, and which are branch or tag heads;
+// and the ids of every snapshot in the metadata, so an event naming one of
+// them is known to be covered without asking the catalog. It costs 17 bytes
+// a snapshot (a table at the snapshot_count bound of 500: 8.5 KB).
 type snapshotSummary struct {
-	times    []time.Time // newest first
-	refHeads []bool      // parallel to times
+	timesMs  []int64 // commit times (Unix ms), newest first
+	refHeads []bool  // parallel to timesMs
+	ids      []int64 // every snapshot id, ascending
 }
 
 func summarizeSnapshots(meta table.Metadata) snapshotSummary {
@@ -24,20 +29,34 @@ func summarizeSnapshots(meta table.Metadata) snapshotSummary {
 	}
 	snaps := meta.Snapshots()
 	sort.Slice(snaps, func(i, j int) bool { return snaps[i].TimestampMs > snaps[j].TimestampMs })
-	s := snapshotSummary{times: make([]time.Time, len(snaps)), refHeads: make([]bool, len(snaps))}
+	s := snapshotSummary{timesMs: make([]int64, len(snaps)), refHeads: make([]bool, len(snaps)), ids: make([]int64, len(snaps))}
 	for i, snap := range snaps {
-		s.times[i] = time.UnixMilli(snap.TimestampMs)
+		s.timesMs[i] = snap.TimestampMs
 		s.refHeads[i] = heads[snap.SnapshotID]
+		s.ids[i] = snap.SnapshotID
 	}
+	slices.Sort(s.ids)
 	return s
+}
+
+// count is the number of snapshots in the metadata.
+func (s snapshotSummary) count() int { return len(s.timesMs) }
+
+// at is the commit time of the i-th newest snapshot.
+func (s snapshotSummary) at(i int) time.Time { return time.UnixMilli(s.timesMs[i]) }
+
+// has reports whether the metadata holds the snapshot.
+func (s snapshotSummary) has(id int64) bool {
+	_, ok := slices.BinarySearch(s.ids, id)
+	return ok
 }
 
 // oldest is the oldest snapshot's commit time (zero without snapshots).
 func (s snapshotSummary) oldest() time.Time {
-	if len(s.times) == 0 {
+	if len(s.timesMs) == 0 {
 		return time.Time{}
 	}
-	return s.times[len(s.times)-1]
+	return s.at(len(s.timesMs) - 1)
 }
 
 // expiry decides whether an expire_snapshots job is due now, with which
@@ -53,11 +72,11 @@ func (s snapshotSummary) oldest() time.Time {
 // (iceberg-go resolves retention per branch).
 func (s snapshotSummary) expiry(now time.Time, set thresholds.Effective) (due bool, reason Reason, olderThan time.Duration, retainLast int, next time.Time) {
 	retainLast = max(set.RetainLast, 1)
-	if n := len(s.times); n >= set.SnapshotCount && set.SnapshotCount > 0 {
+	if n := s.count(); n >= set.SnapshotCount && set.SnapshotCount > 0 {
 		keep := max(retainLast, set.SnapshotCount/2)
 		if n > keep {
 			// Everything older than the keep-th newest goes.
-			olderThan = max(now.Sub(s.times[keep-1]), 0)
+			olderThan = max(now.Sub(s.at(keep-1)), 0)
 			return true, Reason{Partition: tableWide, Threshold: "snapshot_count", Measured: int64(n), Limit: int64(set.SnapshotCount),
 				Note: fmt.Sprintf("keep the newest %d of %d snapshots (snapshot_count %d, retain_last %d)",
 					keep, n, set.SnapshotCount, set.RetainLast)}, olderThan, keep, time.Time{}
@@ -66,18 +85,18 @@ func (s snapshotSummary) expiry(now time.Time, set thresholds.Effective) (due bo
 	olderThan = set.SnapshotMaxAge
 	horizon := now.Add(-olderThan)
 	// The oldest snapshot past retain_last that is no ref head decides.
-	for i := len(s.times) - 1; i >= retainLast; i-- {
+	for i := s.count() - 1; i >= retainLast; i-- {
 		if s.refHeads[i] {
 			continue
 		}
-		if s.times[i].Before(horizon) {
+		if s.at(i).Before(horizon) {
 			return true, Reason{Partition: tableWide, Threshold: "snapshot_max_age",
-					Measured: int64(now.Sub(s.times[i]) / time.Second), Limit: int64(olderThan / time.Second),
+					Measured: int64(now.Sub(s.at(i)) / time.Second), Limit: int64(olderThan / time.Second),
 					Note: fmt.Sprintf("oldest expirable snapshot is %s old; snapshot_max_age %s, retain_last %d",
-						now.Sub(s.times[i]).Round(time.Second), olderThan, set.RetainLast)},
+						now.Sub(s.at(i)).Round(time.Second), olderThan, set.RetainLast)},
 				olderThan, retainLast, time.Time{}
 		}
-		return false, Reason{}, 0, 0, s.times[i].Add(olderThan)
+		return false, Reason{}, 0, 0, s.at(i).Add(olderThan)
 	}
 	return false, Reason{}, 0, 0, time.Time{}
 }

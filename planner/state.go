@@ -100,17 +100,18 @@ func (c *Counters) count(df iceberg.DataFile, sz fileSizes, sign int) {
 const maxBridge = 1000
 
 // tableCounters is the planner's picture of one table's current snapshot.
+// What it keeps between events grows with what the table holds (its
+// partitions, its sorted files) and nothing is preallocated: an idle table
+// costs its partitions (BENCHMARKS.md, BenchmarkIdleTableHeap).
 type tableCounters struct {
-	// applied remembers the ids of recently applied snapshots, so an event
-	// for one of them (a redelivery, or a burst the previous event already
-	// covered) costs no catalog round trip.
-	applied recentSet[int64]
-	// appliedMetadata and confirmed do the same for metadata files (a
-	// bucket notification of a commit already applied) and for data files
-	// added by applied snapshots (a notification that arrives after the
-	// commit that references the file), as normalised object locations.
-	appliedMetadata recentSet[string]
-	confirmed       recentSet[string]
+	// metadataLocation is the metadata file the state was last brought up
+	// to (normalised): a bucket notification of it, or of an older one,
+	// is a commit already applied.
+	metadataLocation string
+	// confirmed remembers data files added by recently applied snapshots
+	// (by location hash), so a notification that arrives after the commit
+	// that references its file is not tracked as unconfirmed.
+	confirmed recentHashes
 
 	snapshotID    int64
 	dataManifests int // in the current snapshot's manifest list
@@ -118,32 +119,32 @@ type tableCounters struct {
 	timestampMs   int64
 	sizes         fileSizes
 	partitions    map[string]*partitionState
-	// sortedFiles holds the live data files written by sort rewrites, so
-	// their removal (a DELETED entry does not say which snapshot added the
-	// file) updates SortedFiles exactly.
-	sortedFiles map[string]bool
+	// sortedFiles holds the live data files written by sort rewrites (by
+	// location hash), so their removal (a DELETED entry does not say which
+	// snapshot added the file) updates SortedFiles exactly.
+	sortedFiles map[uint64]struct{}
 	// offloaded are the last snapshots reactor's jobs committed through
 	// Spark (see Result.OwnSnapshots), offloadedSort those a sort wrote.
-	offloaded, offloadedSort recentSet[int64]
+	offloaded, offloadedSort recentHashes // snapshot ids, grown on demand
 }
 
 // own reports whether s is reactor's: its summary says so, or a job run
 // on Spark committed it.
 func (tc *tableCounters) own(s *table.Snapshot) bool {
-	return tc.offloaded.has(s.SnapshotID) || isOwnSnapshot(s)
+	return tc.offloaded.has(uint64(s.SnapshotID)) || isOwnSnapshot(s)
 }
 
 // sorted reports whether s was committed by a sort or z-order rewrite.
 func (tc *tableCounters) sorted(s *table.Snapshot) bool {
-	return tc.offloadedSort.has(s.SnapshotID) || isSortSnapshot(s)
+	return tc.offloadedSort.has(uint64(s.SnapshotID)) || isSortSnapshot(s)
 }
 
 // markOffloaded records snapshots a job committed through Spark.
 func (tc *tableCounters) markOffloaded(ids []int64, sort bool) {
 	for _, id := range ids {
-		tc.offloaded.add(id)
+		tc.offloaded.add(uint64(id))
 		if sort {
-			tc.offloadedSort.add(id)
+			tc.offloadedSort.add(uint64(id))
 		}
 	}
 }
@@ -154,34 +155,45 @@ func (tc *tableCounters) sortedFile(ps *partitionState, df iceberg.DataFile, add
 	if df.ContentType() != iceberg.EntryContentData {
 		return
 	}
-	path := df.FilePath()
+	path := locationHash(df.FilePath())
+	_, was := tc.sortedFiles[path]
 	switch {
 	case added && sorted:
 		if tc.sortedFiles == nil {
-			tc.sortedFiles = map[string]bool{}
+			tc.sortedFiles = map[uint64]struct{}{}
 		}
-		tc.sortedFiles[path] = true
+		tc.sortedFiles[path] = struct{}{}
 		ps.SortedFiles++
-	case !added && tc.sortedFiles[path]:
+	case !added && was:
 		delete(tc.sortedFiles, path)
 		ps.SortedFiles--
 	}
 }
 
 type partitionState struct {
-	Partition
+	Key    string
+	SpecID int32
+	inJob  bool
+	// settledKinds: see settledWrite (here, where it packs with SpecID).
+	settledKinds kindSet
+	// values are the partition tuple, compact (a map per partition costs
+	// ten times as much); partition() renders the job's form.
+	values partitionValues
 	Counters
 
-	cooldownUntil time.Time
+	cooldownUntil instant
 	// settledWrite is LastWrite as it was when jobs of settledKinds found
 	// nothing to do in this partition; until the partition is written
 	// again, those kinds are not scheduled for it.
-	settledWrite time.Time
-	settledKinds []JobKind
-	inJob        bool
+	settledWrite instant
 	// waitingSince is when the partition was first found over its
 	// threshold but still being written; max_quiet_wait counts from it.
-	waitingSince time.Time
+	waitingSince instant
+}
+
+// partition is the partition as a job names it.
+func (ps *partitionState) partition() Partition {
+	return Partition{Key: ps.Key, SpecID: ps.SpecID, Values: ps.values.asMap()}
 }
 
 // updateStats reports what an update did.
@@ -194,6 +206,8 @@ type updateStats struct {
 	// added lists the locations of data files the update found added (a
 	// rebuild: every live file), to confirm tracked files.
 	added []string
+	// stale: the table was older than the state; nothing was applied.
+	stale bool
 }
 
 // advance brings the counters to tbl's current snapshot. It reads only the
@@ -218,6 +232,7 @@ func (tc *tableCounters) advance(ctx context.Context, tbl *table.Table, sz fileS
 	if tc.partitions != nil && tc.isNewerThan(cur) {
 		// A table loaded before the state last advanced (the executor's
 		// committed table racing a newer event): nothing to learn from it.
+		st.stale = true
 		return st, nil
 	}
 	fs, err := tbl.FS(ctx)
@@ -247,7 +262,6 @@ func (tc *tableCounters) advance(ctx context.Context, tbl *table.Table, sz fileS
 	keys := NewKeyer(meta)
 	for i := len(chain) - 1; i >= 0; i-- {
 		snap := chain[i]
-		tc.applied.add(snap.SnapshotID)
 		own := tc.own(snap)
 		if !own {
 			st.ownSnapshotsOnly = false
@@ -285,7 +299,7 @@ func (tc *tableCounters) advance(ctx context.Context, tbl *table.Table, sz fileS
 				switch entry.Status() {
 				case iceberg.EntryStatusADDED:
 					st.added = append(st.added, df.FilePath())
-					tc.confirmed.add(normalizeLocation(df.FilePath()))
+					tc.confirmed.add(locationHash(df.FilePath()))
 					ps := tc.partition(keys, df)
 					ps.add(df, sz)
 					tc.sortedFile(ps, df, true, tc.sorted(snap))
@@ -307,7 +321,6 @@ func (tc *tableCounters) advance(ctx context.Context, tbl *table.Table, sz fileS
 }
 
 func (tc *tableCounters) setSnapshot(s *table.Snapshot) {
-	tc.applied.add(s.SnapshotID)
 	tc.snapshotID = s.SnapshotID
 	tc.sequenceNum = s.SequenceNumber
 	tc.timestampMs = s.TimestampMs
@@ -333,7 +346,7 @@ func (tc *tableCounters) reset(sz fileSizes) {
 	tc.sortedFiles = nil
 	// Scheduling state (cool-downs, running jobs) survives a rebuild.
 	for k, ps := range old {
-		tc.partitions[k] = &partitionState{Partition: ps.Partition, cooldownUntil: ps.cooldownUntil,
+		tc.partitions[k] = &partitionState{Key: ps.Key, SpecID: ps.SpecID, values: ps.values, cooldownUntil: ps.cooldownUntil,
 			settledWrite: ps.settledWrite, settledKinds: ps.settledKinds, inJob: ps.inJob, waitingSince: ps.waitingSince}
 	}
 }
@@ -381,7 +394,7 @@ func (tc *tableCounters) rebuild(ctx context.Context, tbl *table.Table, fs iceio
 			st.added = append(st.added, df.FilePath())
 			if entry.SnapshotID() == cur.SnapshotID {
 				// Its notification may still be on its way.
-				tc.confirmed.add(normalizeLocation(df.FilePath()))
+				tc.confirmed.add(locationHash(df.FilePath()))
 			}
 			ps := tc.partition(keys, df)
 			ps.add(df, sz)
@@ -403,21 +416,13 @@ func (tc *tableCounters) partition(keys *Keyer, df iceberg.DataFile) *partitionS
 	key := keys.Key(df.SpecID(), values)
 	ps, ok := tc.partitions[key]
 	if !ok {
-		ps = &partitionState{Partition: Partition{Key: key, SpecID: df.SpecID(), Values: copyValues(values)}}
+		ps = &partitionState{Key: key, SpecID: df.SpecID(), values: compactValues(values)}
 		tc.partitions[key] = ps
-	} else if ps.Values == nil {
-		ps.Values = copyValues(values)
+	} else if ps.values == nil {
+		ps.values = compactValues(values)
 		ps.SpecID = df.SpecID()
 	}
 	return ps
-}
-
-func copyValues(v map[int]any) map[int]any {
-	out := make(map[int]any, len(v))
-	for k, x := range v {
-		out[k] = x
-	}
-	return out
 }
 
 // isSortSnapshot reports whether s was committed by a sort or z-order
@@ -482,38 +487,6 @@ func (tc *tableCounters) totals() Counters {
 	return t
 }
 
-// recentSet is a bounded set of the last recentLimit values added.
-type recentSet[T comparable] struct {
-	ring []T
-	next int
-	set  map[T]struct{}
-}
-
-const recentLimit = 4096
-
-func (r *recentSet[T]) add(v T) {
-	if r.set == nil {
-		r.set = make(map[T]struct{}, recentLimit)
-		r.ring = make([]T, 0, recentLimit)
-	}
-	if _, ok := r.set[v]; ok {
-		return
-	}
-	if len(r.ring) < recentLimit {
-		r.ring = append(r.ring, v)
-	} else {
-		delete(r.set, r.ring[r.next])
-		r.ring[r.next] = v
-		r.next = (r.next + 1) % recentLimit
-	}
-	r.set[v] = struct{}{}
-}
-
-func (r *recentSet[T]) has(v T) bool {
-	_, ok := r.set[v]
-	return ok
-}
-
 // normalizeLocation is the key the planner compares and tracks locations
 // by: their identity (see package location), the same on every side of
 // every comparison whatever spelling a writer, a listing or a notification
@@ -528,4 +501,12 @@ func countDataManifests(ms []iceberg.ManifestFile) int {
 		}
 	}
 	return n
+}
+
+// coversSnapshot reports whether the state already reflects the commit of
+// snapshot id: the state was built and the metadata it was built from
+// holds the snapshot (a load that saw a snapshot saw its commit; the
+// planner tracks main, so a branch's snapshot changes nothing it counts).
+func (st *tableState) coversSnapshot(id int64) bool {
+	return st.counters.snapshotID != 0 && (st.counters.snapshotID == id || st.snapshots.has(id))
 }

@@ -2,6 +2,7 @@ package planner
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -178,24 +179,49 @@ func TestPartitionKey(t *testing.T) {
 	}
 }
 
-func TestRecentSet(t *testing.T) {
-	var r recentSet[int64]
-	for id := int64(1); id <= recentLimit+10; id++ {
+func TestRecentHashes(t *testing.T) {
+	var r recentHashes
+	if r.set != nil || r.ring != nil {
+		t.Fatal("an empty set must allocate nothing")
+	}
+	for id := uint64(1); id <= recentHashLimit+10; id++ {
 		r.add(id)
 	}
-	r.add(recentLimit + 5) // duplicate: no eviction
-	for id := int64(1); id <= 10; id++ {
+	r.add(recentHashLimit + 5) // duplicate: no eviction
+	for id := uint64(1); id <= 10; id++ {
 		if r.has(id) {
-			t.Errorf("id %d should have been evicted", id)
+			t.Errorf("hash %d should have been evicted", id)
 		}
 	}
-	for _, id := range []int64{11, recentLimit, recentLimit + 10} {
+	for _, id := range []uint64{11, recentHashLimit, recentHashLimit + 10} {
 		if !r.has(id) {
-			t.Errorf("id %d should be remembered", id)
+			t.Errorf("hash %d should be remembered", id)
 		}
 	}
-	if len(r.set) != recentLimit {
-		t.Errorf("set holds %d ids, want %d", len(r.set), recentLimit)
+	if len(r.set) != recentHashLimit {
+		t.Errorf("set holds %d hashes, want %d", len(r.set), recentHashLimit)
+	}
+}
+
+func TestMetadataCovered(t *testing.T) {
+	applied := normalizeLocation("s3://b/w/db/t/metadata/00005-aaa.metadata.json")
+	for _, tt := range []struct {
+		loc  string
+		want bool
+	}{
+		{"s3://b/w/db/t/metadata/00005-aaa.metadata.json", true},
+		{"s3a://b/w/db/t/metadata/00005-aaa.metadata.json", true},
+		{"s3://b/w/db/t/metadata/00004-bbb.metadata.json", true},
+		{"s3://b/w/db/t/metadata/00006-ccc.metadata.json", false},
+		{"s3://b/w/db/other/metadata/00001-ddd.metadata.json", false},
+		{"s3://b/w/db/t/metadata/v3.metadata.json", false},
+	} {
+		if got := metadataCovered(applied, tt.loc); got != tt.want {
+			t.Errorf("metadataCovered(%s) = %v, want %v", tt.loc, got, tt.want)
+		}
+	}
+	if metadataCovered("", "s3://b/w/db/t/metadata/00001-a.metadata.json") {
+		t.Error("nothing applied covers nothing")
 	}
 }
 
@@ -250,4 +276,26 @@ func sameCounters(a, b Counters) bool {
 	}
 	a.LastWrite, b.LastWrite = time.Time{}, time.Time{}
 	return a == b
+}
+
+func TestKindSet(t *testing.T) {
+	all := []JobKind{KindCompact, KindRewritePositionDeletes, KindSort, KindExpireSnapshots,
+		KindRewriteManifests, KindDeleteExpiredFiles, KindRemoveOrphans}
+	var s kindSet
+	for i, k := range all {
+		s = s.with(k)
+		if got := s.kinds(); len(got) != i+1 || !slices.Contains(got, k) {
+			t.Fatalf("after adding %s the set holds %v", k, got)
+		}
+	}
+	if kindSet(0).kinds() != nil {
+		t.Error("an empty set lists no kind")
+	}
+	if at := instantOf(time.Time{}); at != 0 || !at.time().IsZero() {
+		t.Error("the zero time is the zero instant and back")
+	}
+	now := time.Now()
+	if !instantOf(now).time().Equal(now) {
+		t.Error("an instant keeps the time to the nanosecond")
+	}
 }

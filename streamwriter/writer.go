@@ -110,7 +110,7 @@ func (w *Writer) Commit(ctx context.Context, category string, rows int) (int64, 
 	w.commits++
 	w.mu.Unlock()
 
-	if err := w.announce(ctx, snap.SnapshotID, "append", category); err != nil {
+	if err := w.announceAt(ctx, snap.SnapshotID, committed.MetadataLocation(), "append", category); err != nil {
 		return snap.SnapshotID, err
 	}
 	return snap.SnapshotID, nil
@@ -154,6 +154,12 @@ func retry(ctx context.Context, op func() error) error {
 
 // announce publishes the commit event of a snapshot the writer committed.
 func (w *Writer) announce(ctx context.Context, snapshotID int64, operation string, categories ...string) error {
+	return w.announceAt(ctx, snapshotID, "", operation, categories...)
+}
+
+// announceAt is announce naming the metadata file the commit wrote (the
+// event's optional metadata_location), when known.
+func (w *Writer) announceAt(ctx context.Context, snapshotID int64, metadataLocation, operation string, categories ...string) error {
 	if w.publish == nil {
 		return nil
 	}
@@ -167,6 +173,8 @@ func (w *Writer) announce(ctx context.Context, snapshotID int64, operation strin
 		SnapshotID: snapshotID,
 		Operation:  operation,
 		Partitions: parts,
+
+		MetadataLocation: metadataLocation,
 	}
 	if err := w.publish(ctx, ev); err != nil {
 		return fmt.Errorf("streamwriter: publish commit event: %w", err)

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/apache/iceberg-go/table"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/icereactor/reactor/events"
@@ -36,7 +37,30 @@ type CommitOptions struct {
 	// a transient fault: base * 2^(delivery-1), capped at max.
 	RetryBase time.Duration
 	RetryMax  time.Duration
+	// MaxAckPending bounds the events delivered and not yet acknowledged
+	// (DefaultMaxAckPending): the events of a table that arrive while its
+	// refresh runs wait, unacknowledged, to be covered by the next one, so
+	// the window must hold a burst.
+	MaxAckPending int
+	// Refreshes is the coalescer events go through; nil: the consumer
+	// starts its own (RefreshConcurrency workers) and closes it on Stop.
+	Refreshes          *Coalescer
+	RefreshConcurrency int
+	// Ownership, when set, says which tables this replica owns: events of
+	// the others are forwarded to their shard stream (see
+	// ShardSubjectPrefix).
+	Ownership Ownership
 }
+
+// DefaultMaxAckPending is the consumers' window of unacknowledged events:
+// about 1 KB each while waiting (the message and its work item), so 20 MB
+// at most.
+const DefaultMaxAckPending = 20_000
+
+// AckWait is how long JetStream waits for an event's acknowledgement
+// before redelivering it. Events waiting for a slow refresh are kept in
+// progress meanwhile (see Coalescer).
+const AckWait = 2 * time.Minute
 
 func (o *CommitOptions) defaults() {
 	if o.Subject == "" {
@@ -55,11 +79,22 @@ func (o *CommitOptions) defaults() {
 		o.DeadLetterStream = DefaultDeadLetterStream
 	}
 	o.RetryBase, o.RetryMax = retryDefaults(o.RetryBase, o.RetryMax)
+	if o.MaxAckPending <= 0 {
+		o.MaxAckPending = DefaultMaxAckPending
+	}
 }
 
-// Applier applies one commit event (the planner).
+// Applier is what the commit consumer needs of the planner: checks that
+// need no IO, and one refresh for a table's waiting events.
 type Applier interface {
-	Apply(ctx context.Context, ev events.CommitEvent) error
+	Refresher
+	// CheckCommit rejects events this reactor must not apply
+	// (planner.ErrOtherCatalog, planner.ErrNotWatched).
+	CheckCommit(ev events.CommitEvent) error
+	// CommitCovered: the state already reflects the event's commit.
+	CommitCovered(ev events.CommitEvent) bool
+	// CommitSeen: a commit to the named table was just seen.
+	CommitSeen(table string)
 }
 
 // CommitConsumer consumes commit events until stopped.
@@ -72,8 +107,12 @@ type CommitConsumer struct {
 	ctx     context.Context
 	cc      jetstream.ConsumeContext
 
-	retry    *redelivery
-	stopOnce sync.Once
+	retry     *redelivery
+	refreshes *Coalescer
+	ownsRefr  bool
+	own       Ownership
+	fwd       *forwarder
+	stopOnce  sync.Once
 }
 
 // EnsureStreams creates (or updates) the commit stream and the dead-letter
@@ -119,18 +158,29 @@ func StartCommits(ctx context.Context, js jetstream.JetStream, opts CommitOption
 		Durable:       opts.Durable,
 		Description:   "reactor commit-event consumer",
 		AckPolicy:     jetstream.AckExplicitPolicy,
-		AckWait:       2 * time.Minute,
+		AckWait:       AckWait,
 		MaxDeliver:    -1, // a transient fault must never drop an event
 		FilterSubject: opts.Subject,
-		MaxAckPending: 1024,
+		MaxAckPending: opts.MaxAckPending,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("create durable consumer %s on %s: %w", opts.Durable, opts.Stream, err)
 	}
 	c := &CommitConsumer{js: js, opts: opts, applier: applier, log: log, met: met, ctx: ctx,
-		retry: &redelivery{source: "commit", what: "event", base: opts.RetryBase, max: opts.RetryMax, log: log, met: met}}
-	cc, err := cons.Consume(c.handle)
+		retry:     &redelivery{source: "commit", what: "event", base: opts.RetryBase, max: opts.RetryMax, log: log, met: met},
+		refreshes: opts.Refreshes, own: opts.Ownership}
+	if c.own != nil {
+		c.fwd = newForwarder(js, log, met)
+	}
+	if c.refreshes == nil {
+		c.refreshes = NewCoalescer(ctx, applier, opts.RefreshConcurrency, AckWait, log, met)
+		c.ownsRefr = true
+	}
+	cc, err := cons.Consume(c.handle, jetstream.PullMaxMessages(pullBatch(opts.MaxAckPending)))
 	if err != nil {
+		if c.ownsRefr {
+			c.refreshes.Close()
+		}
 		return nil, fmt.Errorf("consume %s: %w", opts.Stream, err)
 	}
 	c.cc = cc
@@ -139,22 +189,79 @@ func StartCommits(ctx context.Context, js jetstream.JetStream, opts CommitOption
 	return c, nil
 }
 
-// Stop stops taking new messages and waits for the one in hand. It may be
-// called more than once.
+// Stop stops taking new messages and waits for the ones in hand; events
+// still waiting for a refresh go back to JetStream (if the consumer owns
+// its coalescer; else the coalescer's Close does it). It may be called
+// more than once.
 func (c *CommitConsumer) Stop() {
 	c.stopOnce.Do(func() {
 		c.cc.Drain()
 		<-c.cc.Closed()
+		if c.ownsRefr {
+			c.refreshes.Close()
+		}
+		if c.fwd != nil {
+			c.fwd.close()
+		}
 	})
 }
 
-func (c *CommitConsumer) handle(msg jetstream.Msg) {
+// pullBatch is how many messages a pull asks for: enough to keep the
+// window full without one pull holding all of it.
+func pullBatch(maxAckPending int) int {
+	return min(max(maxAckPending/4, 100), 2000)
+}
+
+// handle runs on the consumer's delivery goroutine, so it never waits for
+// IO: an event the state already covers is acknowledged at once, any other
+// joins its table's queue for the next refresh (see Coalescer).
+func (c *CommitConsumer) handle(msg jetstream.Msg) { c.accept(msg, -1) }
+
+// accept takes an event from the commit stream (shard < 0) or from a shard
+// stream this replica consumes.
+func (c *CommitConsumer) accept(msg jetstream.Msg, shard int) {
 	ev, err := events.DecodeCommit(msg.Data())
 	if err != nil {
 		c.reject(msg, events.ReasonMalformed, metrics.OutcomeMalformed, err)
 		return
 	}
-	err = c.applier.Apply(c.ctx, ev)
+	if err := c.applier.CheckCommit(ev); err != nil {
+		c.finish(msg, ev, err)
+		return
+	}
+	if name := ev.QualifiedName(); c.own != nil && !c.own.Owns(name) {
+		if shard >= 0 {
+			// The shard moved on while this was delivered: back to its
+			// durable consumer, which the new owner consumes.
+			c.finish(msg, ev, planner.ErrNotOwned)
+			return
+		}
+		c.fwd.forward("commit", msg, c.own.ShardOf(name), func(err error) {
+			if err != nil {
+				c.retry.later(c.ctx, msg, err, "table", name)
+				return
+			}
+			_ = msg.Ack()
+		})
+		return
+	}
+	if c.applier.CommitCovered(ev) {
+		c.met.EventsCoalesced.Inc()
+		c.finish(msg, ev, nil)
+		return
+	}
+	c.applier.CommitSeen(ev.QualifiedName())
+	c.refreshes.add(ev.QualifiedName(), append(ev.NamespaceLevels(), ev.Table), &work{
+		refresh: true,
+		covered: func() bool { return c.applier.CommitCovered(ev) },
+		apply:   func(_ *table.Table, err error) { c.finish(msg, ev, err) },
+		msg:     msg,
+	})
+}
+
+// finish acknowledges, dead-letters or redelivers an event by the outcome
+// of the refresh that covered it.
+func (c *CommitConsumer) finish(msg jetstream.Msg, ev events.CommitEvent, err error) {
 	switch {
 	case err == nil:
 		if ackErr := msg.Ack(); ackErr != nil {
@@ -172,6 +279,8 @@ func (c *CommitConsumer) handle(msg jetstream.Msg) {
 		c.reject(msg, events.ReasonUnknownTable, metrics.OutcomeUnknownTable, err)
 	case errors.Is(err, planner.ErrNotWatched):
 		c.reject(msg, events.ReasonNamespaceNotWatched, metrics.OutcomeNotWatched, err)
+	case errors.Is(err, planner.ErrNotOwned):
+		_ = msg.NakWithDelay(notOwnedDelay)
 	default:
 		c.retry.later(c.ctx, msg, err, "table", ev.QualifiedName(), "snapshot_id", ev.SnapshotID)
 	}

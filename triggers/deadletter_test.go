@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/iceberg-go/table"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -30,16 +31,20 @@ type catalogErrors struct{ flaky atomic.Int32 }
 
 const leakedURL = "http://admin:CATPASS-x1@rest:8181/v1/namespaces/db/tables/t?token=CATTOKEN-y2"
 
-func (c *catalogErrors) Apply(_ context.Context, ev events.CommitEvent) error {
-	switch ev.Table {
+func (c *catalogErrors) CheckCommit(events.CommitEvent) error  { return nil }
+func (c *catalogErrors) CommitCovered(events.CommitEvent) bool { return false }
+func (c *catalogErrors) CommitSeen(string)                     {}
+
+func (c *catalogErrors) Refresh(_ context.Context, ident table.Identifier) (*table.Table, error) {
+	switch ident[len(ident)-1] {
 	case "gone":
-		return fmt.Errorf("%w: GET %s: %s", planner.ErrUnknownTable, leakedURL, strings.Repeat("detail ", 100_000))
+		return nil, fmt.Errorf("%w: GET %s: %s", planner.ErrUnknownTable, leakedURL, strings.Repeat("detail ", 100_000))
 	case "flaky":
 		if c.flaky.Add(1) == 1 {
-			return fmt.Errorf("GET %s: connection refused", leakedURL)
+			return nil, fmt.Errorf("GET %s: connection refused", leakedURL)
 		}
 	}
-	return nil
+	return nil, nil
 }
 
 type lockedBuffer struct {

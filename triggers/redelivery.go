@@ -22,9 +22,15 @@ type redelivery struct {
 	log       *slog.Logger
 	met       *metrics.Metrics
 
-	mu      sync.Mutex
-	waiting bool
+	mu       sync.Mutex
+	waiting  bool
+	warnedAt time.Time
 }
+
+// redeliveryWarnEvery bounds the "waiting for the catalog" warnings after
+// the first: many events wait at once (every table's), each counting its
+// own deliveries.
+const redeliveryWarnEvery = 30 * time.Second
 
 func (r *redelivery) later(ctx context.Context, msg jetstream.Msg, cause error, attrs ...any) {
 	delivered := uint64(1)
@@ -36,11 +42,12 @@ func (r *redelivery) later(ctx context.Context, msg jetstream.Msg, cause error, 
 	r.mu.Lock()
 	first := !r.waiting
 	r.waiting = true
-	r.mu.Unlock()
 	level := slog.LevelDebug
-	if first || delivered%10 == 0 {
+	if first || (delivered%10 == 0 && time.Since(r.warnedAt) >= redeliveryWarnEvery) {
 		level = slog.LevelWarn
+		r.warnedAt = time.Now()
 	}
+	r.mu.Unlock()
 	r.log.Log(ctx, level, "waiting for the catalog: "+r.what+" not applied, will be redelivered",
 		append(attrs, "delivery", delivered, "retry_in", delay, "error", deadLetterCause(cause))...)
 	if err := msg.NakWithDelay(delay); err != nil {

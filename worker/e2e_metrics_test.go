@@ -71,6 +71,13 @@ func TestMetricsEndpointAfterARun(t *testing.T) {
 		return 0
 	}
 	files := h.files()
+	// The compaction rewrites the small files present when it runs: five
+	// (min_input_files) or six, as the sixth commit lands before or after
+	// the quiet period ends; the metric must count what the job did.
+	rewritten := float64(w.Pool.Stats().FilesRewritten)
+	if rewritten < 5 || rewritten > 6 {
+		t.Errorf("the compaction rewrote %v files, want 5 or 6", rewritten)
+	}
 	checks := []struct {
 		name    string
 		labels  map[string]string
@@ -81,7 +88,7 @@ func TestMetricsEndpointAfterARun(t *testing.T) {
 		{"reactor_jobs_scheduled_total", map[string]string{"kind": "compact"}, 1, false},
 		{"reactor_jobs_total", map[string]string{"kind": "compact", "outcome": "succeeded"}, 1, false},
 		{"reactor_job_duration_seconds", map[string]string{"kind": "compact"}, 1, false},
-		{"reactor_rewritten_data_files_total", map[string]string{"table": "db.events"}, 6, false},
+		{"reactor_rewritten_data_files_total", map[string]string{"table": "db.events"}, rewritten, false},
 		{"reactor_added_data_files_total", map[string]string{"table": "db.events"}, 1, false},
 		{"reactor_table_data_files", map[string]string{"table": "db.events"}, float64(len(files["a"]) + len(files["b"])), false},
 		{"reactor_table_small_files", map[string]string{"table": "db.events"}, float64(len(files["a"]) + len(files["b"])), false},

@@ -3,6 +3,8 @@ package worker
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -23,6 +25,7 @@ import (
 	"github.com/icereactor/reactor/embedded"
 	"github.com/icereactor/reactor/events"
 	"github.com/icereactor/reactor/executor"
+	"github.com/icereactor/reactor/lease"
 	"github.com/icereactor/reactor/metrics"
 	"github.com/icereactor/reactor/streamwriter"
 	"github.com/icereactor/reactor/thresholds"
@@ -41,6 +44,11 @@ func newS3Harness(t *testing.T, cfgYAML string) *harness {
 	if len(bucket) > 40 {
 		bucket = bucket[:40]
 	}
+	// The gateway outlives a test: a repeated run (-count) needs its own
+	// bucket.
+	var suffix [3]byte
+	_, _ = rand.Read(suffix[:])
+	bucket += "-" + hex.EncodeToString(suffix[:])
 	if err := sharedGateway.CreateBucket(ctx, bucket); err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +63,8 @@ func newS3Harness(t *testing.T, cfgYAML string) *harness {
 		t.Fatal(err)
 	}
 	// Streams outlive a test on the shared server; start each test clean.
-	for _, s := range []string{triggers.DefaultCommitStream, triggers.DefaultDeadLetterStream, triggers.DefaultNotificationStream} {
+	for _, s := range []string{triggers.DefaultCommitStream, triggers.DefaultDeadLetterStream, triggers.DefaultNotificationStream,
+		triggers.DefaultShardStream, "KV_" + lease.DefaultBucket} {
 		_ = h.js.DeleteStream(ctx, s)
 	}
 	h.props, err = embedded.CatalogProperties(h.dir + "/catalog")

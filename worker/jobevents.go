@@ -45,5 +45,8 @@ func finishedEvent(job planner.Job, res planner.Result, rep executor.Report, at 
 // publishJob sends a job event (best effort, like every report: the job's
 // log lines say the same).
 func (w *Worker) publishJob(ev events.JobEvent) {
+	if m := w.leaseManager(); m != nil {
+		ev.Replica = m.Replica()
+	}
 	w.publish(events.JobSubject(w.jobPrefix, ev.Phase, ev.Table), ev)
 }

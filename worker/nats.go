@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/icereactor/reactor/lease"
 	"github.com/icereactor/reactor/redact"
 	"github.com/icereactor/reactor/triggers"
 )
@@ -55,12 +56,18 @@ func (w *Worker) connectNATS(ctx, runCtx context.Context, cfg Config, url string
 		return fmt.Errorf("connect to NATS at %s: %w", redact.String(url), redact.Error(err))
 	}
 	var (
-		commits *triggers.CommitConsumer
-		objects *triggers.NotificationConsumer
+		commits   *triggers.CommitConsumer
+		objects   *triggers.NotificationConsumer
+		refreshes *triggers.Coalescer
+		leases    *lease.Manager
+		shards    *triggers.ShardConsumers
 	)
 	defer func() {
 		if err == nil {
 			return
+		}
+		if shards != nil {
+			shards.StopAll()
 		}
 		if objects != nil {
 			objects.Stop()
@@ -68,12 +75,35 @@ func (w *Worker) connectNATS(ctx, runCtx context.Context, cfg Config, url string
 		if commits != nil {
 			commits.Stop()
 		}
+		if refreshes != nil {
+			refreshes.Close()
+		}
+		if leases != nil {
+			w.mu.Lock()
+			w.leases = nil
+			w.mu.Unlock()
+			leases.Release(context.WithoutCancel(ctx))
+		}
 		conn.Close()
 	}()
 	js, err := jetstream.New(conn)
 	if err != nil {
 		return fmt.Errorf("jetstream: %w", err)
 	}
+	// The tables this replica owns: known before any event is taken.
+	leases, handler, err := w.startLeases(ctx, js, cfg)
+	if err != nil {
+		return fmt.Errorf("table leases: %w", err)
+	}
+	w.mu.Lock()
+	w.leases = leases
+	w.mu.Unlock()
+	cfg.Metrics.SetLeaseOwnerSource(leases.Owners)
+	// One coalescer for both consumers: a table's commit events and its
+	// metadata notifications share one refresh.
+	refreshes = triggers.NewCoalescer(runCtx, w.Planner, cfg.RefreshConcurrency, triggers.AckWait, cfg.Logger, cfg.Metrics)
+	cfg.Commits.Refreshes, cfg.Notifications.Refreshes = refreshes, refreshes
+	cfg.Commits.Ownership, cfg.Notifications.Ownership = leases, leases
 	if commits, err = triggers.StartCommits(runCtx, js, cfg.Commits, w.Planner, cfg.Logger, cfg.Metrics); err != nil {
 		return err
 	}
@@ -86,12 +116,17 @@ func (w *Worker) connectNATS(ctx, runCtx context.Context, cfg Config, url string
 			return err
 		}
 	}
+	if shards, err = triggers.StartShardConsumers(runCtx, js, commits, objects, cfg.Logger); err != nil {
+		return err
+	}
+	handler.cons = shards
+	close(handler.ready)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.closing {
 		return errClosing
 	}
-	w.Conn, w.JS, w.consumer, w.objects = conn, js, commits, objects
+	w.Conn, w.JS, w.consumer, w.objects, w.refreshes, w.shardCons = conn, js, commits, objects, refreshes, shards
 	close(w.connected)
 	if !cfg.DisableNotifications {
 		every := cfg.LocationRefresh
@@ -146,6 +181,26 @@ func (w *Worker) link() (*nats.Conn, *triggers.CommitConsumer, *triggers.Notific
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.Conn, w.consumer, w.objects
+}
+
+// stopConsuming stops both consumers, then hands the events still waiting
+// for a refresh back to JetStream.
+func (w *Worker) stopConsuming() {
+	w.mu.Lock()
+	commits, objects, refreshes, shards := w.consumer, w.objects, w.refreshes, w.shardCons
+	w.mu.Unlock()
+	if shards != nil {
+		shards.StopAll()
+	}
+	if commits != nil {
+		commits.Stop()
+	}
+	if objects != nil {
+		objects.Stop()
+	}
+	if refreshes != nil {
+		refreshes.Close()
+	}
 }
 
 // Connected reports whether the worker has connected to NATS and is

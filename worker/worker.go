@@ -9,17 +9,12 @@ package worker
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
-	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -35,6 +30,7 @@ import (
 	"github.com/icereactor/reactor/embedded"
 	"github.com/icereactor/reactor/events"
 	"github.com/icereactor/reactor/executor"
+	"github.com/icereactor/reactor/lease"
 	"github.com/icereactor/reactor/metrics"
 	"github.com/icereactor/reactor/planner"
 	"github.com/icereactor/reactor/redact"
@@ -88,11 +84,20 @@ type Config struct {
 	WarehousePrefixes []string
 	// Concurrency bounds jobs running at once (across tables).
 	Concurrency int
-	Logger      *slog.Logger
-	Metrics     *metrics.Metrics
+	// RefreshConcurrency bounds table refreshes (catalog loads) of the
+	// event path running at once (triggers.DefaultRefreshConcurrency).
+	RefreshConcurrency int
+	// Leases: how replicas share the tables (every worker takes part; a
+	// lone one owns them all).
+	Leases  LeaseConfig
+	Logger  *slog.Logger
+	Metrics *metrics.Metrics
 
 	// parseThresholds replaces thresholds.Parse on reload (tests).
 	parseThresholds func([]byte) (*thresholds.Config, error)
+	// executorCatalog, when set, wraps the catalog the executor commits
+	// through (tests).
+	executorCatalog func(catalog.Catalog) catalog.Catalog
 	// sparkDial replaces sparkrun.Dial (tests).
 	sparkDial sparkrun.Dialer
 }
@@ -108,6 +113,14 @@ type Worker struct {
 	Metrics   *metrics.Metrics
 	consumer  *triggers.CommitConsumer
 	objects   *triggers.NotificationConsumer
+	refreshes *triggers.Coalescer
+	leases    *lease.Manager
+	shardCons *triggers.ShardConsumers
+	// discoverAgain asks for another discovery pass (shards acquired).
+	discoverAgain chan struct{}
+	// killed: Close stops renewing leases without releasing them (tests:
+	// a replica that died).
+	killed    bool
 	bg        sync.WaitGroup
 	cancel    context.CancelFunc
 	log       *slog.Logger
@@ -132,170 +145,6 @@ type Worker struct {
 	connected chan struct{}
 }
 
-// HTTPAddr is the address the metrics and probe endpoints listen on ("" if
-// none).
-func (w *Worker) HTTPAddr() string { return w.httpAddr }
-
-// Ready reports whether the worker can do its work: connected to NATS and
-// able to reach the catalog.
-func (w *Worker) Ready(ctx context.Context) error {
-	if conn, _, _ := w.link(); conn == nil || !conn.IsConnected() {
-		return errors.New("not connected to NATS")
-	}
-	if _, err := w.Catalog.ListNamespaces(ctx, nil); err != nil {
-		return fmt.Errorf("catalog unreachable: %w", redact.Error(err))
-	}
-	return nil
-}
-
-func (w *Worker) serveHTTP(addr string) error {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("listen on %s for metrics: %w", addr, err)
-	}
-	w.httpAddr = ln.Addr().String()
-	w.http = &http.Server{Handler: w.Metrics.Handler(w.Ready), ReadHeaderTimeout: 5 * time.Second}
-	w.bg.Add(1)
-	go func() {
-		defer w.bg.Done()
-		if err := w.http.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			w.log.Error("metrics endpoint stopped", "error", err)
-		}
-	}()
-	w.log.Info("serving /metrics, /healthz and /readyz", "addr", w.httpAddr)
-	return nil
-}
-
-// OpenCatalog opens the catalog cfg names: the one CatalogProps select
-// through iceberg-go's registry, or with none the embedded SQLite catalog
-// under DataDir. The one-shot commands open catalogs with it too.
-func OpenCatalog(ctx context.Context, cfg Config) (catalog.Catalog, error) {
-	log := cfg.Logger
-	if log == nil {
-		log = slog.Default()
-	}
-	if cfg.CatalogProps == nil {
-		dir := filepath.Join(cfg.DataDir, "catalog")
-		cat, err := embedded.OpenCatalog(ctx, dir)
-		if err == nil {
-			log.Info("opened embedded SQLite catalog", "dir", dir)
-		}
-		return cat, err
-	}
-	cat, err := catalog.Load(ctx, cfg.CatalogName, cfg.CatalogProps)
-	if err != nil {
-		// A REST catalog's error quotes the URL it could not reach.
-		return nil, redact.Error(err)
-	}
-	log.Info("opened catalog", "name", cfg.CatalogName, "type", cfg.CatalogProps["type"], "uri", redact.String(cfg.CatalogProps["uri"]))
-	return cat, nil
-}
-
-// warehousePrefixes are the configured prefixes plus the catalog's
-// warehouse property when it names an object-store location (a REST
-// catalog's warehouse is often a name, not a location: then only the
-// configured prefixes, the namespaces' locations and the parents of known
-// tables are watched).
-func warehousePrefixes(cfg Config) []string {
-	out := slices.Clone(cfg.WarehousePrefixes)
-	if wh := cfg.CatalogProps["warehouse"]; wh != "" {
-		if u, err := url.Parse(wh); err == nil && u.Host != "" && !strings.EqualFold(u.Scheme, "file") {
-			out = append(out, wh)
-		}
-	}
-	return out
-}
-
-// DefaultHealthSubjectPrefix is where health reports go by default.
-const DefaultHealthSubjectPrefix = "reactor.health"
-
-// reportHealth logs the table's health and publishes it (best effort: a
-// report is a snapshot in time; the next job sends another).
-func (w *Worker) reportHealth(prefix, table string) {
-	h, ok := w.Planner.Health(table)
-	if !ok {
-		return
-	}
-	attrs := []any{"table", table, "healthy", h.Healthy, "data_files", h.DataFiles, "avg_file_size", h.AvgFileSize,
-		"target_file_size", h.TargetFileSize, "tiny_files", h.TinyFiles, "snapshots", h.Snapshots,
-		"oldest_snapshot_age", h.OldestSnapshotAge.Round(time.Second), "data_manifests", h.DataManifests}
-	if h.Healthy {
-		w.log.Info("table health", attrs...)
-	} else {
-		w.log.Warn("table health", append(attrs, "problems", h.Problems)...)
-	}
-	w.publish(prefix+"."+table, h)
-}
-
-// DefaultOrphanSubjectPrefix is where orphan-cleanup reports (dry runs
-// included: the candidate paths and sizes) are published, per table.
-const DefaultOrphanSubjectPrefix = "reactor.orphans"
-
-// publish sends a report as JSON, best effort: reports are also logged.
-func (w *Worker) publish(subject string, v any) {
-	conn, _, _ := w.link()
-	if conn == nil {
-		w.log.Debug("not connected to NATS yet; report not published", "subject", subject)
-		return
-	}
-	data, err := json.Marshal(v)
-	if err == nil {
-		err = conn.Publish(subject, data)
-	}
-	if err != nil {
-		w.log.Warn("could not publish a report", "subject", subject, "error", err)
-	}
-}
-
-// refreshLocations rebuilds the table-location index on a schedule, so
-// tables created, dropped or relocated are noticed even when no object
-// misses.
-func (w *Worker) refreshLocations(ctx context.Context, every time.Duration) {
-	defer w.bg.Done()
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if _, err := w.Planner.RefreshLocations(ctx); err != nil && ctx.Err() == nil {
-				w.log.Warn("table location index refresh failed; keeping the previous one", "error", err)
-			}
-		}
-	}
-}
-
-// discover brings the catalog's tables into the planner once at start, in
-// the background, retrying while the catalog is unreachable: a table that
-// nobody writes to still has deadlines (expiry, orphan listing) and files
-// waiting for deletion, and after a restart no event would bring it in.
-func (w *Worker) discover(ctx context.Context) {
-	defer w.bg.Done()
-	select {
-	case <-w.connected:
-	case <-ctx.Done():
-		return
-	}
-	start := time.Now()
-	for wait := time.Second; ; wait = min(2*wait, time.Minute) {
-		n, err := w.Planner.Discover(ctx)
-		if err == nil {
-			w.log.Info("tables discovered", "tables", n, "duration", time.Since(start).Round(time.Millisecond))
-			return
-		}
-		if ctx.Err() != nil {
-			return
-		}
-		w.log.Warn("table discovery failed; retrying", "error", err, "retry_in", wait)
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(wait):
-		}
-	}
-}
-
 // Start brings a worker up. On error everything it started is stopped.
 func Start(ctx context.Context, cfg Config) (_ *Worker, err error) {
 	if cfg.Logger == nil {
@@ -310,7 +159,7 @@ func Start(ctx context.Context, cfg Config) (_ *Worker, err error) {
 	if cfg.DataDir == "" && (cfg.NATSURL == "" || cfg.CatalogProps == nil) {
 		return nil, errors.New("worker: a data directory is required for the embedded NATS server or catalog")
 	}
-	w := &Worker{Metrics: cfg.Metrics, log: cfg.Logger, connected: make(chan struct{})}
+	w := &Worker{Metrics: cfg.Metrics, log: cfg.Logger, connected: make(chan struct{}), discoverAgain: make(chan struct{}, 1)}
 	defer func() {
 		if err != nil {
 			w.Close()
@@ -338,7 +187,13 @@ func Start(ctx context.Context, cfg Config) (_ *Worker, err error) {
 
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	w.cancel = cancel
-	exec := executor.New(w.Catalog, cfg.Logger, cfg.Metrics)
+	execCat := w.Catalog
+	if cfg.executorCatalog != nil {
+		execCat = cfg.executorCatalog(execCat)
+	}
+	exec := executor.New(execCat, cfg.Logger, cfg.Metrics)
+	// Every commit, every attempt, asks for the table's lease first.
+	exec.SetCommitGuard(leaseGuard{w})
 	w.concurrency = max(cfg.Concurrency, 1)
 	// The same bound holds the output files written at once, across
 	// jobs: each holds a buffered row group (README, "Memory").
@@ -348,6 +203,12 @@ func Start(ctx context.Context, cfg Config) (_ *Worker, err error) {
 		return nil, fmt.Errorf("worker: %w", err)
 	}
 	w.Pool = executor.NewPool(runCtx, exec, w.concurrency)
+	w.Pool.SetGate(func(job planner.Job) error {
+		if m := w.leaseManager(); m != nil {
+			return m.MayRun(job.TableName)
+		}
+		return fmt.Errorf("%w: %s (not connected to NATS yet)", lease.ErrLeaseLost, job.TableName)
+	})
 	catName := cfg.CatalogName
 	if cfg.CatalogProps == nil {
 		catName = embedded.CatalogName
@@ -375,6 +236,7 @@ func Start(ctx context.Context, cfg Config) (_ *Worker, err error) {
 		// A job that lost a commit race retries right after a writer's
 		// next commit.
 		CommitObserved: exec.CommitObserved,
+		Owns:           w.owns,
 	})
 	healthPrefix := cfg.HealthSubjectPrefix
 	if healthPrefix == "" {
@@ -499,13 +361,8 @@ func (w *Worker) close() {
 	w.mu.Lock()
 	w.closing = true
 	w.mu.Unlock()
-	conn, commits, objects := w.link()
-	if commits != nil {
-		commits.Stop()
-	}
-	if objects != nil {
-		objects.Stop()
-	}
+	conn, _, _ := w.link()
+	w.stopConsuming()
 	if w.Planner != nil {
 		w.Planner.Close()
 	}
@@ -516,6 +373,16 @@ func (w *Worker) close() {
 		w.Pool.Wait()
 	}
 	w.bg.Wait()
+	if m := w.leaseManager(); m != nil {
+		if w.killed {
+			m.Stop() // the leases expire after their TTL
+		} else {
+			// Every job has ended: survivors may take the tables now.
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			m.Release(ctx)
+			cancel()
+		}
+	}
 	if c, ok := w.Catalog.(interface{ Close() error }); ok {
 		_ = c.Close()
 	}

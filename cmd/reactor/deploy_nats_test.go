@@ -24,6 +24,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/icereactor/reactor/events"
+	"github.com/icereactor/reactor/lease"
 	"github.com/icereactor/reactor/triggers"
 	"github.com/icereactor/reactor/worker"
 )
@@ -79,11 +80,16 @@ func TestNATSPermissionsExampleMatchesReactorsSubjects(t *testing.T) {
 		}
 	}
 	commitSubject := strings.TrimSuffix(triggers.DefaultCommitSubject, ">") + "db.events"
-	streams := []string{triggers.DefaultCommitStream, triggers.DefaultNotificationStream, triggers.DefaultDeadLetterStream}
+	leaseStream := "KV_" + lease.DefaultBucket
+	streams := []string{triggers.DefaultCommitStream, triggers.DefaultNotificationStream, triggers.DefaultDeadLetterStream,
+		leaseStream, triggers.DefaultShardStream}
 	consumers := map[string]string{triggers.DefaultCommitStream: triggers.DefaultDurable,
 		triggers.DefaultNotificationStream: triggers.DefaultNotificationDurable}
 	var reactorPub []string
 	for _, s := range streams {
+		if s == leaseStream || s == triggers.DefaultShardStream {
+			continue // below
+		}
 		for _, op := range []string{"CREATE", "UPDATE", "INFO"} {
 			reactorPub = append(reactorPub, "$JS.API.STREAM."+op+"."+s)
 		}
@@ -92,6 +98,21 @@ func TestNATSPermissionsExampleMatchesReactorsSubjects(t *testing.T) {
 		reactorPub = append(reactorPub, "$JS.API.CONSUMER.CREATE."+s+"."+d, "$JS.API.CONSUMER.MSG.NEXT."+s+"."+d,
 			"$JS.ACK."+s+"."+d+".1.1.1.1700000000000000000.0")
 	}
+	// Replicas: the lease bucket and the shard stream.
+	shardDurable := "reactor-shard-3"
+	for _, s := range []string{leaseStream, triggers.DefaultShardStream} {
+		for _, op := range []string{"CREATE", "UPDATE", "INFO"} {
+			reactorPub = append(reactorPub, "$JS.API.STREAM."+op+"."+s)
+		}
+	}
+	reactorPub = append(reactorPub, "$JS.API.INFO", "$KV."+lease.DefaultBucket+".shard.3",
+		"$JS.API.CONSUMER.CREATE."+leaseStream+".abc.$KV."+lease.DefaultBucket+".>",
+		"$JS.API.DIRECT.GET."+leaseStream+".$KV."+lease.DefaultBucket+".shard.3",
+		triggers.ShardSubjectPrefix+"3",
+		"$JS.API.CONSUMER.CREATE."+triggers.DefaultShardStream+"."+shardDurable+"."+triggers.ShardSubjectPrefix+"3",
+		"$JS.API.CONSUMER.INFO."+triggers.DefaultShardStream+"."+shardDurable,
+		"$JS.API.CONSUMER.MSG.NEXT."+triggers.DefaultShardStream+"."+shardDurable,
+		"$JS.ACK."+triggers.DefaultShardStream+"."+shardDurable+".1.1.1.1700000000000000000.0")
 	reactorPub = append(reactorPub, triggers.DefaultDeadLetterSubject,
 		events.JobSubject(events.DefaultJobSubjectPrefix, events.JobSucceeded, "db.events"),
 		worker.DefaultHealthSubjectPrefix+".db.events", worker.DefaultOrphanSubjectPrefix+".db.events")
@@ -119,6 +140,9 @@ func TestNATSPermissionsExampleMatchesReactorsSubjects(t *testing.T) {
 		{"delete the commit stream", "$JS.API.STREAM.DELETE." + triggers.DefaultCommitStream, false, ""},
 		{"purge the dead letters", "$JS.API.STREAM.PURGE." + triggers.DefaultDeadLetterStream, false, ""},
 		{"delete a commit event", "$JS.API.STREAM.MSG.DELETE." + triggers.DefaultCommitStream, false, ""},
+		{"take a table lease", "$KV." + lease.DefaultBucket + ".shard.3", false, "reactor"},
+		{"forward an event to a shard", triggers.ShardSubjectPrefix + "3", false, "reactor"},
+		{"delete the lease bucket", "$JS.API.STREAM.DELETE." + leaseStream, false, ""},
 		{"acknowledge for reactor", "$JS.ACK." + triggers.DefaultCommitStream + "." + triggers.DefaultDurable + ".1.1.1.1.0", false, "reactor"},
 	}
 	for _, e := range exclusive {

@@ -466,8 +466,14 @@ func TestKustomize(t *testing.T) {
 func checkDeployment(t *testing.T, dir string, d map[string]any, generated map[string]map[string]string, defaultCmd []string) {
 	t.Helper()
 	spec := ymap(d["spec"])
-	if r := ystr(spec["replicas"]); r != "1" {
-		t.Errorf("replicas = %q, want 1", r)
+	// Replicas share the tables through leases: more than one keeps the
+	// tables served through a pod's death, and a rollout must not take
+	// them all down at once.
+	if r := ystr(spec["replicas"]); r == "" || r == "0" || r == "1" {
+		t.Errorf("replicas = %q, want at least 2", r)
+	}
+	if st := ymap(spec["strategy"]); ystr(st["type"]) != "RollingUpdate" || ystr(ymap(st["rollingUpdate"])["maxUnavailable"]) != "0" {
+		t.Errorf("strategy = %v, want RollingUpdate with maxUnavailable 0", st)
 	}
 	pod := ymap(ymap(spec["template"])["spec"])
 	containers := ylist(pod["containers"])

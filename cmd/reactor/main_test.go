@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/icereactor/reactor/lease"
 	"github.com/icereactor/reactor/triggers"
 )
 
@@ -182,6 +183,20 @@ func TestParseRunConfig(t *testing.T) {
 					t.Errorf("watch prefixes %v, grace %s", c.watchPrefixes, c.notifications.NewTableGrace)
 				}
 			}},
+		{name: "replica and leases from env", env: map[string]string{"REACTOR_REPLICA": "reactor-0", "REACTOR_LEASE_TTL": "30s",
+			"REACTOR_LEASE_SHARDS": "128"}, check: func(t *testing.T, c runConfig) {
+			if c.leases.Replica != "reactor-0" || c.leases.TTL != 30*time.Second || c.leases.Shards != 128 || c.leases.KVReplicas != 1 {
+				t.Errorf("leases = %+v", c.leases)
+			}
+		}},
+		{name: "lease defaults", check: func(t *testing.T, c runConfig) {
+			if c.leases.Replica != "" || c.leases.TTL != lease.DefaultTTL || c.leases.Shards != lease.DefaultShards {
+				t.Errorf("leases = %+v", c.leases)
+			}
+		}},
+		{name: "a replica name no KV key can hold", args: []string{"--replica", "pod.1"}, wantErr: "--replica"},
+		{name: "a lease TTL too short to renew", args: []string{"--lease-ttl", "1s"}, wantErr: "--lease-ttl must be at least 3s"},
+		{name: "no lease shards", args: []string{"--lease-shards", "0"}, wantErr: "--lease-shards"},
 		{name: "a local watch prefix", args: []string{"--watch-prefix", "/tmp/wh"}, wantErr: "--watch-prefix"},
 		{name: "a zero grace", args: []string{"--new-table-grace", "0s"}, wantErr: "--new-table-grace must be positive"},
 		{name: "bad concurrency value", args: []string{"--concurrency", "two"}, wantErr: `invalid value "two" for flag -concurrency`},

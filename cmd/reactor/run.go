@@ -16,6 +16,7 @@ import (
 	"github.com/apache/iceberg-go"
 
 	"github.com/icereactor/reactor/events"
+	"github.com/icereactor/reactor/lease"
 	"github.com/icereactor/reactor/redact"
 	"github.com/icereactor/reactor/thresholds"
 	"github.com/icereactor/reactor/triggers"
@@ -39,6 +40,7 @@ type runConfig struct {
 	shutdownGrace  time.Duration
 	concurrency    int
 	logLevel       slog.Level
+	leases         worker.LeaseConfig
 }
 
 const runDescription = `Runs the reactor worker until SIGINT or SIGTERM: it consumes commit events and
@@ -76,6 +78,10 @@ func parseRunConfig(args []string, getenv func(string) string, stdout io.Writer)
 	httpAddr := fs.String("http-addr", ":9090", "`address` for /metrics, /healthz and /readyz; empty disables them")
 	concurrency := fs.Int("concurrency", 0, "run at most `n` jobs at once, across tables (0: the thresholds file's concurrency, else 2)")
 	logLevel := fs.String("log-level", "info", "log `level`: debug, info, warn or error")
+	replica := fs.String("replica", "", "`name` of this replica in the table lease bucket (empty: host name and a random suffix); unique per process")
+	leaseTTL := fs.Duration("lease-ttl", lease.DefaultTTL, "how long a table lease outlives its owner's last renewal: a killed replica's tables move within about this long")
+	leaseShards := fs.Int("lease-shards", lease.DefaultShards, "`n` shards the tables hash to for the leases; every replica of a fleet must use the same number")
+	leaseKVReplicas := fs.Int("lease-bucket-replicas", 1, "stream replicas of the lease bucket on a clustered NATS (1 or 3)")
 	annotateEnv(fs)
 
 	if err := parseFlags(fs, args, stdout); err != nil {
@@ -99,12 +105,27 @@ func parseRunConfig(args []string, getenv func(string) string, stdout io.Writer)
 		httpAddr:      strings.TrimSpace(*httpAddr),
 		shutdownGrace: *grace,
 	}
+	cfg.leases = worker.LeaseConfig{Replica: strings.TrimSpace(*replica), TTL: *leaseTTL, Shards: *leaseShards, KVReplicas: *leaseKVReplicas}
 	var err error
 	if cfg.logLevel, err = parseLogLevel(*logLevel); err != nil {
 		return runConfig{}, err
 	}
 	if cfg.concurrency < 0 {
 		return runConfig{}, usageErrorf("--concurrency must not be negative, got %d", cfg.concurrency)
+	}
+	if r := cfg.leases.Replica; strings.IndexFunc(r, func(c rune) bool {
+		return !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_')
+	}) >= 0 {
+		return runConfig{}, usageErrorf("--replica %q: use letters, digits, '-' and '_' only", r)
+	}
+	if *leaseTTL < 3*time.Second {
+		return runConfig{}, usageErrorf("--lease-ttl must be at least 3s (renewals go every fifth of it), got %s", *leaseTTL)
+	}
+	if *leaseShards < 1 || *leaseShards > 4096 {
+		return runConfig{}, usageErrorf("--lease-shards must be between 1 and 4096, got %d", *leaseShards)
+	}
+	if *leaseKVReplicas < 1 || *leaseKVReplicas > 5 {
+		return runConfig{}, usageErrorf("--lease-bucket-replicas must be between 1 and 5, got %d", *leaseKVReplicas)
 	}
 	if cfg.catalogName == "" {
 		return runConfig{}, usageErrorf("--catalog-name must not be empty")
@@ -258,6 +279,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		DisableNotifications: cfg.noNotification,
 		WarehousePrefixes:    cfg.watchPrefixes,
 		HTTPAddr:             cfg.httpAddr,
+		Leases:               cfg.leases,
 	})
 	if err != nil {
 		log.Error("reactor could not start", "error", err)

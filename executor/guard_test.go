@@ -1,0 +1,85 @@
+package executor_test
+
+import (
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/icereactor/reactor/executor"
+	"github.com/icereactor/reactor/planner"
+)
+
+// switchGuard allows commits until refused is set (a replica whose table
+// lease was taken over meanwhile).
+type switchGuard struct{ refused atomic.Bool }
+
+func (g *switchGuard) CommitDeadline(table string) (time.Time, error) {
+	if g.refused.Load() {
+		return time.Time{}, fmt.Errorf("lease of %s taken over by another replica", table)
+	}
+	return time.Now().Add(time.Minute), nil
+}
+
+// A replica that loses the table's lease while its job runs commits
+// nothing: whether the loss comes before an attempt of the retry loop or
+// between an attempt's load and its catalog commit, the job fails with
+// ErrCommitRefused, the table has no snapshot of the job, its outputs are
+// deleted, and the rows are those written.
+func TestLostLeaseCommitsNothing(t *testing.T) {
+	for _, when := range []string{"before a retry", "inside the attempt"} {
+		t.Run(when, func(t *testing.T) {
+			f := newFixture(t, nil)
+			for range 6 {
+				f.commit("a", 10)
+			}
+			before := f.contents()
+			files := f.parquetFilesOnDisk()
+			g := &switchGuard{}
+			f.exec.SetCommitGuard(g)
+			switch when {
+			case "before a retry":
+				// The first attempt loses a race to a writer, and the
+				// lease goes with it: the retry must not be attempted.
+				f.icat.beforeNextCommits(func() {
+					f.commit("a", 10)
+					g.refused.Store(true)
+				})
+			case "inside the attempt":
+				// Once the outputs are written, the next load is an
+				// attempt's: the lease goes right after it.
+				f.icat.beforeLoad = func(int) {
+					if f.parquetFilesOnDisk() > files {
+						g.refused.Store(true)
+					}
+				}
+			}
+			job := f.job("defaults: {target_file_size: 1MiB, min_input_files: 2, small_file_count: 5, commit_retry_time: 30s}", "a")
+			res, rep := f.exec.Run(f.ctx, job)
+			if res.Outcome != planner.Failed || !errors.Is(res.Err, executor.ErrCommitRefused) {
+				t.Fatalf("outcome %v (%v), want failed with ErrCommitRefused", res.Outcome, res.Err)
+			}
+			tbl := f.load()
+			for _, s := range tbl.Metadata().Snapshots() {
+				if s.Summary != nil && s.Summary.Properties[planner.SnapshotJobProperty] == job.ID {
+					t.Fatalf("snapshot %d of the job was committed", s.SnapshotID)
+				}
+			}
+			after := f.contents()
+			wantFiles := files
+			if when == "before a retry" {
+				wantFiles++ // the racing writer's file
+				if after.Total.Rows != before.Total.Rows+10 {
+					t.Errorf("rows %d, want %d", after.Total.Rows, before.Total.Rows+10)
+				}
+			} else if after.Total != before.Total {
+				t.Errorf("rows %v, want %v", after.Total, before.Total)
+			}
+			if got := f.parquetFilesOnDisk(); got != wantFiles {
+				t.Errorf("%d Parquet files on disk, want %d: the refused job's outputs were left behind", got, wantFiles)
+			}
+			t.Logf("attempts %d, conflicts %d, outputs cleaned %d", rep.Attempts, rep.Conflicts, rep.OutputFilesCleanedUp)
+		})
+	}
+}

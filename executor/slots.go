@@ -1,0 +1,170 @@
+package executor
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/icereactor/reactor/metrics"
+	"github.com/icereactor/reactor/planner"
+)
+
+// jobClass orders jobs waiting for a slot of the pool.
+type jobClass uint8
+
+const (
+	// classUrgent: the jobs that answer writes (compaction, position-delete
+	// rewrites) and the metadata jobs that gate a table's compaction when
+	// its history or manifest list is over its bound.
+	classUrgent jobClass = iota
+	// classBackground: maintenance on a cadence of hours or days
+	// (age-based expiry, deletion of expired files, orphan cleanup, sort
+	// and z-order rewrites), which a few minutes' wait does not hurt.
+	classBackground
+)
+
+func (c jobClass) String() string {
+	if c == classUrgent {
+		return "urgent"
+	}
+	return "background"
+}
+
+// backgroundSlack is how much later than an urgent job a background job
+// may start: a background job that has waited this long ranks as urgent
+// jobs queued at the same time (so none starves).
+const backgroundSlack = 10 * time.Minute
+
+func classOf(job planner.Job) jobClass {
+	switch job.Kind {
+	case planner.KindCompact, planner.KindRewritePositionDeletes, planner.KindRewriteManifests:
+		return classUrgent
+	case planner.KindExpireSnapshots:
+		for _, r := range job.Reasons {
+			if r.Threshold == "snapshot_count" {
+				return classUrgent
+			}
+		}
+	}
+	return classBackground
+}
+
+// slots hands the pool's local slots to waiting jobs: earliest deadline
+// first, a job's deadline being when it was queued (plus backgroundSlack
+// for background jobs), so among urgent jobs it is first come, first
+// served — the planner keeps one job per table, so that is one turn per
+// table — and a backlog of maintenance (after a restart, every table's
+// expiry and listing come due) never holds up a hot table's compaction.
+// With two slots or more, background jobs take at most all but one, so an
+// urgent job never waits for a long listing to end.
+type slots struct {
+	size, backgroundLimit int
+	met                   *metrics.Metrics
+	now                   func() time.Time
+
+	mu                sync.Mutex
+	running           int
+	runningBackground int
+	queues            [2][]*slotWaiter // by class, FIFO
+}
+
+type slotWaiter struct {
+	class    jobClass
+	kind     planner.JobKind
+	queued   time.Time
+	deadline time.Time
+	grant    chan struct{}
+	granted  bool
+}
+
+func newSlots(size int, met *metrics.Metrics) *slots {
+	size = max(size, 1)
+	return &slots{size: size, backgroundLimit: max(size-1, 1), met: met, now: time.Now}
+}
+
+// acquire waits for a slot for job; false when ctx ended first.
+func (s *slots) acquire(ctx context.Context, job planner.Job) (release func(), ok bool) {
+	now := s.now()
+	w := &slotWaiter{class: classOf(job), kind: job.Kind, queued: now, deadline: now, grant: make(chan struct{})}
+	if w.class == classBackground {
+		w.deadline = now.Add(backgroundSlack)
+	}
+	s.mu.Lock()
+	s.queues[w.class] = append(s.queues[w.class], w)
+	s.dispatchLocked()
+	s.mu.Unlock()
+	select {
+	case <-w.grant:
+	case <-ctx.Done():
+		s.mu.Lock()
+		if !w.granted {
+			s.removeLocked(w)
+			s.gaugesLocked()
+			s.mu.Unlock()
+			return nil, false
+		}
+		s.mu.Unlock()
+	}
+	s.met.JobQueueWait.WithLabelValues(string(w.kind)).Observe(time.Since(w.queued).Seconds())
+	return func() {
+		s.mu.Lock()
+		s.running--
+		if w.class == classBackground {
+			s.runningBackground--
+		}
+		s.dispatchLocked()
+		s.mu.Unlock()
+	}, true
+}
+
+// dispatchLocked grants free slots to the best waiters.
+func (s *slots) dispatchLocked() {
+	for s.running < s.size {
+		u, b := s.head(classUrgent), s.head(classBackground)
+		bgFree := s.runningBackground < s.backgroundLimit
+		var next *slotWaiter
+		switch {
+		case u != nil && b != nil && bgFree && b.deadline.Before(u.deadline):
+			next = b
+		case u != nil:
+			next = u
+		case b != nil && bgFree:
+			next = b
+		}
+		if next == nil {
+			break
+		}
+		s.queues[next.class] = s.queues[next.class][1:]
+		next.granted = true
+		s.running++
+		if next.class == classBackground {
+			s.runningBackground++
+		}
+		close(next.grant)
+	}
+	s.gaugesLocked()
+}
+
+func (s *slots) head(c jobClass) *slotWaiter {
+	if len(s.queues[c]) == 0 {
+		return nil
+	}
+	return s.queues[c][0]
+}
+
+func (s *slots) removeLocked(w *slotWaiter) {
+	q := s.queues[w.class]
+	for i, x := range q {
+		if x == w {
+			s.queues[w.class] = append(q[:i:i], q[i+1:]...)
+			return
+		}
+	}
+}
+
+func (s *slots) gaugesLocked() {
+	for c := range s.queues {
+		s.met.JobQueue.WithLabelValues(jobClass(c).String()).Set(float64(len(s.queues[c])))
+	}
+	s.met.JobsRunning.Set(float64(s.running))
+}

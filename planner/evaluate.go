@@ -1,0 +1,375 @@
+package planner
+
+// Evaluation: which jobs a table is due, and when to look again.
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sort"
+	"time"
+
+	"github.com/apache/iceberg-go/table"
+	"github.com/google/uuid"
+
+	"github.com/icereactor/reactor/deletions"
+)
+
+// evaluateLocked schedules one job for every partition of the table that is
+// over its threshold and free to run now, and arms a timer for the earliest
+// moment a deferred partition becomes free.
+func (p *Planner) evaluateLocked(st *tableState) {
+	if p.isClosed() {
+		return
+	}
+	now := p.now()
+	set := st.settings
+	var (
+		parts   []Partition
+		reasons []Reason
+		wake    time.Time
+	)
+	deferUntil := func(t time.Time) {
+		if wake.IsZero() || t.Before(wake) {
+			wake = t
+		}
+	}
+	// Metadata over its bounds comes first: a compaction committing on a
+	// history that keeps growing loses every race against the writer, and
+	// the writer's own commits slow down with it (issue 13).
+	if st.running == nil && st.metadataOverBounds() && p.tableWideLocked(st, now, deferUntil, true) {
+		return
+	}
+	keys := make([]string, 0, len(st.counters.partitions))
+	for k := range st.counters.partitions {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	// Partitions due for a position-delete rewrite wait for the table's
+	// compaction (if any) to finish: one job per table at a time.
+	var deleteParts, sortParts []Partition
+	var deleteReasons, sortReasons []Reason
+	for _, k := range keys {
+		ps := st.counters.partitions[k]
+		var settled []JobKind
+		if ps.settledWrite == instantOf(ps.LastWrite) {
+			settled = ps.settledKinds.kinds()
+		}
+		_, kind, reason, applyDeletes, due := partitionDue(ps.Counters, set, now, settled...)
+		if !due && set.Strategy.Sorts() && ps.DataFiles > ps.SortedFiles && !ps.LastWrite.IsZero() {
+			// Unsorted but still being written: its sort comes once it
+			// has been quiet for sort_quiet_period.
+			deferUntil(ps.LastWrite.Add(set.SortQuietPeriod))
+		}
+		if !due || ps.inJob {
+			continue
+		}
+		if st.running != nil {
+			// One job per table at a time: Finished re-evaluates.
+			continue
+		}
+		if until := ps.cooldownUntil.time(); now.Before(until) {
+			p.log.Debug("partition over threshold, cooling down", "table", st.name, "partition", ps.Key,
+				"reason", "cooldown", "until", until)
+			deferUntil(until)
+			continue
+		}
+		reason.Partition = ps.Key
+		if quietEnd := ps.LastWrite.Add(set.QuietPeriod); now.Before(quietEnd) {
+			if ps.waitingSince == 0 {
+				ps.waitingSince = instantOf(now)
+				p.log.Info("partition over threshold but still being written; waiting for it to cool",
+					"table", st.name, "partition", ps.Key, "reason", "quiet_period",
+					"quiet_period", set.QuietPeriod, "max_quiet_wait", set.MaxQuietWait)
+			}
+			giveUpWaiting := ps.waitingSince.time().Add(set.MaxQuietWait)
+			if set.MaxQuietWait == 0 || now.Before(giveUpWaiting) {
+				deferUntil(quietEnd)
+				if set.MaxQuietWait > 0 {
+					deferUntil(giveUpWaiting)
+				}
+				continue
+			}
+			// Written continuously for max_quiet_wait: compact it beside
+			// the writer rather than let it grow without bound.
+			wait := fmt.Sprintf("still being written after waiting %s (max_quiet_wait)", set.MaxQuietWait)
+			if reason.Note != "" {
+				wait = reason.Note + "; " + wait
+			}
+			reason.Note = wait
+		}
+		ps.waitingSince = 0
+		part := ps.partition()
+		part.ApplyDeletes = applyDeletes
+		switch kind {
+		case KindRewritePositionDeletes:
+			deleteParts = append(deleteParts, part)
+			deleteReasons = append(deleteReasons, reason)
+			continue
+		case KindSort:
+			sortParts = append(sortParts, part)
+			sortReasons = append(sortReasons, reason)
+			continue
+		}
+		parts = append(parts, part)
+		reasons = append(reasons, reason)
+	}
+	if len(parts) == 0 && len(deleteParts) > 0 {
+		parts, reasons = deleteParts, deleteReasons
+		for _, part := range parts {
+			st.counters.partitions[part.Key].inJob = true
+		}
+		p.scheduleLocked(st, KindRewritePositionDeletes, parts, reasons, now)
+		return
+	}
+	if len(parts) == 0 && len(sortParts) > 0 {
+		for _, part := range sortParts {
+			st.counters.partitions[part.Key].inJob = true
+		}
+		p.scheduleLocked(st, KindSort, sortParts, sortReasons, now, func(j *Job) { j.SortOrder = set.SortOrder })
+		return
+	}
+	if len(parts) > 0 {
+		for _, part := range parts {
+			st.counters.partitions[part.Key].inJob = true
+		}
+		p.scheduleLocked(st, KindCompact, parts, reasons, now)
+		return
+	}
+	// Table-wide jobs come after compaction: it changes what they see.
+	if st.running == nil && p.tableWideLocked(st, now, deferUntil, false) {
+		return
+	}
+	if !wake.IsZero() && st.running == nil {
+		p.wakeAtLocked(st, wake)
+	}
+}
+
+// metadataOverBounds reports whether the table's history or manifest list
+// has reached its bound: every commit — the writers' and reactor's — reads
+// and rewrites that metadata, so bringing it back comes before data work.
+func (st *tableState) metadataOverBounds() bool {
+	set := st.settings
+	return (set.SnapshotCount > 0 && st.snapshots.count() >= set.SnapshotCount) ||
+		st.manifestsOverBound()
+}
+
+// tableWideLocked schedules the first due table-wide job, in the seeds'
+// order — expiry, the deletion of what expiry unlinked, manifest rewrite,
+// orphan cleanup — and reports whether it scheduled one. metadataOnly
+// considers expiry and manifest rewrite alone (the jobs that come before
+// compaction when the metadata is over its bounds).
+func (p *Planner) tableWideLocked(st *tableState, now time.Time, deferUntil func(time.Time), metadataOnly bool) bool {
+	set := st.settings
+	due, reason, olderThan, retainLast, next := st.snapshots.expiry(now, set)
+	if due && st.expireSettledAt == st.counters.snapshotID {
+		// The last expiry found nothing although the estimate said
+		// otherwise (a branch's own retention): wait for a commit.
+		due, next = false, time.Time{}
+	}
+	// The count bound ignores the cool-down (keeping half the history is
+	// its own hysteresis); age-based expiry waits it out, or a table whose
+	// snapshots age out one commit at a time would expire once per commit.
+	switch {
+	case due && (reason.Threshold == "snapshot_count" || !now.Before(st.expireCooldownUntil)):
+		p.scheduleLocked(st, KindExpireSnapshots, nil, []Reason{reason}, now, func(j *Job) {
+			j.ExpireOlderThan, j.ExpireRetainLast = olderThan, retainLast
+		})
+		return true
+	case due:
+		deferUntil(st.expireCooldownUntil)
+	case !next.IsZero():
+		deferUntil(next)
+	}
+	if !metadataOnly {
+		if job := p.deletionPassLocked(st, now, deferUntil); job != nil {
+			p.scheduleLocked(st, KindDeleteExpiredFiles, nil, job.Reasons, now, func(j *Job) { j.PendingDeletes = job.PendingDeletes })
+			return true
+		}
+	}
+	if p.manifestRewriteDueLocked(st) {
+		if now.Before(st.manifestCooldownUntil) {
+			deferUntil(st.manifestCooldownUntil)
+		} else {
+			p.scheduleLocked(st, KindRewriteManifests, nil, []Reason{{Partition: tableWide, Threshold: "manifest_count",
+				Measured: int64(st.counters.dataManifests), Limit: int64(set.ManifestCount)}}, now)
+			return true
+		}
+	}
+	if metadataOnly {
+		return false
+	}
+	// Orphan cleanup comes last: after expiry, which makes files orphans.
+	if now.Before(st.orphanCooldownUntil) {
+		deferUntil(st.orphanCooldownUntil)
+		return false
+	}
+	if job := p.orphanJobLocked(st, now, deferUntil); job != nil {
+		p.scheduleLocked(st, KindRemoveOrphans, nil, job.Reasons, now, func(j *Job) {
+			j.OrphanSource, j.OrphanCandidates = job.OrphanSource, job.OrphanCandidates
+		})
+		return true
+	}
+	return false
+}
+
+// deletionPassLocked returns the job that deletes the pending batches due
+// by now, or nil (arming the earliest due time).
+func (p *Planner) deletionPassLocked(st *tableState, now time.Time, deferUntil func(time.Time)) *Job {
+	if len(st.pending) == 0 {
+		return nil
+	}
+	if now.Before(st.pendingRetryAt) {
+		deferUntil(st.pendingRetryAt)
+		return nil
+	}
+	var due []deletions.Ref
+	for _, r := range st.pending {
+		if r.Due.After(now) {
+			deferUntil(r.Due)
+			break
+		}
+		due = append(due, r)
+	}
+	if len(due) == 0 {
+		return nil
+	}
+	margin := st.settings.MinReaderMargin
+	return &Job{PendingDeletes: due, Reasons: []Reason{{Partition: tableWide, Threshold: "min_reader_margin",
+		Measured: int64(now.Sub(due[0].Due.Add(-margin)) / time.Second), Limit: int64(margin / time.Second),
+		Note: fmt.Sprintf("%d batches of files expiry unlinked, past the reader margin", len(due))}}}
+}
+
+// loadPendingLocked lists the table's pending deletion batches the first
+// time the table is seen (they outlive reactor: a restart finds them). A
+// listing that fails is retried at the next observation.
+func (p *Planner) loadPendingLocked(ctx context.Context, st *tableState, tbl *table.Table) {
+	fs, err := tbl.FS(ctx)
+	if err == nil {
+		var refs []deletions.Ref
+		if refs, err = deletions.List(fs, tbl.Location()); err == nil {
+			st.pending = mergeRefs(st.pending, refs)
+			st.pendingLoaded = true
+			if len(refs) > 0 {
+				p.log.Info("pending deletions found", "table", st.name, "batches", len(refs),
+					"earliest_due", refs[0].Due)
+			}
+			return
+		}
+	}
+	p.log.Warn("could not list the table's pending deletions; will retry", "table", st.name, "error", err)
+}
+
+// mergeRefs adds refs to a due-ordered list, once each.
+func mergeRefs(list, refs []deletions.Ref) []deletions.Ref {
+	seen := make(map[string]bool, len(list))
+	for _, r := range list {
+		seen[r.Location] = true
+	}
+	for _, r := range refs {
+		if !seen[r.Location] {
+			seen[r.Location] = true
+			list = append(list, r)
+		}
+	}
+	sort.SliceStable(list, func(i, j int) bool { return list[i].Due.Before(list[j].Due) })
+	return list
+}
+
+// orphanJobLocked decides whether orphan cleanup is due: tracked files past
+// the margin (no listing needed), or a full listing when its interval has
+// passed or tracking is incomplete. It returns nil when nothing is due and
+// arms the next deadline through deferUntil.
+func (p *Planner) orphanJobLocked(st *tableState, now time.Time, deferUntil func(time.Time)) *Job {
+	set := st.settings
+	if set.OrphanListingInterval <= 0 {
+		return nil // not configured: nothing to schedule
+	}
+	if st.nextListing.IsZero() {
+		// Spread the first listings of many tables over the interval
+		// rather than listing every bucket at start-up.
+		st.nextListing = now.Add(time.Duration(rand.Int64N(int64(set.OrphanListingInterval))))
+	}
+	if !now.Before(st.nextListing) || st.trackingIncomplete {
+		return &Job{OrphanSource: OrphansFromListing, Reasons: []Reason{{Partition: tableWide, Threshold: "orphan_listing_interval",
+			Measured: int64(now.Sub(st.nextListing.Add(-set.OrphanListingInterval)) / time.Second),
+			Limit:    int64(set.OrphanListingInterval / time.Second),
+			Note:     fmt.Sprintf("full listing (tracking complete: %v)", !st.trackingIncomplete)}}}
+	}
+	deferUntil(st.nextListing)
+	cutoff := now.Add(-set.OrphanMargin)
+	var cands []OrphanCandidate
+	for _, f := range st.unconfirmed {
+		if f.created.Before(cutoff) {
+			cands = append(cands, OrphanCandidate{Location: f.location, Size: f.size, Created: f.created})
+		} else {
+			deferUntil(f.created.Add(set.OrphanMargin))
+		}
+	}
+	if len(cands) == 0 {
+		return nil
+	}
+	if !set.OrphanDelete {
+		fresh := false
+		for _, c := range cands {
+			fresh = fresh || !st.dryRunReported[normalizeLocation(c.Location)]
+		}
+		if !fresh {
+			return nil // a dry run reported all of them already
+		}
+	}
+	sort.Slice(cands, func(i, j int) bool { return cands[i].Created.Before(cands[j].Created) })
+	return &Job{OrphanSource: OrphansFromTracking, OrphanCandidates: cands, Reasons: []Reason{{Partition: tableWide,
+		Threshold: "orphan_margin", Measured: int64(len(cands)), Limit: int64(set.OrphanMargin / time.Second),
+		Note: fmt.Sprintf("%d tracked files unreferenced for longer than %s", len(cands), set.OrphanMargin)}}}
+}
+
+// scheduleLocked creates the job, records it as the table's running one and
+// dispatches it. with sets kind-specific fields before anyone sees the job.
+func (p *Planner) scheduleLocked(st *tableState, kind JobKind, parts []Partition, reasons []Reason, now time.Time, with ...func(*Job)) {
+	if !p.ownsTable(st.name) {
+		// Its lease moved on; the new owner schedules it.
+		for _, part := range parts {
+			if ps, ok := st.counters.partitions[part.Key]; ok {
+				ps.inJob = false
+			}
+		}
+		return
+	}
+	job := Job{
+		ID:             uuid.NewString(),
+		Kind:           kind,
+		Table:          st.ident,
+		TableName:      st.name,
+		Partitions:     parts,
+		Reasons:        reasons,
+		Settings:       st.settings,
+		ScheduledAt:    now,
+		BaseSnapshotID: st.counters.snapshotID,
+	}
+	job.InputFiles, job.InputBytes = st.counters.input(parts)
+	for _, f := range with {
+		f(&job)
+	}
+	st.running = &job
+	p.met.JobsScheduled.WithLabelValues(string(job.Kind)).Inc()
+	p.log.Info("job scheduled", "table", st.name, "job_id", job.ID, "kind", job.Kind,
+		"partitions", job.PartitionKeys(), "reason", job.ReasonText())
+	p.dispatch(job)
+}
+
+func (p *Planner) wakeAtLocked(st *tableState, at time.Time) {
+	if st.timer != nil {
+		if !at.Before(st.wakeAt) {
+			return
+		}
+		st.timer.Stop()
+	}
+	st.wakeAt = at
+	st.timer = time.AfterFunc(at.Sub(p.now()), func() {
+		st.mu.Lock()
+		defer st.mu.Unlock()
+		st.timer = nil
+		p.evaluateLocked(st)
+	})
+}

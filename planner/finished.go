@@ -1,0 +1,139 @@
+package planner
+
+// A finished job: cool-downs, and the state of what it committed.
+
+import (
+	"context"
+)
+
+// Finished records a job's result: cool-downs, and when it committed, the
+// committed table's state (so reactor's own commit is accounted for without
+// waiting for the next event, and cannot schedule itself again).
+func (p *Planner) Finished(ctx context.Context, job Job, res Result) {
+	if !p.ownsTable(job.TableName) {
+		p.log.Info("job finished for a table this replica no longer owns; its owner plans it afresh",
+			"table", job.TableName, "job_id", job.ID, "kind", job.Kind, "outcome", res.Outcome.String())
+		return
+	}
+	st := p.state(job.Table, job.TableName)
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.running != nil && st.running.ID == job.ID {
+		st.running = nil
+	}
+	now := p.now()
+	if job.Kind == KindExpireSnapshots {
+		// An expiry waits a cool-down before the next age-based one (the
+		// snapshot bound does not wait); one that found nothing settles
+		// until the next commit.
+		switch res.Outcome {
+		case GaveUp:
+			st.expireCooldownUntil = now.Add(job.Settings.ConflictCooldown)
+		case Failed, Succeeded:
+			st.expireCooldownUntil = now.Add(job.Settings.Cooldown)
+		case Noop:
+			st.expireSettledAt = st.counters.snapshotID
+		}
+		st.pending = mergeRefs(st.pending, res.PendingDeletes)
+	}
+	if job.Kind == KindDeleteExpiredFiles {
+		if res.Outcome == Failed {
+			st.pendingRetryAt = now.Add(job.Settings.Cooldown)
+		}
+		// The pass's batches are done, but for what it left (a failure,
+		// a batch not due after all, batches rebuilt from an intent).
+		done := map[string]bool{}
+		for _, r := range job.PendingDeletes {
+			done[r.Location] = true
+		}
+		kept := st.pending[:0]
+		for _, r := range st.pending {
+			if !done[r.Location] {
+				kept = append(kept, r)
+			}
+		}
+		st.pending = mergeRefs(kept, res.PendingDeletes)
+	}
+	if job.Kind == KindRemoveOrphans {
+		st.orphanCooldownUntil = now.Add(job.Settings.Cooldown)
+		if job.OrphanSource == OrphansFromListing && res.Outcome != Failed {
+			st.nextListing = now.Add(job.Settings.OrphanListingInterval)
+		}
+		if !job.Settings.OrphanDelete && res.Outcome != Failed {
+			if st.dryRunReported == nil {
+				st.dryRunReported = map[string]bool{}
+			}
+			for _, c := range job.OrphanCandidates {
+				st.dryRunReported[normalizeLocation(c.Location)] = true
+			}
+		}
+		for _, loc := range res.Settled {
+			delete(st.unconfirmed, normalizeLocation(loc))
+			delete(st.dryRunReported, normalizeLocation(loc))
+		}
+		p.deferOrphansLocked(st, res.Deferred)
+	}
+	if job.Kind == KindRewriteManifests {
+		st.manifestCooldownUntil = now.Add(job.Settings.Cooldown)
+		if res.Outcome == GaveUp {
+			st.manifestCooldownUntil = now.Add(job.Settings.ConflictCooldown)
+		}
+		if res.Outcome == Noop {
+			st.manifestSettledAt = st.counters.dataManifests
+		}
+	}
+	for _, part := range job.Partitions {
+		ps, ok := st.counters.partitions[part.Key]
+		if !ok {
+			continue
+		}
+		ps.inJob = false
+		if why, idle := res.NothingToDo[part.Key]; idle && res.Outcome == Succeeded {
+			// The job changed other partitions but found nothing to do
+			// in this one: settle it like a no-op.
+			p.settleLocked(st, ps, job, why)
+			ps.cooldownUntil = instantOf(now.Add(job.Settings.Cooldown))
+			continue
+		}
+		switch {
+		case job.Kind == KindSort && res.Outcome == Failed:
+			// An order that does not fit the schema fails every time:
+			// try again on the sort cadence, not every cool-down.
+			ps.cooldownUntil = instantOf(now.Add(max(job.Settings.Cooldown, job.Settings.SortQuietPeriod)))
+		case res.Outcome == GaveUp:
+			ps.cooldownUntil = instantOf(now.Add(job.Settings.ConflictCooldown))
+		case res.Outcome == Noop:
+			why := res.NothingToDo[part.Key]
+			if why == "" {
+				why = "the job found nothing to do"
+			}
+			p.settleLocked(st, ps, job, why)
+			ps.cooldownUntil = instantOf(now.Add(job.Settings.Cooldown))
+		default:
+			ps.cooldownUntil = instantOf(now.Add(job.Settings.Cooldown))
+		}
+	}
+	st.counters.markOffloaded(res.OwnSnapshots, job.Kind == KindSort)
+	if res.Table != nil {
+		if err := p.observeLocked(ctx, st, res.Table); err != nil {
+			p.log.Warn("could not apply reactor's own commit to table state; the next event will",
+				"table", st.name, "job_id", job.ID, "error", err)
+		}
+		return
+	}
+	p.evaluateLocked(st)
+}
+
+// settleLocked records that jobs of job's kind find nothing to do in ps
+// until it is written again, and says so: a partition over a threshold
+// that no job of this kind can fix is left alone rather than rewritten
+// into the same files every cool-down.
+func (p *Planner) settleLocked(st *tableState, ps *partitionState, job Job, why string) {
+	if ps.settledWrite != instantOf(ps.LastWrite) {
+		ps.settledKinds = 0
+	}
+	ps.settledWrite = instantOf(ps.LastWrite)
+	ps.settledKinds = ps.settledKinds.with(job.Kind)
+	p.log.Info("partition settled: not scheduled for this kind again until it is written", "table", st.name,
+		"partition", ps.Key, "kind", job.Kind, "job_id", job.ID, "reason", why)
+}

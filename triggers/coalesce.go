@@ -1,0 +1,317 @@
+package triggers
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/apache/iceberg-go/table"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/icereactor/reactor/metrics"
+)
+
+// Refresher brings a table's state up to the catalog's current metadata
+// (the planner): one call covers every event of the table that arrived
+// before it started.
+type Refresher interface {
+	Refresh(ctx context.Context, ident table.Identifier) (*table.Table, error)
+}
+
+// DefaultRefreshConcurrency bounds the table refreshes (catalog loads)
+// running at once in one process.
+const DefaultRefreshConcurrency = 8
+
+// work is one event (or one record of a notification) waiting for its
+// table's next refresh round.
+type work struct {
+	// refresh: the event names a commit; the round refreshes the table
+	// unless covered says, at round time, that an earlier refresh already
+	// applied it.
+	refresh bool
+	covered func() bool
+	// apply completes the event once the round is over: tbl is the table
+	// the round loaded (nil if no item needed a refresh) and err the
+	// refresh's error. It acknowledges, dead-letters or redelivers.
+	apply   func(tbl *table.Table, err error)
+	msg     jetstream.Msg // kept in progress while it waits
+	arrived time.Time
+}
+
+// tableQueue holds one table's waiting events. A table is idle, ready
+// (in the run queue once) or running (one round at a time).
+type tableQueue struct {
+	name  string
+	ident table.Identifier
+	items []*work
+	state queueState
+	// round runs the table's items; nil: the refresh round.
+	round func(ctx context.Context, items []*work)
+}
+
+type queueState uint8
+
+const (
+	queueIdle queueState = iota
+	queueReady
+	queueRunning
+)
+
+// Coalescer collapses the events of a table into one refresh of its newest
+// metadata and refreshes different tables in parallel, at most workers at
+// once. Tables take turns (first ready, first served; a table whose events
+// arrive while its round runs goes to the back of the line), so no table
+// waits behind another table's events. An event's message is acknowledged
+// by its apply, after the round whose refresh covers it: a crash before
+// that redelivers it.
+type Coalescer struct {
+	ctx       context.Context
+	refresher Refresher
+	log       *slog.Logger
+	met       *metrics.Metrics
+	ackWait   time.Duration
+
+	mu      sync.Mutex
+	cond    *sync.Cond
+	tables  map[string]*tableQueue
+	ready   []*tableQueue // FIFO; head at readyAt
+	readyAt int
+	pending int // items waiting or in a round
+	closed  bool
+	done    chan struct{} // closed by Close
+	wg      sync.WaitGroup
+}
+
+// NewCoalescer starts workers refresh workers (DefaultRefreshConcurrency
+// when 0) under ctx. ackWait is the consumers' AckWait: events waiting
+// longer than half of it are kept in progress. Both consumers share one,
+// so a table's commit events and metadata notifications coalesce together.
+func NewCoalescer(ctx context.Context, r Refresher, workers int, ackWait time.Duration, log *slog.Logger, met *metrics.Metrics) *Coalescer {
+	if workers <= 0 {
+		workers = DefaultRefreshConcurrency
+	}
+	c := &Coalescer{ctx: ctx, refresher: r, log: log, met: met, ackWait: ackWait, tables: map[string]*tableQueue{},
+		done: make(chan struct{})}
+	c.cond = sync.NewCond(&c.mu)
+	for range workers {
+		c.wg.Add(1)
+		go c.work()
+	}
+	c.wg.Add(1)
+	go c.keepInProgress()
+	met.SetRefreshSource(c.lags)
+	return c
+}
+
+// add queues an item for the named table (ident nil: a lane whose round
+// is given instead of a refresh).
+func (c *Coalescer) add(name string, ident table.Identifier, w *work) {
+	c.addTo(name, ident, nil, w)
+}
+
+func (c *Coalescer) addTo(name string, ident table.Identifier, round func(context.Context, []*work), w *work) {
+	w.arrived = time.Now()
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		// Shutting down: let it come back to whoever consumes next.
+		if w.msg != nil {
+			_ = w.msg.Nak()
+		}
+		return
+	}
+	q, ok := c.tables[name]
+	if !ok {
+		q = &tableQueue{name: name, ident: ident, round: round}
+		c.tables[name] = q
+	}
+	q.items = append(q.items, w)
+	c.pending++
+	if q.state == queueIdle {
+		q.state = queueReady
+		c.ready = append(c.ready, q)
+		c.cond.Signal()
+	}
+	c.mu.Unlock()
+}
+
+// next waits for a ready table and takes its items.
+func (c *Coalescer) next() (*tableQueue, []*work, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for c.readyAt == len(c.ready) && !c.closed {
+		c.cond.Wait()
+	}
+	if c.closed {
+		return nil, nil, false
+	}
+	q := c.ready[c.readyAt]
+	c.ready[c.readyAt] = nil
+	c.readyAt++
+	if c.readyAt > 1024 && c.readyAt*2 > len(c.ready) {
+		c.ready = append(c.ready[:0], c.ready[c.readyAt:]...)
+		c.readyAt = 0
+	}
+	items := q.items
+	q.items = nil
+	q.state = queueRunning
+	return q, items, true
+}
+
+func (c *Coalescer) work() {
+	defer c.wg.Done()
+	for {
+		q, items, ok := c.next()
+		if !ok {
+			return
+		}
+		if q.round != nil {
+			q.round(c.ctx, items)
+		} else {
+			c.refreshRound(q, items)
+		}
+		c.mu.Lock()
+		c.pending -= len(items)
+		if len(q.items) > 0 && !c.closed {
+			q.state = queueReady
+			c.ready = append(c.ready, q)
+			c.cond.Signal()
+		} else {
+			q.state = queueIdle
+		}
+		c.mu.Unlock()
+	}
+}
+
+// refreshRound refreshes the table once if any of its items still needs
+// it, then completes every item.
+func (c *Coalescer) refreshRound(q *tableQueue, items []*work) {
+	need := false
+	for _, it := range items {
+		if it.refresh && (it.covered == nil || !it.covered()) {
+			need = true
+			break
+		}
+	}
+	var (
+		tbl *table.Table
+		err error
+	)
+	if need {
+		tbl, err = c.refresher.Refresh(c.ctx, q.ident)
+		result := "applied"
+		if err != nil {
+			result = "error"
+		}
+		c.met.Refreshes.WithLabelValues(result).Inc()
+	}
+	if n := len(items); n > 1 || !need {
+		// Events acknowledged without a catalog load of their own.
+		c.met.EventsCoalesced.Add(float64(n - boolInt(need)))
+	}
+	for _, it := range items {
+		it.apply(tbl, err)
+	}
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// keepInProgress tells JetStream that events waiting longer than half the
+// ack wait (a table whose refresh is slow, a long queue) are still being
+// worked on, so they are not redelivered meanwhile.
+func (c *Coalescer) keepInProgress() {
+	defer c.wg.Done()
+	if c.ackWait <= 0 {
+		return
+	}
+	t := time.NewTicker(c.ackWait / 4)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.ctx.Done():
+			return
+		case <-c.done:
+			return
+		case <-t.C:
+		}
+		cutoff := time.Now().Add(-c.ackWait / 2)
+		c.mu.Lock()
+		if c.closed {
+			c.mu.Unlock()
+			return
+		}
+		for _, q := range c.tables {
+			for _, it := range q.items {
+				if it.msg != nil && it.arrived.Before(cutoff) {
+					_ = it.msg.InProgress()
+					it.arrived = time.Now()
+				}
+			}
+		}
+		c.mu.Unlock()
+	}
+}
+
+// lags reports, for every table seen, how long its oldest event not yet
+// applied has waited (0: all applied), and the queue depths.
+func (c *Coalescer) lags() metrics.RefreshState {
+	now := time.Now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st := metrics.RefreshState{Lag: make(map[string]float64, len(c.tables)), PendingEvents: c.pending,
+		ReadyTables: len(c.ready) - c.readyAt}
+	for name, q := range c.tables {
+		if q.round != nil {
+			continue
+		}
+		lag := 0.0
+		if len(q.items) > 0 {
+			lag = now.Sub(q.items[0].arrived).Seconds()
+		}
+		st.Lag[name] = lag
+	}
+	return st
+}
+
+// forget drops what the coalescer knows of a table that has nothing
+// pending (its lag series goes with it).
+func (c *Coalescer) forget(name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if q, ok := c.tables[name]; ok && q.state == queueIdle && len(q.items) == 0 {
+		delete(c.tables, name)
+	}
+}
+
+// Close stops the workers once their rounds end and hands every event
+// still waiting back to JetStream for immediate redelivery. Stop the
+// consumers first.
+func (c *Coalescer) Close() {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return
+	}
+	c.closed = true
+	close(c.done)
+	var left []*work
+	for _, q := range c.tables {
+		left = append(left, q.items...)
+		q.items = nil
+	}
+	c.cond.Broadcast()
+	c.mu.Unlock()
+	for _, it := range left {
+		if it.msg != nil {
+			_ = it.msg.Nak()
+		}
+	}
+	c.wg.Wait()
+	c.met.SetRefreshSource(nil)
+}

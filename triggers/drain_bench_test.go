@@ -1,0 +1,146 @@
+package triggers_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/icereactor/reactor/events"
+	"github.com/icereactor/reactor/metrics"
+	"github.com/icereactor/reactor/planner"
+	"github.com/icereactor/reactor/thresholds"
+	"github.com/icereactor/reactor/triggers"
+)
+
+// BenchmarkDrain measures how fast reactor drains a burst of commit events
+// published while it was not consuming: 1,000 tables of 50 snapshots
+// (openLake), events round-robin over the tables, each naming one of its
+// table's snapshots, the consumer started once all are stored; timed until
+// JetStream holds none (work-queue retention: every event acknowledged).
+// CPU is the whole process's (the embedded NATS server's included).
+//
+//   - "decode+ack" is the peer: the same durable consumer settings, each
+//     message decoded and acknowledged, nothing else (delivery is the
+//     floor of any consumer);
+//   - "reactor" is the commit consumer and planner as worker.Start wires
+//     them, the planner's state at every table's newest snapshot (Discover,
+//     untimed), as after a restart with a backlog;
+//   - "reactor-cold" starts with no state: each table's first event
+//     rebuilds it (one LoadTable and a read of its 50 manifests), the
+//     rest are covered.
+func BenchmarkDrain(b *testing.B) {
+	const tables, snapshots = 1000, 50
+	for _, burst := range []int{10_000, 100_000} {
+		for _, mode := range []string{"decode+ack", "reactor", "reactor-cold"} {
+			b.Run(fmt.Sprintf("%s/events=%d", mode, burst), func(b *testing.B) {
+				l := openLake(b, tables, snapshots)
+				for b.Loop() {
+					b.StopTimer()
+					wall, cpu, loads := drainOnce(b, l, burst, mode)
+					b.ReportMetric(float64(burst)/wall.Seconds(), "events/s")
+					b.ReportMetric(float64(cpu.Microseconds())/float64(burst), "cpu-µs/event")
+					b.ReportMetric(float64(loads), "catalog-loads")
+					b.StartTimer()
+				}
+			})
+		}
+	}
+}
+
+func drainOnce(b *testing.B, l *lake, burst int, mode string) (time.Duration, time.Duration, int) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	js, _ := benchNATS(b)
+	if err := triggers.EnsureStreams(ctx, js, triggers.CommitOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	perTable := burst / len(l.tables)
+	byTable := make([][][]byte, len(l.tables))
+	for i := range l.tables {
+		byTable[i] = l.eventsFor(b, i, perTable)
+	}
+	subjects := make([]string, 0, burst)
+	payloads := make([][]byte, 0, burst)
+	for k := range perTable {
+		for i, ident := range l.tables {
+			subjects = append(subjects, "iceberg.commits."+ident[0]+"."+ident[1])
+			payloads = append(payloads, byTable[i][k])
+		}
+	}
+	publishAll(b, ctx, js, subjects, payloads)
+
+	log := slog.New(slog.DiscardHandler)
+	met := metrics.New()
+	watched := newWatchedCatalog(l.cat)
+	var stop func()
+	start := func() {}
+	switch mode {
+	case "decode+ack":
+		start = func() { stop = ackOnly(b, ctx, js) }
+	default:
+		cfg, err := thresholds.Parse([]byte("defaults: {small_file_count: 1000000}"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		p := planner.New(planner.Options{Catalog: watched, Config: cfg, Dispatch: func(planner.Job) {}, Logger: log, Metrics: met})
+		defer p.Close()
+		if mode == "reactor" {
+			if n, err := p.Discover(ctx); err != nil || n != len(l.tables) {
+				b.Fatalf("discovered %d tables: %v", n, err)
+			}
+		}
+		start = func() {
+			cons, err := triggers.StartCommits(ctx, js, triggers.CommitOptions{}, p, log, met)
+			if err != nil {
+				b.Fatal(err)
+			}
+			stop = cons.Stop
+		}
+	}
+	loadsBefore := 0
+	for _, ident := range l.tables {
+		loadsBefore += watched.loadsOf(ident[0] + "." + ident[1])
+	}
+	runtime.GC()
+	c0, t0 := processCPU(), time.Now()
+	b.StartTimer()
+	start()
+	for !streamEmpty(b, ctx, js, triggers.DefaultCommitStream) {
+		time.Sleep(2 * time.Millisecond)
+	}
+	b.StopTimer()
+	wall, cpu := time.Since(t0), processCPU()-c0
+	stop()
+	loads := -loadsBefore
+	for _, ident := range l.tables {
+		loads += watched.loadsOf(ident[0] + "." + ident[1])
+	}
+	return wall, cpu, loads
+}
+
+// ackOnly consumes the commit stream with the commit consumer's settings,
+// decoding and acknowledging every message.
+func ackOnly(b *testing.B, ctx context.Context, js jetstream.JetStream) func() {
+	cons, err := js.CreateOrUpdateConsumer(ctx, triggers.DefaultCommitStream, jetstream.ConsumerConfig{
+		Durable: triggers.DefaultDurable, AckPolicy: jetstream.AckExplicitPolicy, AckWait: triggers.AckWait,
+		MaxDeliver: -1, FilterSubject: triggers.DefaultCommitSubject, MaxAckPending: triggers.DefaultMaxAckPending,
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	cc, err := cons.Consume(func(msg jetstream.Msg) {
+		if _, err := events.DecodeCommit(msg.Data()); err != nil {
+			b.Error(err)
+		}
+		_ = msg.Ack()
+	}, jetstream.PullMaxMessages(triggers.DefaultMaxAckPending/4))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return func() { cc.Drain(); <-cc.Closed() }
+}

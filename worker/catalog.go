@@ -1,0 +1,113 @@
+package worker
+
+// The catalog, and the tables found in it.
+
+import (
+	"context"
+	"github.com/apache/iceberg-go/catalog"
+	"github.com/icereactor/reactor/embedded"
+	"github.com/icereactor/reactor/redact"
+	"log/slog"
+	"net/url"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+)
+
+// OpenCatalog opens the catalog cfg names: the one CatalogProps select
+// through iceberg-go's registry, or with none the embedded SQLite catalog
+// under DataDir. The one-shot commands open catalogs with it too.
+func OpenCatalog(ctx context.Context, cfg Config) (catalog.Catalog, error) {
+	log := cfg.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	if cfg.CatalogProps == nil {
+		dir := filepath.Join(cfg.DataDir, "catalog")
+		cat, err := embedded.OpenCatalog(ctx, dir)
+		if err == nil {
+			log.Info("opened embedded SQLite catalog", "dir", dir)
+		}
+		return cat, err
+	}
+	cat, err := catalog.Load(ctx, cfg.CatalogName, cfg.CatalogProps)
+	if err != nil {
+		// A REST catalog's error quotes the URL it could not reach.
+		return nil, redact.Error(err)
+	}
+	log.Info("opened catalog", "name", cfg.CatalogName, "type", cfg.CatalogProps["type"], "uri", redact.String(cfg.CatalogProps["uri"]))
+	return cat, nil
+}
+
+// warehousePrefixes are the configured prefixes plus the catalog's
+// warehouse property when it names an object-store location (a REST
+// catalog's warehouse is often a name, not a location: then only the
+// configured prefixes, the namespaces' locations and the parents of known
+// tables are watched).
+func warehousePrefixes(cfg Config) []string {
+	out := slices.Clone(cfg.WarehousePrefixes)
+	if wh := cfg.CatalogProps["warehouse"]; wh != "" {
+		if u, err := url.Parse(wh); err == nil && u.Host != "" && !strings.EqualFold(u.Scheme, "file") {
+			out = append(out, wh)
+		}
+	}
+	return out
+}
+
+// refreshLocations rebuilds the table-location index on a schedule, so
+// tables created, dropped or relocated are noticed even when no object
+// misses.
+func (w *Worker) refreshLocations(ctx context.Context, every time.Duration) {
+	defer w.bg.Done()
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if _, err := w.Planner.RefreshLocations(ctx); err != nil && ctx.Err() == nil {
+				w.log.Warn("table location index refresh failed; keeping the previous one", "error", err)
+			}
+		}
+	}
+}
+
+// discover brings the catalog's tables this replica owns into the planner
+// at start and after every lease acquisition, in the background, retrying
+// while the catalog is unreachable: a table that nobody writes to still
+// has deadlines (expiry, orphan listing) and files waiting for deletion,
+// and after a restart or a handover no event would bring it in.
+func (w *Worker) discover(ctx context.Context) {
+	defer w.bg.Done()
+	select {
+	case <-w.connected:
+	case <-ctx.Done():
+		return
+	}
+	for {
+		start := time.Now()
+		for wait := time.Second; ; wait = min(2*wait, time.Minute) {
+			n, err := w.Planner.Discover(ctx)
+			if err == nil {
+				w.log.Info("tables discovered", "tables", n, "duration", time.Since(start).Round(time.Millisecond))
+				break
+			}
+			if ctx.Err() != nil {
+				return
+			}
+			w.log.Warn("table discovery failed; retrying", "error", err, "retry_in", wait)
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(wait):
+			}
+		}
+		select {
+		case <-w.discoverAgain:
+		case <-ctx.Done():
+			return
+		}
+	}
+}

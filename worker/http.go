@@ -1,0 +1,47 @@
+package worker
+
+// The metrics and probe endpoints.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"github.com/icereactor/reactor/redact"
+	"net"
+	"net/http"
+	"time"
+)
+
+// HTTPAddr is the address the metrics and probe endpoints listen on ("" if
+// none).
+func (w *Worker) HTTPAddr() string { return w.httpAddr }
+
+// Ready reports whether the worker can do its work: connected to NATS and
+// able to reach the catalog.
+func (w *Worker) Ready(ctx context.Context) error {
+	if conn, _, _ := w.link(); conn == nil || !conn.IsConnected() {
+		return errors.New("not connected to NATS")
+	}
+	if _, err := w.Catalog.ListNamespaces(ctx, nil); err != nil {
+		return fmt.Errorf("catalog unreachable: %w", redact.Error(err))
+	}
+	return nil
+}
+
+func (w *Worker) serveHTTP(addr string) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s for metrics: %w", addr, err)
+	}
+	w.httpAddr = ln.Addr().String()
+	w.http = &http.Server{Handler: w.Metrics.Handler(w.Ready), ReadHeaderTimeout: 5 * time.Second}
+	w.bg.Add(1)
+	go func() {
+		defer w.bg.Done()
+		if err := w.http.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			w.log.Error("metrics endpoint stopped", "error", err)
+		}
+	}()
+	w.log.Info("serving /metrics, /healthz and /readyz", "addr", w.httpAddr)
+	return nil
+}

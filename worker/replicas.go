@@ -1,0 +1,159 @@
+package worker
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/icereactor/reactor/lease"
+	"github.com/icereactor/reactor/triggers"
+)
+
+// LeaseConfig configures how replicas share the tables (package lease).
+// Zero values take the lease package's defaults.
+type LeaseConfig struct {
+	// Replica names this process among the replicas (default: host name
+	// and a random suffix).
+	Replica string
+	// TTL: a killed replica's tables are owned again within about this
+	// long (default 15s).
+	TTL time.Duration
+	// Shards the tables hash to; every replica must use the same number
+	// (default 64).
+	Shards int
+	// KVReplicas: the lease bucket's stream replicas on a NATS cluster.
+	KVReplicas int
+	// ReleaseGrace bounds how long a shard given up to rebalance waits
+	// for its running jobs before abandoning them (default 30s).
+	ReleaseGrace time.Duration
+}
+
+// leaseManager is the worker's lease manager (nil before NATS connects).
+func (w *Worker) leaseManager() *lease.Manager {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.leases
+}
+
+// owns reports whether this replica owns the table (nothing is owned
+// before NATS is reachable).
+func (w *Worker) owns(table string) bool {
+	m := w.leaseManager()
+	return m != nil && m.Owns(table)
+}
+
+// Leases is the worker's lease manager (nil before it connected to NATS).
+func (w *Worker) Leases() *lease.Manager { return w.leaseManager() }
+
+// leaseGuard is the executor's commit guard: the table's lease, held and
+// renewed recently enough.
+type leaseGuard struct{ w *Worker }
+
+func (g leaseGuard) CommitDeadline(table string) (time.Time, error) {
+	m := g.w.leaseManager()
+	if m == nil {
+		return time.Time{}, fmt.Errorf("%w: %s (not connected to NATS yet)", lease.ErrLeaseLost, table)
+	}
+	return m.CommitDeadline(table)
+}
+
+// leaseHandler follows the leases: a shard acquired has its shard stream
+// consumed and its tables discovered; a shard given up or lost has its
+// jobs ended and its tables' state dropped.
+type leaseHandler struct {
+	w     *Worker
+	grace time.Duration
+	ready chan struct{} // closed once the consumers below are set
+	cons  *triggers.ShardConsumers
+}
+
+func (h *leaseHandler) wait(ctx context.Context) bool {
+	select {
+	case <-h.ready:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+func (h *leaseHandler) inShards(shards []int) func(table string) bool {
+	set := map[int]bool{}
+	for _, s := range shards {
+		set[s] = true
+	}
+	m := h.w.leaseManager()
+	return func(table string) bool { return m != nil && set[m.ShardOf(table)] }
+}
+
+func (h *leaseHandler) Acquired(ctx context.Context, shards []int) {
+	if !h.wait(ctx) {
+		return
+	}
+	if err := h.cons.Start(ctx, shards); err != nil && ctx.Err() == nil {
+		h.w.log.Error("could not consume the shard streams of acquired tables; their forwarded events wait",
+			"shards", shards, "error", err)
+	}
+	h.w.rediscover()
+}
+
+func (h *leaseHandler) Releasing(ctx context.Context, shards []int) {
+	if !h.wait(ctx) {
+		return
+	}
+	sel := h.inShards(shards)
+	h.cons.Stop(shards)
+	wctx, cancel := context.WithTimeout(ctx, h.grace)
+	h.w.Pool.WaitTables(wctx, sel)
+	cancel()
+	h.w.Pool.Abandon(sel)
+	h.w.Pool.WaitTables(ctx, sel)
+	n := h.w.Planner.Forget(sel)
+	h.w.log.Info("tables handed over to another replica", "shards", shards, "tables", n)
+}
+
+func (h *leaseHandler) Lost(shards []int) {
+	sel := h.inShards(shards)
+	h.w.Pool.Abandon(sel)
+	select {
+	case <-h.ready:
+		h.cons.Stop(shards)
+	default:
+	}
+	n := h.w.Planner.Forget(sel)
+	h.w.log.Warn("tables dropped: their leases were lost", "shards", shards, "tables", n)
+}
+
+// startLeases joins the replicas and starts the shard consumers; the
+// returned function hands the handler what it waits for.
+func (w *Worker) startLeases(ctx context.Context, js jetstream.JetStream, cfg Config) (*lease.Manager, *leaseHandler, error) {
+	h := &leaseHandler{w: w, grace: cfg.Leases.ReleaseGrace, ready: make(chan struct{})}
+	if h.grace <= 0 {
+		h.grace = 30 * time.Second
+	}
+	m, err := lease.Start(ctx, js, lease.Options{
+		Replica: cfg.Leases.Replica, TTL: cfg.Leases.TTL, Shards: cfg.Leases.Shards, KVReplicas: cfg.Leases.KVReplicas,
+		Handler: h, Logger: cfg.Logger, Metrics: cfg.Metrics,
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return m, h, nil
+}
+
+// rediscover asks the discovery goroutine for another pass (tables of
+// shards just acquired).
+func (w *Worker) rediscover() {
+	select {
+	case w.discoverAgain <- struct{}{}:
+	default:
+	}
+}
+
+// kill stops the worker as a crash would as far as its leases go: they are
+// not released and expire after their TTL (tests).
+func (w *Worker) kill() {
+	w.killed = true
+	w.Close()
+}
