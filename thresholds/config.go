@@ -31,7 +31,7 @@ const (
 	DefaultSmallFileCount         = 10
 	DefaultTierFanIn              = 10
 	DefaultQuietPeriod            = 1 * time.Second
-	DefaultMaxQuietWait           = 5 * time.Second
+	DefaultMaxQuietWait           = 1 * time.Second
 	DefaultOrphanMargin           = 72 * time.Hour
 	DefaultOrphanMarginFloor      = 24 * time.Hour
 	DefaultOrphanListingInterval  = 7 * Day
@@ -44,7 +44,7 @@ const (
 	DefaultRetainLast             = 1
 	DefaultMinReaderMargin        = 48 * time.Hour
 	DefaultSnapshotCount          = 100
-	DefaultCooldown               = 5 * time.Second
+	DefaultCooldown               = 1 * time.Second
 	DefaultConflictCooldown       = 5 * time.Second
 	DefaultCommitRetryTime        = 60 * time.Second
 	DefaultMaxGroupSize           = 1 * GiB
@@ -243,19 +243,21 @@ type Policy struct {
 	// MaxQuietWait bounds how long a partition over its threshold waits for
 	// a quiet period: a partition that is written continuously (the current
 	// hour of a streaming table) is compacted anyway once it has waited this
-	// long. Default 5s: a streaming partition written every second never
+	// long. Default 1s: a streaming partition written every second never
 	// cools, and each second it waits is another file a reader opens (at
 	// 10m a 5 commits/s table gathered hundreds per partition, issue 13);
 	// the tier rule keeps compacting it early cheap. 0 waits indefinitely;
 	// must be >= 0.
 	MaxQuietWait *Duration `yaml:"max_quiet_wait"`
 	// Cooldown is the minimum time between two jobs on one partition.
-	// Default 5s: against a table committing 5 times a second, 30s let
-	// each partition gather 20 files between two jobs. Must be >= 0.
+	// Default 1s: at 20 commits/s over 8 partitions, 5s (with 5s of
+	// max_quiet_wait) let each partition gather 25 files between two jobs;
+	// a job that would change nothing is not committed, so a short
+	// cool-down cannot loop. Must be >= 0.
 	Cooldown *Duration `yaml:"cooldown"`
 	// ConflictCooldown is the cooldown after a job gave up on commit
-	// conflicts. Default 5s (the ordinary cooldown: a partition still over
-	// its threshold is planned again, not parked); must be >= 0.
+	// conflicts. Default 5s (a partition still over its threshold is
+	// planned again soon, not parked for minutes); must be >= 0.
 	ConflictCooldown *Duration `yaml:"conflict_cooldown"`
 	// CommitRetryTime bounds the total time spent retrying a conflicting
 	// commit. Default 60s; must be > 0.

@@ -58,7 +58,7 @@ func builtinEffective(table string) Effective {
 		SmallFileCount:             10,
 		TierFanIn:                  10,
 		QuietPeriod:                1 * time.Second,
-		MaxQuietWait:               5 * time.Second,
+		MaxQuietWait:               1 * time.Second,
 		OrphanMargin:               72 * time.Hour,
 		OrphanMarginFloor:          24 * time.Hour,
 		OrphanListingInterval:      7 * 24 * time.Hour,
@@ -74,7 +74,7 @@ func builtinEffective(table string) Effective {
 		MinReaderMargin:            48 * time.Hour,
 		ExpireDeletionDelay:        0,
 		SnapshotCount:              100,
-		Cooldown:                   5 * time.Second,
+		Cooldown:                   1 * time.Second,
 		ConflictCooldown:           5 * time.Second,
 		CommitRetryTime:            60 * time.Second,
 		MaxGroupSize:               1 << 30,
@@ -94,7 +94,7 @@ func TestBuiltinDefaults(t *testing.T) {
 	b := Builtin()
 	if *b.TargetFileSize != 512*MiB || *b.SmallFileRatio != 0.75 || *b.MaxFileRatio != 1.8 ||
 		*b.MinInputFiles != 5 || *b.SmallFileCount != 10 ||
-		b.QuietPeriod.D() != time.Second || b.Cooldown.D() != 5*time.Second || b.MaxQuietWait.D() != 5*time.Second ||
+		b.QuietPeriod.D() != time.Second || b.Cooldown.D() != time.Second || b.MaxQuietWait.D() != time.Second ||
 		b.ConflictCooldown.D() != 5*time.Second || b.CommitRetryTime.D() != time.Minute ||
 		*b.SnapshotCount != 100 || *b.ManifestCount != 20 || *b.HealthMaxSnapshots != 150 ||
 		*b.MaxGroupSize != 1*GiB || *b.PartialProgressCommits != 10 {
@@ -214,7 +214,7 @@ func TestParseFullDocument(t *testing.T) {
 		SmallFileCount:             4,
 		TierFanIn:                  10,
 		QuietPeriod:                0,
-		MaxQuietWait:               5 * time.Second,
+		MaxQuietWait:               1 * time.Second,
 		OrphanMargin:               72 * time.Hour,
 		OrphanMarginFloor:          24 * time.Hour,
 		OrphanListingInterval:      7 * 24 * time.Hour,
@@ -259,7 +259,7 @@ func TestParseFullDocument(t *testing.T) {
 		SmallFileCount:             7,
 		TierFanIn:                  10,
 		QuietPeriod:                500 * time.Millisecond,
-		MaxQuietWait:               5 * time.Second,
+		MaxQuietWait:               1 * time.Second,
 		OrphanMargin:               72 * time.Hour,
 		OrphanMarginFloor:          24 * time.Hour,
 		OrphanListingInterval:      7 * 24 * time.Hour,
