@@ -2,13 +2,20 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"time"
 
 	"github.com/apache/arrow-go/v18/parquet/file"
 
+	"github.com/icereactor/reactor/executor"
 	"github.com/icereactor/reactor/lease"
+	"github.com/icereactor/reactor/metrics"
+	"github.com/icereactor/reactor/planner"
+	"github.com/icereactor/reactor/streamwriter"
+	"github.com/icereactor/reactor/thresholds"
 )
 
 // killResult is what the SIGKILL of one replica showed.
@@ -35,7 +42,14 @@ type killResult struct {
 	leftFiles, leftWriterFiles int
 	leftTruncated              int // of leftFiles: not a whole Parquet file
 	leftBytes                  int64
+	leftPaths                  []string
 	leftErr                    error
+	// The orphan cleanup of the killed job's tables, its leftovers aged
+	// past the orphan margin floor: files it deleted of leftPaths, and
+	// whether the tables' rows were still exact after it.
+	cleaned, cleanDeleted int
+	cleanedRowsExact      bool
+	cleanErr              error
 }
 
 // killOne SIGKILLs the last replica mid-job: once a job of its has run
@@ -180,6 +194,7 @@ func (p *phase) leftBy(ctx context.Context, name string, from, to time.Time) err
 				k.leftFiles++
 				k.leftTruncated++
 				k.leftBytes += f.size
+				k.leftPaths = append(k.leftPaths, f.path)
 				continue
 			}
 			rows := r.NumRows()
@@ -190,7 +205,85 @@ func (p *phase) leftBy(ctx context.Context, name string, from, to time.Time) err
 			}
 			k.leftFiles++
 			k.leftBytes += f.size
+			k.leftPaths = append(k.leftPaths, f.path)
 		}
 	}
 	return nil
+}
+
+// cleanLeftovers runs what removes a killed job's output: orphan cleanup
+// (remove_orphans, deleting), as `reactor orphans TABLE --dry-run=false`
+// runs it. Orphan cleanup deletes only files older than orphan_margin
+// (at least its 24h floor), so the leftovers' modification time is first
+// moved back past the floor: it stands for the day that passes in a
+// deployment. Files younger than the floor stay.
+func (p *phase) cleanLeftovers(ctx context.Context, thresholdsFile string) {
+	k := &p.res.kill
+	if len(k.leftPaths) == 0 {
+		return
+	}
+	cfg, err := thresholds.Load(thresholdsFile)
+	if err != nil {
+		k.cleanErr = err
+		return
+	}
+	aged := time.Now().Add(-orphanFloor - time.Hour)
+	for _, path := range k.leftPaths {
+		if err := os.Chtimes(path, aged, aged); err != nil {
+			k.cleanErr = err
+			return
+		}
+	}
+	exec := executor.New(p.cat, p.log, metrics.New())
+	k.cleanedRowsExact = true
+	for _, t := range p.tables {
+		if !k.deadTable(t.name) {
+			continue
+		}
+		tbl, err := p.cat.LoadTable(ctx, t.ident)
+		if err != nil {
+			k.cleanErr = err
+			return
+		}
+		job, err := planner.ManualJob(ctx, tbl, cfg, planner.KindRemoveOrphans,
+			planner.ManualOptions{OlderThan: orphanFloor, OrphanDelete: true}, time.Now())
+		if err != nil {
+			k.cleanErr = err
+			return
+		}
+		res, _ := exec.Run(ctx, job)
+		if res.Outcome == planner.Failed {
+			k.cleanErr = fmt.Errorf("remove_orphans on %s: %v", t.name, res.Err)
+			return
+		}
+		k.cleaned++
+		if tbl, err = p.cat.LoadTable(ctx, t.ident); err == nil {
+			var c streamwriter.Contents
+			if c, err = streamwriter.Read(ctx, tbl); err == nil && c.Total != t.w.Written() {
+				k.cleanedRowsExact = false
+			}
+		}
+		if err != nil {
+			k.cleanErr = err
+			return
+		}
+	}
+	for _, path := range k.leftPaths {
+		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+			k.cleanDeleted++
+		}
+	}
+}
+
+// orphanFloor is thresholds' orphan_margin_floor default: no orphan
+// cleanup deletes a younger file.
+const orphanFloor = 24 * time.Hour
+
+func (k *killResult) deadTable(name string) bool {
+	for _, j := range k.deadJobs {
+		if j.table == name {
+			return true
+		}
+	}
+	return false
 }

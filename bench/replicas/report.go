@@ -145,8 +145,15 @@ func (k killResult) text(cfg config) string {
 	if k.leftErr != nil {
 		fmt.Fprintf(&b, "   killed job's output: could not be listed: %v\n", k.leftErr)
 	} else if len(k.deadJobs) > 0 {
-		fmt.Fprintf(&b, "   target: the killed job leaves no output files once cleaned: %d data file(s) of its (%d bytes, %d of them cut off mid-write) left unreferenced, no snapshot names them; nothing in the run removes them: they wait for orphan cleanup (remove_orphans, files older than orphan_margin, at least the 24h floor); plus %d writer file(s) of lost commit attempts in that window\n",
+		fmt.Fprintf(&b, "   target: the killed job leaves no output files once cleaned: %d data file(s) of its (%d bytes, %d of them cut off mid-write) left unreferenced, no snapshot names them; no replica removes them (the killed one cannot, the survivors do not know them): orphan cleanup does, once they are older than orphan_margin (24h floor); plus %d writer file(s) of lost commit attempts in that window\n",
 			k.leftFiles, k.leftBytes, k.leftTruncated, k.leftWriterFiles)
+		switch {
+		case k.cleanErr != nil:
+			fmt.Fprintf(&b, "   orphan cleanup of the killed job's table: failed: %v\n", k.cleanErr)
+		case k.leftFiles > 0:
+			fmt.Fprintf(&b, "   orphan cleanup (remove_orphans, deleting; leftovers aged past the 24h floor first) of the killed job's table(s): %s: %d of %d leftover file(s) deleted, rows exact after it: %v\n",
+				verdict(k.cleanDeleted == k.leftFiles && k.cleanedRowsExact), k.cleanDeleted, k.leftFiles, k.cleanedRowsExact)
+		}
 	}
 	return b.String()
 }

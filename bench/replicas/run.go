@@ -196,6 +196,7 @@ func (p *phase) run(ctx context.Context, thresholdsFile string) (err error) {
 	p.stopChildren()
 	if p.kill {
 		p.finishKill(final)
+		p.cleanLeftovers(final, thresholdsFile)
 	}
 	// The whole phase, with the kill: no job twice, none beside another.
 	runs := p.jobs.snapshot()
