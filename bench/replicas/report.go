@@ -27,6 +27,8 @@ type phaseResult struct {
 	rows               int64
 	rowMismatches      []string
 	strayFiles         int
+	straySamples       []string
+	start              time.Time
 }
 
 func header(cfg config) string {
@@ -115,6 +117,9 @@ func (r phaseResult) text(cfg config) string {
 	}
 	fmt.Fprintf(&b, "   rows: %d of %d tables exact (rows and checksum, no duplicate id; %d rows written); %d unreferenced data files on disk in all tables\n",
 		r.tablesExact, r.tablesChecked, r.rows, r.strayFiles)
+	for _, s := range r.straySamples {
+		fmt.Fprintf(&b, "      unreferenced: %s\n", s)
+	}
 	for _, m := range r.rowMismatches {
 		fmt.Fprintf(&b, "      DIFFERS: %s\n", m)
 	}

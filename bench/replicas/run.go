@@ -160,6 +160,7 @@ func (p *phase) run(ctx context.Context, thresholdsFile string) (err error) {
 	p.res.loadStart, _ = probe.LoadAverage()
 	cpu0 := p.cpu()
 	start := time.Now()
+	p.res.start = start
 	stopWriters := make(chan struct{})
 	writersDone := p.startWriters(ctx, start, stopWriters)
 	var stopOnce sync.Once
@@ -415,6 +416,12 @@ func (p *phase) verify(ctx context.Context) error {
 			return fmt.Errorf("verify %s: %w", t.name, err)
 		}
 		p.res.strayFiles += len(stray)
+		for _, f := range stray {
+			if len(p.res.straySamples) < 5 {
+				p.res.straySamples = append(p.res.straySamples, fmt.Sprintf("%s (%d bytes, written %s into the phase)",
+					f.path[len(localPath(tbl.Location()))+1:], f.size, f.modTime.Sub(p.res.start).Round(time.Millisecond)))
+			}
+		}
 	}
 	p.res.tablesChecked = len(p.tables)
 	if p.res.tablesExact != len(p.tables) {
