@@ -224,7 +224,7 @@ func newConvergenceReactor(t testing.TB, cat catalog.Catalog, cfg *thresholds.Co
 	if testing.Verbose() {
 		log = slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	}
-	r := &convergenceReactor{cat: cat, queue: make(chan planner.Job, 64), exec: executor.New(cat, log, nil)}
+	r := &convergenceReactor{cat: cat, queue: make(chan planner.Job, 64), exec: newTestExecutor(t, cat, log, nil)}
 	r.planner = planner.New(planner.Options{Catalog: cat, Config: cfg, Logger: log,
 		Dispatch: func(j planner.Job) { r.queue <- j }})
 	return r

@@ -37,6 +37,14 @@ type Executor struct {
 	// referenceMaxAge: see the constant (tests set 0: re-read before
 	// every delete).
 	referenceMaxAge time.Duration
+	opts            Options
+	// tokens bound the output files written at once (datapath.go);
+	// sortSlot the groups sorted at once (one: sort_memory is per group).
+	tokens   tokens
+	sortSlot tokens
+	// hist are the tables' history indexes (references.go); nil: every
+	// question walks the whole history.
+	hist *histories
 }
 
 // New creates an executor committing through cat.
@@ -47,7 +55,8 @@ func New(cat catalog.Catalog, log *slog.Logger, met *metrics.Metrics) *Executor 
 	if met == nil {
 		met = metrics.New()
 	}
-	return &Executor{cat: cat, log: log, met: met, referenceMaxAge: referenceMaxAge}
+	return &Executor{cat: cat, log: log, met: met, referenceMaxAge: referenceMaxAge, tokens: newTokens(1), sortSlot: newTokens(1),
+		hist: newHistories(defaultHistoryBytes)}
 }
 
 // Report is what a job did, in the terms the Spark procedures report
@@ -88,6 +97,9 @@ type Report struct {
 	// FailedDataFiles are the inputs of groups that did not commit
 	// (Spark's failed_data_files_count): a failed batch and those after it.
 	FailedDataFiles int
+	// SpilledRuns counts the sorted runs a sort job spilled to disk
+	// (0: every group was sorted in memory).
+	SpilledRuns int
 	// DryRun reports are what the job would have done.
 	DryRun bool
 	// Backend is where the job ran: BackendLocal or BackendSpark.
@@ -155,6 +167,8 @@ func RecordFinished(log *slog.Logger, met *metrics.Metrics, job planner.Job, res
 			"dangling_delete_rows", rep.DanglingDeleteRows)
 	case planner.KindRewriteManifests:
 		attrs = append(attrs, "manifests_rewritten", rep.ManifestsRewritten, "manifests_added", rep.ManifestsAdded)
+	case planner.KindSort:
+		attrs = append(attrs, "spilled_runs", rep.SpilledRuns)
 	case planner.KindExpireSnapshots:
 		x := rep.Expiry
 		attrs = append(attrs, "expired_snapshots", x.ExpiredSnapshots, "deleted_data_files", x.DeletedDataFiles,
@@ -178,7 +192,7 @@ func RecordFinished(log *slog.Logger, met *metrics.Metrics, job planner.Job, res
 // the rest: batches, commit validation and retries, cleanup.
 type rewriter struct {
 	plan  func(ctx context.Context, tbl *table.Table, job planner.Job) ([]table.CompactionTaskGroup, int, error)
-	write func(ctx context.Context, tbl *table.Table, g table.CompactionTaskGroup) (table.CompactionGroupResult, error)
+	write groupWriter
 	// props are extra snapshot summary properties of the commits.
 	props iceberg.Properties
 }
@@ -191,11 +205,7 @@ func (e *Executor) compact(ctx context.Context, log *slog.Logger, job planner.Jo
 			planned = groups
 			return groups, skipped, err
 		},
-		write: func(ctx context.Context, tbl *table.Table, g table.CompactionTaskGroup) (table.CompactionGroupResult, error) {
-			// Outputs roll at reactor's target, not only the table
-			// property's: a tier merge may hold several targets' worth.
-			return table.ExecuteCompactionGroup(ctx, tbl, g, table.WithCompactionTargetFileSize(job.Settings.TargetFileSize))
-		},
+		write: e.compactionGroupWriter(job.Settings.TargetFileSize, e.newJobPool()),
 	})
 	res.NothingToDo = idlePartitions(job, planned, "no rewrite group: no set of files whose rewrite would change the partition "+
 		"(candidates fewer than min_input_files, or one file with no delete applying)")
@@ -432,23 +442,17 @@ func batch(groups []table.CompactionTaskGroup, n int) [][]table.CompactionTaskGr
 	return out
 }
 
-// writeBatch reads each group (deletes applied) and writes its outputs once.
-// Each group gets a progress line: a large partition takes minutes.
+// writeBatch reads each group (deletes applied) and writes its outputs
+// once, the groups at once (datapath.go). Each group gets a progress line:
+// a large partition takes minutes.
 func (e *Executor) writeBatch(ctx context.Context, log *slog.Logger, tbl *table.Table, groups []table.CompactionTaskGroup,
-	write func(context.Context, *table.Table, table.CompactionTaskGroup) (table.CompactionGroupResult, error)) ([]table.CompactionGroupResult, error) {
-	results := make([]table.CompactionGroupResult, 0, len(groups))
-	for i, g := range groups {
-		start := time.Now()
-		gr, err := write(ctx, tbl, g)
-		results = append(results, gr)
-		if err != nil {
-			return results, fmt.Errorf("rewrite group %s: %w", g.PartitionKey, err)
-		}
-		log.Info("group rewritten, not yet committed", "group", i+1, "groups", len(groups), "partition", g.PartitionKey,
+	write groupWriter) ([]table.CompactionGroupResult, error) {
+	start := time.Now()
+	return writeGroups(ctx, tbl, groups, write, func(i int, gr table.CompactionGroupResult) {
+		log.Info("group rewritten, not yet committed", "group", i+1, "groups", len(groups), "partition", groups[i].PartitionKey,
 			"files_in", len(gr.OldDataFiles), "files_out", len(gr.NewDataFiles), "bytes_in", gr.BytesBefore,
 			"duration", time.Since(start).Round(time.Millisecond))
-	}
-	return results, nil
+	})
 }
 
 // equalityDeletesOf lists, by path, the equality deletes that apply to the

@@ -54,9 +54,47 @@ func newFixture(t testing.TB, tableProps iceberg.Properties) *fixture {
 		level = slog.LevelDebug
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
-	f.exec = executor.New(f.icat, log, f.met)
+	f.exec = newTestExecutor(t, f.icat, log, f.met)
 	return f
 }
+
+// writerEnv selects the data path every executor test runs on:
+// "iceberg-go" (iceberg-go's ExecuteCompactionGroup, one group at a time,
+// as before reactor's own writer) or, by default, reactor's pipelined
+// writer with two units at a time and every freed buffer poisoned. .ci/run
+// runs the package under both.
+const writerEnv = "REACTOR_TEST_WRITER"
+
+// newTestExecutor is executor.New on the data path writerEnv selects.
+func newTestExecutor(t testing.TB, cat catalog.Catalog, log *slog.Logger, met *metrics.Metrics) *executor.Executor {
+	t.Helper()
+	e := executor.New(cat, log, met)
+	switch w := os.Getenv(writerEnv); w {
+	case "iceberg-go":
+		executor.UseIcebergWriter(e)
+	case "", "reactor":
+		if err := e.Configure(executor.Options{Concurrency: 2}); err != nil {
+			t.Fatal(err)
+		}
+		executor.PoisonFreedBuffers(e)
+	default:
+		t.Fatalf("%s=%q: want iceberg-go or reactor", writerEnv, w)
+	}
+	switch h := os.Getenv(historyEnv); h {
+	case "walk":
+		executor.WalkWholeHistory(e)
+	case "", "index":
+	default:
+		t.Fatalf("%s=%q: want walk or index", historyEnv, h)
+	}
+	return e
+}
+
+// historyEnv selects how the executor tests answer questions about a
+// table's history: "walk" walks all of it every time (as before history
+// indexes), by default the executor keeps an index per table across jobs.
+// .ci/run runs the package both ways.
+const historyEnv = "REACTOR_TEST_HISTORY"
 
 func (f *fixture) commit(category string, rows int) {
 	f.t.Helper()

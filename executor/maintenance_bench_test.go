@@ -41,7 +41,6 @@ import (
 	iceio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 
-	"github.com/icereactor/reactor/deletions"
 	"github.com/icereactor/reactor/embedded"
 	"github.com/icereactor/reactor/executor"
 	"github.com/icereactor/reactor/metrics"
@@ -58,8 +57,9 @@ const (
 	maintPartitions   = 10
 	maintStrays       = 1_000 // unreferenced files (failed writes) for orphan cleanup
 
-	expiryYAML         = "defaults: {snapshot_max_age: 1ms, min_reader_margin: 0s, retain_last: 1}"
-	expiryDeferredYAML = "defaults: {snapshot_max_age: 1ms, min_reader_margin: 0s, retain_last: 1, expire_deletion_delay: 1h}"
+	expiryYAML = "defaults: {snapshot_max_age: 1ms, min_reader_margin: 0s, retain_last: 1}"
+	// %d: the snapshots to keep (all but the oldest trimmed).
+	expiryTrimYAML = "defaults: {snapshot_max_age: 1ms, min_reader_margin: 0s, retain_last: %d, expire_deletion_delay: 1ms}"
 	// A dry run; every file on disk is made two hours old, so only being
 	// referenced protects a file from the 1h margin.
 	orphanDryYAML = "defaults: {orphan_margin: 1h, orphan_margin_floor: 1h, orphan_delete: false}"
@@ -293,7 +293,9 @@ func (mt *maintTable) saveMetadataFiles(b *testing.B) (restore func()) {
 		}
 		for _, e := range entries {
 			if !saved[e.Name()] {
-				if err := os.Remove(filepath.Join(dir, e.Name())); err != nil {
+				// A new file, or reactor's pending-deletion directory
+				// (its batches are gone once the pass ran).
+				if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -316,6 +318,20 @@ func median(xs []float64) float64 {
 	return xs[len(xs)/2]
 }
 
+// The runs of BenchmarkExpiryPlanning/jobs, each iteration.
+const (
+	runNoCommit = iota
+	runJob
+	runJobCold
+	runJobWalk
+	runTrim
+	runTrimWalk
+	runs
+)
+
+// trimmed is how many of the oldest snapshots the trim runs expire.
+const trimmed = 100
+
 // BenchmarkExpiryPlanning: what snapshot expiry costs on the big table,
 // keeping the newest snapshot only (retain_last 1, a 1 ms horizon, no
 // reader margin: every other snapshot goes).
@@ -324,20 +340,26 @@ func median(xs []float64) float64 {
 //     every job below starts with.
 //   - stage: iceberg-go's ExpireSnapshots(WithOlderThan(0),
 //     WithRetainLast(1)) + StagedTable() on a loaded table; no commit.
-//   - jobs: reactor's expire_snapshots job three ways, each timed within
-//     every iteration (ns/op is their sum; read the metrics):
-//     no-commit-s/op, the job through a catalog that refuses the commit:
-//     load, stage, the min_reader_margin/ref guard and the walk of the
-//     whole history (every manifest list, every distinct manifest) that the
-//     job does before committing; the dry form of expiry. job-s/op, the
-//     real job: the above plus the commit, iceberg-go's post-commit
-//     deletion of the unreachable manifests and manifest lists, and the
-//     walk of what remains. deferred-s/op, the same with
-//     expire_deletion_delay: 1h: no post-commit deletion, the job returns
-//     the unreachable files for a later pass instead. After each real run
-//     (untimed) the table is put back as it was: the catalog entry is reset
-//     to the old metadata file and the deleted files are re-linked from
-//     hard links taken before.
+//   - jobs: reactor's expire_snapshots job six ways, each timed within
+//     every iteration (ns/op is their sum; read the metrics). With the
+//     executor's history index synced, untimed, to the table as built (what
+//     the jobs before keep it at in reactor run): no-commit-s/op, the job
+//     through a catalog that refuses the commit (load, stage, the ref guard:
+//     the dry form of expiry); job-s/op, the real job (the above, the
+//     commit, the index synced to the expired table, which tells what went,
+//     and the deletion of the 20,099 unlinked files behind a check that
+//     nothing references them); trim-s/op and pass-s/op, an hourly expiry
+//     of a streaming table: the oldest 100 snapshots expire with
+//     expire_deletion_delay (the job lists their 200 files in a pending
+//     batch), then the deletion pass deletes them once nothing in the
+//     10,000 remaining snapshots references them. job-cold-s/op: the real
+//     job on a new executor, whose index is built from the whole history.
+//     job-walk-s/op, trim-walk-s/op, pass-walk-s/op: the same jobs without
+//     history indexes, walking every manifest list and manifest of the
+//     history for each question, as reactor did before issue 16. After
+//     each real run (untimed) the table is put back as it was: the catalog
+//     entry is reset to the old metadata file and the deleted files are
+//     re-linked from hard links taken before.
 func BenchmarkExpiryPlanning(b *testing.B) {
 	mt := buildMaintTable(b)
 	b.Run("load-table", func(b *testing.B) {
@@ -369,88 +391,147 @@ func BenchmarkExpiryPlanning(b *testing.B) {
 		}
 		mt.report(b)
 	})
-	// The three jobs are measured in turn within every iteration (in an
-	// order that rotates between iterations), so that their ratios compare
-	// runs seconds apart: this machine's load drifts more than that between
+	// The jobs are measured in turn within every iteration (in an order
+	// that rotates between iterations), so that their ratios compare runs
+	// seconds apart: this machine's load drifts more than that between
 	// sub-benchmarks run minutes apart.
 	b.Run("jobs", func(b *testing.B) {
-		dry := executor.New(refusingCatalog{mt.cat}, slog.New(slog.DiscardHandler), metrics.New())
-		jobs := make([]planner.Job, 3)
-		for k, yaml := range []string{expiryYAML, expiryYAML, expiryDeferredYAML} {
+		quiet := slog.New(slog.DiscardHandler)
+		dry := executor.New(refusingCatalog{mt.cat}, quiet, metrics.New())
+		walking := executor.New(mt.cat, quiet, metrics.New())
+		executor.WalkWholeHistory(walking)
+		jobs := make([]planner.Job, 2)
+		trimYAML := fmt.Sprintf(expiryTrimYAML, mt.snapshots-trimmed)
+		for k, yaml := range []string{expiryYAML, trimYAML} {
 			jobs[k] = maintJob(b, mt.load(b, ident), ident, planner.KindExpireSnapshots, yaml)
 			jobs[k].ExpireOlderThan = time.Millisecond
 		}
-		// run runs one of the three, with untimed setup and restore around
-		// it, and returns how long the job took.
-		run := func(k int) time.Duration {
-			b.StopTimer()
-			defer b.StartTimer()
-			if k == 0 {
-				runtime.GC()
-				b.StartTimer()
-				start := time.Now()
-				res, _ := dry.Run(mt.ctx, jobs[k])
-				took := time.Since(start)
-				b.StopTimer()
-				if res.Outcome != planner.Failed || !errors.Is(res.Err, errCommitRefused) {
-					b.Fatalf("expiry without commit: %v %v, want the refused commit", res.Outcome, res.Err)
-				}
-				return took
+		// warm syncs e's history index with the table as built, untimed:
+		// what the jobs before this one (expiries, orphan cleanups) keep
+		// it at in reactor run.
+		warm := func(e *executor.Executor) {
+			if err := executor.SyncHistory(mt.ctx, e, mt.load(b, ident)); err != nil {
+				b.Fatal(err)
 			}
-			restoreFiles := mt.saveMetadataFiles(b)
-			restoreEntry := mt.pinCatalogEntry(b)
+		}
+		timed := func(f func()) time.Duration {
 			runtime.GC()
 			b.StartTimer()
 			start := time.Now()
-			res, rep := mt.exec.Run(mt.ctx, jobs[k])
+			f()
 			took := time.Since(start)
 			b.StopTimer()
+			return took
+		}
+		// expire runs a committed expiry with e and checks its report:
+		// every snapshot but the newest, or with trim the oldest trimmed.
+		expire := func(e *executor.Executor, job planner.Job, trim bool) planner.Result {
+			res, rep := e.Run(mt.ctx, job)
 			if res.Outcome != planner.Succeeded {
 				b.Fatalf("expiry: %v %v", res.Outcome, res.Err)
 			}
 			x := rep.Expiry
 			// Every append's small manifest was merged away: only the
 			// current snapshot's merged manifests remain, and no data file
-			// goes.
-			if x.ExpiredSnapshots != mt.snapshots-1 || x.DeletedManifestLists != mt.snapshots-1 ||
-				x.DeletedManifests != mt.appends || x.DeletedDataFiles != 0 {
-				b.Fatalf("report %+v: want %d snapshots and manifest lists, %d manifests, no data file",
-					x, mt.snapshots-1, mt.appends)
+			// goes. The oldest trimmed snapshots are the first appends,
+			// whose small manifests the first rewrite merged.
+			want := mt.snapshots - 1
+			manifests := mt.appends
+			if trim {
+				want, manifests = trimmed, trimmed
 			}
-			unreachable := x.DeletedManifests + x.DeletedManifestLists
-			if deferred := k == 2; deferred != x.Deferred || deferred != (len(res.PendingDeletes) == 1) {
-				b.Fatalf("deletion of %d unreachable files deferred: %v, batches %v (deferral configured: %v)",
-					unreachable, x.Deferred, res.PendingDeletes, deferred)
+			if x.ExpiredSnapshots != want || x.DeletedManifestLists != want || x.DeletedManifests != manifests || x.DeletedDataFiles != 0 {
+				b.Fatalf("report %+v: want %d snapshots and manifest lists, %d manifests, no data file", x, want, manifests)
 			}
-			for _, ref := range res.PendingDeletes {
-				if err := deletions.Remove(iceio.LocalFS{}, ref); err != nil {
-					b.Fatal(err)
-				}
+			if trim != x.Deferred || trim != (len(res.PendingDeletes) == 1) {
+				b.Fatalf("deletion deferred: %v, batches %v (deferral configured: %v)", x.Deferred, res.PendingDeletes, trim)
 			}
-			restoreEntry()
-			restoreFiles()
+			return res
+		}
+		// pass runs the deletion pass of the batch res left.
+		pass := func(e *executor.Executor, res planner.Result) {
+			job := maintJob(b, mt.load(b, ident), ident, planner.KindDeleteExpiredFiles, trimYAML)
+			job.PendingDeletes = res.PendingDeletes
+			got, rep := e.Run(mt.ctx, job)
+			if got.Outcome != planner.Succeeded || len(got.PendingDeletes) != 0 {
+				b.Fatalf("deletion pass: %v %v, %d batches left", got.Outcome, got.Err, len(got.PendingDeletes))
+			}
+			if n := rep.Expiry.Files(); n != 2*trimmed {
+				b.Fatalf("deletion pass deleted %d files, want %d", n, 2*trimmed)
+			}
+		}
+		// run runs job k of the iteration, with untimed setup and restore
+		// around it, and returns how long its timed parts took.
+		run := func(k int) (took [2]time.Duration) {
+			b.StopTimer()
+			defer b.StartTimer()
+			if k == runNoCommit {
+				warm(dry)
+				took[0] = timed(func() {
+					res, _ := dry.Run(mt.ctx, jobs[0])
+					if res.Outcome != planner.Failed || !errors.Is(res.Err, errCommitRefused) {
+						b.Fatalf("expiry without commit: %v %v, want the refused commit", res.Outcome, res.Err)
+					}
+				})
+				return took
+			}
+			restoreFiles := mt.saveMetadataFiles(b)
+			restoreEntry := mt.pinCatalogEntry(b)
+			defer restoreFiles()
+			defer restoreEntry()
+			switch k {
+			case runJob:
+				warm(mt.exec)
+				took[0] = timed(func() { expire(mt.exec, jobs[0], false) })
+			case runJobCold:
+				cold := executor.New(mt.cat, quiet, metrics.New())
+				took[0] = timed(func() { expire(cold, jobs[0], false) })
+			case runJobWalk:
+				took[0] = timed(func() { expire(walking, jobs[0], false) })
+			case runTrim:
+				warm(mt.exec)
+				var res planner.Result
+				took[0] = timed(func() { res = expire(mt.exec, jobs[1], true) })
+				time.Sleep(2 * time.Millisecond) // the batch is due
+				took[1] = timed(func() { pass(mt.exec, res) })
+			case runTrimWalk:
+				var res planner.Result
+				took[0] = timed(func() { res = expire(walking, jobs[1], true) })
+				time.Sleep(2 * time.Millisecond)
+				took[1] = timed(func() { pass(walking, res) })
+			}
 			return took
 		}
-		var took [3]time.Duration
-		var jobPerDry, deferredPerJob []float64
+		var took [runs][2]time.Duration
+		var walkPerJob, coldPerJob, trimWalkPerTrim, passWalkPerPass []float64
 		i := 0
 		for b.Loop() {
-			var this [3]time.Duration
-			for k := range 3 {
-				which := (i + k) % 3
+			var this [runs][2]time.Duration
+			for k := range runs {
+				which := (i + k) % runs
 				this[which] = run(which)
-				took[which] += this[which]
+				took[which][0] += this[which][0]
+				took[which][1] += this[which][1]
 			}
-			jobPerDry = append(jobPerDry, this[1].Seconds()/this[0].Seconds())
-			deferredPerJob = append(deferredPerJob, this[2].Seconds()/this[1].Seconds())
+			walkPerJob = append(walkPerJob, this[runJobWalk][0].Seconds()/this[runJob][0].Seconds())
+			coldPerJob = append(coldPerJob, this[runJobCold][0].Seconds()/this[runJob][0].Seconds())
+			trimWalkPerTrim = append(trimWalkPerTrim, this[runTrimWalk][0].Seconds()/this[runTrim][0].Seconds())
+			passWalkPerPass = append(passWalkPerPass, this[runTrimWalk][1].Seconds()/this[runTrim][1].Seconds())
 			i++
 		}
 		n := float64(b.N)
-		b.ReportMetric(took[0].Seconds()/n, "no-commit-s/op")
-		b.ReportMetric(took[1].Seconds()/n, "job-s/op")
-		b.ReportMetric(took[2].Seconds()/n, "deferred-s/op")
-		b.ReportMetric(median(jobPerDry), "job/no-commit")
-		b.ReportMetric(median(deferredPerJob), "deferred/job")
+		b.ReportMetric(took[runNoCommit][0].Seconds()/n, "no-commit-s/op")
+		b.ReportMetric(took[runJob][0].Seconds()/n, "job-s/op")
+		b.ReportMetric(took[runJobCold][0].Seconds()/n, "job-cold-s/op")
+		b.ReportMetric(took[runJobWalk][0].Seconds()/n, "job-walk-s/op")
+		b.ReportMetric(took[runTrim][0].Seconds()/n, "trim-s/op")
+		b.ReportMetric(took[runTrim][1].Seconds()/n, "pass-s/op")
+		b.ReportMetric(took[runTrimWalk][0].Seconds()/n, "trim-walk-s/op")
+		b.ReportMetric(took[runTrimWalk][1].Seconds()/n, "pass-walk-s/op")
+		b.ReportMetric(median(walkPerJob), "job-walk/job")
+		b.ReportMetric(median(coldPerJob), "job-cold/job")
+		b.ReportMetric(median(trimWalkPerTrim), "trim-walk/trim")
+		b.ReportMetric(median(passWalkPerPass), "pass-walk/pass")
 		b.ReportMetric(float64(mt.appends+mt.snapshots-1), "files-unreachable")
 		mt.report(b)
 	})
@@ -481,7 +562,10 @@ func BenchmarkExpiryPlanning(b *testing.B) {
 //   - tracking-s/op: an OrphansFromTracking job with the strays as the
 //     tracked candidates, as the planner dispatches it when bucket
 //     notifications tracked the table's unconfirmed files. It checks them
-//     against the whole history (reactor's own walk); no listing.
+//     against the executor's history index (synced, untimed, before the
+//     first iteration, as the jobs before keep it in reactor run); no
+//     listing. tracking-walk-s/op: the same without history indexes,
+//     walking the whole history as reactor did before issue 16.
 //   - listing-s/op: an OrphansFromListing job: iceberg-go's PlanOrphanFiles
 //     (its own walk of the history, in parallel, beside a walk of the
 //     table's directory tree).
@@ -560,14 +644,23 @@ func BenchmarkOrphanPlanning(b *testing.B) {
 		listed := maintJob(b, mt.load(b, ident), ident, planner.KindRemoveOrphans, orphanDryYAML)
 		listed.OrphanSource = planner.OrphansFromListing
 		empty := "file://" + b.TempDir()
-		runs := []func(){
-			func() {
-				res, rep := mt.exec.Run(mt.ctx, tracked)
+		walking := executor.New(mt.cat, slog.New(slog.DiscardHandler), metrics.New())
+		executor.WalkWholeHistory(walking)
+		if err := executor.SyncHistory(mt.ctx, mt.exec, mt.load(b, ident)); err != nil {
+			b.Fatal(err) // what the jobs before keep the index at
+		}
+		track := func(e *executor.Executor) func() {
+			return func() {
+				res, rep := e.Run(mt.ctx, tracked)
 				if res.Outcome != planner.Succeeded {
 					b.Fatalf("tracked orphans: %v %v", res.Outcome, res.Err)
 				}
 				orphans(b, rep)
-			},
+			}
+		}
+		runs := []func(){
+			track(mt.exec),
+			track(walking),
 			func() {
 				res, rep := mt.exec.Run(mt.ctx, listed)
 				if res.Outcome != planner.Succeeded {
@@ -586,11 +679,11 @@ func BenchmarkOrphanPlanning(b *testing.B) {
 				}
 			},
 		}
-		var took [3]time.Duration
-		var ratios []float64
+		var took [4]time.Duration
+		var ratios, walkRatios []float64
 		i := 0
 		for b.Loop() {
-			var this [3]time.Duration
+			var this [4]time.Duration
 			for k := range runs {
 				which := (i + k) % len(runs)
 				runtime.GC()
@@ -599,14 +692,17 @@ func BenchmarkOrphanPlanning(b *testing.B) {
 				this[which] = time.Since(start)
 				took[which] += this[which]
 			}
-			ratios = append(ratios, this[1].Seconds()/this[0].Seconds())
+			ratios = append(ratios, this[2].Seconds()/this[0].Seconds())
+			walkRatios = append(walkRatios, this[1].Seconds()/this[0].Seconds())
 			i++
 		}
 		n := float64(b.N)
 		b.ReportMetric(took[0].Seconds()/n, "tracking-s/op")
-		b.ReportMetric(took[1].Seconds()/n, "listing-s/op")
-		b.ReportMetric(took[2].Seconds()/n, "refs-only-s/op")
+		b.ReportMetric(took[1].Seconds()/n, "tracking-walk-s/op")
+		b.ReportMetric(took[2].Seconds()/n, "listing-s/op")
+		b.ReportMetric(took[3].Seconds()/n, "refs-only-s/op")
 		b.ReportMetric(median(ratios), "listing/tracking")
+		b.ReportMetric(median(walkRatios), "tracking-walk/tracking")
 		report(b)
 	})
 }

@@ -12,6 +12,7 @@ import (
 	iceio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/icereactor/reactor/history"
 	"github.com/icereactor/reactor/location"
 	"github.com/icereactor/reactor/planner"
 )
@@ -124,15 +125,15 @@ func (e *Executor) newDeletionGuard(ctx context.Context, tbl *table.Table, loade
 		g.outside = RefusedOutsideData
 	}
 	g.stat, _ = fs.(iceio.StatIO)
-	if g.refs, err = readReferences(ctx, fs, tbl, loadedAt, loadCost); err != nil {
-		return nil, fmt.Errorf("read table history: %w", err)
-	}
 	// Files waiting in the table's pending-deletion list belong to the
 	// deletion pass (which checks them against the history again when
 	// due): orphan cleanup never deletes them.
 	pending, err := pendingLocations(fs, tbl)
 	if err != nil {
 		return nil, fmt.Errorf("read pending deletions: %w", err)
+	}
+	if g.refs, err = e.readReferences(ctx, fs, tbl, loadedAt, loadCost); err != nil {
+		return nil, fmt.Errorf("read table history: %w", err)
 	}
 	for id := range pending {
 		g.refs.ids[id] = true
@@ -161,7 +162,7 @@ func (g *deletionGuard) judge(ctx context.Context, loc string, deleting bool) (j
 			detail: "a hidden file (.crc sidecar, _temporary, _SUCCESS) belongs to its writer"}, nil
 	}
 	id := location.Identity(canonical)
-	if g.refs.ids[id] {
+	if g.refs.has(id) {
 		return judgement{verdict: verdictReferenced}, nil
 	}
 	if g.stat == nil {
@@ -190,7 +191,7 @@ func (g *deletionGuard) judge(ctx context.Context, loc string, deleting bool) (j
 		if err := g.refs.refresh(ctx, g.e, g.job.Table); err != nil {
 			return judgement{}, fmt.Errorf("re-read table history before deleting %s: %w", canonical, err)
 		}
-		if g.refs.ids[id] {
+		if g.refs.has(id) {
 			return judgement{verdict: verdictReferenced}, nil
 		}
 	}
@@ -224,7 +225,9 @@ func bounded(s string) string {
 
 // references are the identities of every location a table's history
 // references, and what was read to find them, so a refresh reads only
-// what the commits since added.
+// what the commits since added. With a history index the index counts the
+// snapshots' files and ids holds the metadata's own (metadata files,
+// statistics) and the pending deletions; without, ids holds everything.
 type references struct {
 	readAt           time.Time     // when the last load from the catalog returned
 	readCost         time.Duration // how long it took
@@ -232,13 +235,35 @@ type references struct {
 	manifests        map[string]bool
 	snapshots        map[int64]bool
 	metadataLocation string
+	// index, borrowed from hist for the table named name (nil without).
+	index *history.Index
+	hist  *histories
+	name  string
 }
 
 // readReferences reads what tbl's history references; tbl was loaded
 // from the catalog at loadedAt, which took loadCost.
-func readReferences(ctx context.Context, fs iceio.IO, tbl *table.Table, loadedAt time.Time, loadCost time.Duration) (*references, error) {
-	r := &references{readAt: loadedAt, readCost: loadCost, ids: map[string]bool{}, manifests: map[string]bool{}, snapshots: map[int64]bool{}}
-	return r, r.add(ctx, fs, tbl)
+func (e *Executor) readReferences(ctx context.Context, fs iceio.IO, tbl *table.Table, loadedAt time.Time, loadCost time.Duration) (*references, error) {
+	r := &references{readAt: loadedAt, readCost: loadCost, ids: map[string]bool{}, manifests: map[string]bool{}, snapshots: map[int64]bool{},
+		hist: e.hist, name: tableName(tbl)}
+	if err := r.add(ctx, fs, tbl); err != nil {
+		r.close()
+		return nil, err
+	}
+	return r, nil
+}
+
+// has reports whether the location with identity id is referenced.
+func (r *references) has(id string) bool {
+	return r.ids[id] || (r.index != nil && r.index.Referenced(id))
+}
+
+// close gives the borrowed index back.
+func (r *references) close() {
+	if r.index != nil {
+		r.hist.giveBack(r.name, r.index)
+		r.index = nil
+	}
 }
 
 // refresh reloads the table from the catalog and adds what its history
@@ -268,16 +293,22 @@ func (r *references) refresh(ctx context.Context, e *Executor, ident table.Ident
 func (r *references) add(ctx context.Context, fs iceio.IO, tbl *table.Table) error {
 	meta := tbl.Metadata()
 	r.metadataLocation = tbl.MetadataLocation()
-	r.ids[location.Identity(tbl.MetadataLocation())] = true
-	r.ids[location.Identity(meta.Location()+"/metadata/version-hint.text")] = true
-	for entry := range meta.PreviousFiles() {
-		r.ids[location.Identity(entry.MetadataFile)] = true
-	}
-	for sf := range meta.Statistics() {
-		r.ids[location.Identity(sf.StatisticsPath)] = true
-	}
-	for psf := range meta.PartitionStatistics() {
-		r.ids[location.Identity(psf.StatisticsPath)] = true
+	metadataRefs(r.ids, tbl)
+	if r.hist != nil {
+		if r.index == nil {
+			x, _, err := r.hist.borrow(ctx, r.name, fs, meta, history.SyncOptions{AddOnly: true})
+			if err != nil {
+				return err
+			}
+			r.index = x
+			return nil
+		}
+		// Add only: snapshots expired since the job started keep their
+		// files referenced until it ends.
+		if _, err := r.index.Sync(ctx, fs, meta, history.SyncOptions{AddOnly: true}); err != nil {
+			return fmt.Errorf("read table history: %w", err)
+		}
+		return nil
 	}
 	for _, snap := range meta.Snapshots() {
 		if err := ctx.Err(); err != nil {

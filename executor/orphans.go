@@ -113,6 +113,7 @@ func (e *Executor) removeTrackedOrphans(ctx context.Context, log *slog.Logger, t
 	if err != nil {
 		return nil, nil, err
 	}
+	defer g.refs.close()
 	for _, c := range job.OrphanCandidates {
 		j, err := g.judge(ctx, c.Location, !or.DryRun)
 		if err != nil {
@@ -164,6 +165,7 @@ func (e *Executor) removeListedOrphans(ctx context.Context, log *slog.Logger, tb
 	if err != nil {
 		return err
 	}
+	defer g.refs.close()
 	plan, err := tbl.PlanOrphanFiles(ctx, table.WithFilesOlderThan(g.margin), table.WithEqualSchemes(schemeAliases))
 	if err != nil {
 		return fmt.Errorf("plan orphan cleanup (full listing): %w", err)

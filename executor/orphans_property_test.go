@@ -2,12 +2,16 @@ package executor_test
 
 import (
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/icereactor/reactor/executor"
+	"github.com/icereactor/reactor/metrics"
 	"github.com/icereactor/reactor/planner"
 )
 
@@ -63,6 +67,35 @@ func TestOrphanCleanupPropertyOverRandomHistories(t *testing.T) {
 				t.Fatal(err)
 			}
 			rows := f.contents().Total
+
+			// The executor's history index (kept across the jobs above)
+			// and a walk of the whole history find the same orphans,
+			// listed and tracked.
+			walking := newTestExecutor(t, f.icat, slog.New(slog.DiscardHandler), metrics.New())
+			executor.WalkWholeHistory(walking)
+			var tracked []planner.OrphanCandidate
+			for _, p := range append(append([]string{}, failed...), inFlight...) {
+				tracked = append(tracked, planner.OrphanCandidate{Location: p})
+			}
+			for _, r := range referenced[:min(len(referenced), 20)] {
+				tracked = append(tracked, planner.OrphanCandidate{Location: r})
+			}
+			for _, source := range []string{planner.OrphansFromListing, planner.OrphansFromTracking} {
+				var found [2][]string
+				for i, e := range []*executor.Executor{f.exec, walking} {
+					res, rep := e.Run(f.ctx, f.orphanJob(false, source, tracked...))
+					if res.Outcome == planner.Failed {
+						t.Fatalf("%s dry run after %v: %v", source, ops, res.Err)
+					}
+					for _, o := range rep.Orphans.Orphans {
+						found[i] = append(found[i], o.Location)
+					}
+					slices.Sort(found[i])
+				}
+				if !slices.Equal(found[0], found[1]) {
+					t.Errorf("history %v, %s: orphans with the history index %v, walking the history %v", ops, source, found[0], found[1])
+				}
+			}
 
 			res, rep := f.exec.Run(f.ctx, f.orphanJob(true, planner.OrphansFromListing))
 			if res.Outcome == planner.Failed {

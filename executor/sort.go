@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"sync/atomic"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -49,6 +51,7 @@ func (e *Executor) sort(ctx context.Context, log *slog.Logger, job planner.Job) 
 	}
 	log.Info("sorting partitions", "order", order.String(), "max_group_size", job.Settings.MaxGroupSize)
 	var planned []table.CompactionTaskGroup
+	var spilled atomic.Int64
 	res, rep := e.rewrite(ctx, log, job, rewriter{
 		plan: func(ctx context.Context, tbl *table.Table, job planner.Job) ([]table.CompactionTaskGroup, int, error) {
 			groups, skipped, err := planSortGroups(ctx, tbl, job)
@@ -56,11 +59,19 @@ func (e *Executor) sort(ctx context.Context, log *slog.Logger, job planner.Job) 
 			return groups, skipped, err
 		},
 		write: func(ctx context.Context, tbl *table.Table, g table.CompactionTaskGroup) (table.CompactionGroupResult, error) {
-			return writeSortedGroup(ctx, tbl, g, bound, job.Settings.TargetFileSize)
+			gr, st, err := e.writeSortedGroup(ctx, tbl, g, bound, job.Settings.TargetFileSize)
+			if st.spilled > 0 {
+				spilled.Add(int64(st.spilled))
+				log.Info("group sorted in runs spilled to disk (larger than sort_memory)", "partition", g.PartitionKey,
+					"runs", st.spilled, "sort_memory", thresholds.Size(e.sortMemory()), "spill_dir", e.spillDir(),
+					"read_and_spill", st.readTook.Round(time.Millisecond), "merge_and_write", st.mergeTook.Round(time.Millisecond))
+			}
+			return gr, err
 		},
 		props: iceberg.Properties{planner.SortSnapshotProperty: order.String()},
 	})
 	res.NothingToDo = idlePartitions(job, planned, "every file is already sorted in "+order.String()+" with nothing applying to it")
+	rep.SpilledRuns = int(spilled.Load())
 	return res, rep
 }
 
@@ -227,81 +238,8 @@ func leadingSortColumn(tbl *table.Table, set thresholds.Effective) int {
 	return f.ID
 }
 
-// writeSortedGroup reads a group's rows (deletes applied), sorts them and
-// writes them as files of the target size. The writer sees the table as
-// unsorted: iceberg-go would otherwise re-sort each batch by the table's
-// default order, undoing a z-order.
-func writeSortedGroup(ctx context.Context, tbl *table.Table, g table.CompactionTaskGroup, bound sortorder.Bound, target int64) (table.CompactionGroupResult, error) {
-	res := table.CompactionGroupResult{PartitionKey: g.PartitionKey, BytesBefore: g.TotalSizeBytes,
-		SafePosDeletes: table.CollectSafePositionDeletes(g.Tasks), SafeDeletionVectors: table.CollectSafeDeletionVectors(g.Tasks)}
-	for _, t := range g.Tasks {
-		res.OldDataFiles = append(res.OldDataFiles, t.File)
-	}
-	schema, records, err := tbl.Scan().ReadTasks(ctx, g.Tasks)
-	if err != nil {
-		return res, fmt.Errorf("read group %s: %w", g.PartitionKey, err)
-	}
-	var batches []arrow.RecordBatch
-	defer func() {
-		for _, b := range batches {
-			b.Release()
-		}
-	}()
-	for rec, err := range records {
-		if err != nil {
-			return res, fmt.Errorf("read group %s: %w", g.PartitionKey, err)
-		}
-		batches = append(batches, rec)
-	}
-	all, err := concatBatches(schema, batches)
-	if err != nil {
-		return res, fmt.Errorf("gather group %s: %w", g.PartitionKey, err)
-	}
-	defer all.Release()
-	sorted, err := bound.Sort(ctx, all)
-	if err != nil {
-		return res, fmt.Errorf("sort group %s: %w", g.PartitionKey, err)
-	}
-	defer sorted.Release()
-
-	writeTo, err := unsortedView(tbl)
-	if err != nil {
-		return res, err
-	}
-	// The writer rolls to a new file only between batches, once the bytes
-	// it flushed reach the target, and it flushes at row-group boundaries:
-	// batches and row groups of about an eighth of a target file's rows
-	// (estimated from the input) make files near the target, each with
-	// several row groups whose statistics are as tight as the files'.
-	n := sorted.NumRows()
-	batchRows := int64(sortWriteBatchRows)
-	if g.TotalSizeBytes > 0 && n > 0 {
-		perFile := target * n / g.TotalSizeBytes
-		batchRows = min(max(perFile/8, 256), sortWriteBatchRows)
-	}
-	slices := func(yield func(arrow.RecordBatch, error) bool) {
-		for start := int64(0); start < n; start += batchRows {
-			// WriteRecords releases what it consumes; a slice holds its own
-			// reference to the sorted data.
-			if !yield(sorted.NewSlice(start, min(start+batchRows, n)), nil) {
-				return
-			}
-		}
-	}
-	for df, err := range table.WriteRecords(ctx, writeTo, schema, slices, table.WithClusteredWrite(),
-		table.WithTargetFileSize(target), table.WithParquetRowGroupLimit(int(batchRows))) {
-		if err != nil {
-			return res, fmt.Errorf("write sorted files for group %s: %w", g.PartitionKey, err)
-		}
-		res.NewDataFiles = append(res.NewDataFiles, df)
-		res.BytesAfter += df.FileSizeBytes()
-	}
-	return res, nil
-}
-
-// concatBatches joins a group's batches into one (the sort needs every row
-// at once; max_group_size bounds how many).
-func concatBatches(schema *arrow.Schema, batches []arrow.RecordBatch) (arrow.RecordBatch, error) {
+// concatBatches joins batches into one, allocating from mem.
+func concatBatches(mem memory.Allocator, schema *arrow.Schema, batches []arrow.RecordBatch) (arrow.RecordBatch, error) {
 	cols := make([]arrow.Array, schema.NumFields())
 	var rows int64
 	for _, b := range batches {
@@ -313,10 +251,10 @@ func concatBatches(schema *arrow.Schema, batches []arrow.RecordBatch) (arrow.Rec
 			parts = append(parts, b.Column(i))
 		}
 		if len(parts) == 0 {
-			cols[i] = array.MakeArrayOfNull(memory.DefaultAllocator, schema.Field(i).Type, 0)
+			cols[i] = array.MakeArrayOfNull(mem, schema.Field(i).Type, 0)
 			continue
 		}
-		col, err := array.Concatenate(parts, memory.DefaultAllocator)
+		col, err := array.Concatenate(parts, mem)
 		if err != nil {
 			for _, c := range cols[:i] {
 				c.Release()

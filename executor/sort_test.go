@@ -80,7 +80,7 @@ func newSortTable(t testing.TB, props iceberg.Properties) *sortTable {
 		t.Fatal(err)
 	}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	return &sortTable{t: t, ctx: ctx, cat: cat, exec: executor.New(cat, quiet, metrics.New())}
+	return &sortTable{t: t, ctx: ctx, cat: cat, exec: newTestExecutor(t, cat, quiet, metrics.New())}
 }
 
 func (s *sortTable) load() *table.Table {

@@ -263,6 +263,13 @@ func (b Bound) Sort(ctx context.Context, rec arrow.RecordBatch) (arrow.RecordBat
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	return reorder(ctx, rec, perm)
+}
+
+// reorder returns rec's rows in the order perm lists them (rec itself,
+// retained, if perm is the identity).
+func reorder(ctx context.Context, rec arrow.RecordBatch, perm []int32) (arrow.RecordBatch, error) {
+	n := len(perm)
 	identity := true
 	for i, p := range perm {
 		if int(p) != i {

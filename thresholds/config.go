@@ -1,22 +1,17 @@
 package thresholds
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
-	"math"
-	"path"
+	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/ast"
 	"github.com/goccy/go-yaml/parser"
-
-	"github.com/icereactor/reactor/sortorder"
 )
 
 // Built-in defaults, used for every field that neither the document nor (for
@@ -98,11 +93,42 @@ type Config struct {
 	// Spark hands the jobs its rules select to a Spark cluster through
 	// Spark Connect (see [Spark]); absent, every job runs in reactor.
 	Spark *Spark `yaml:"spark"`
+	// SortMemory is the most memory one sort or z-order group holds in
+	// decoded rows: a larger group is sorted in runs of this size, spilled
+	// to SpillDir and merged. Unset: DefaultSortMemory. Must be >=
+	// MinSortMemory. Read at start.
+	SortMemory *Size `yaml:"sort_memory"`
+	// SpillDir is the local directory sorts spill their runs to (created
+	// if missing). Unset: reactor-spill under the system's temporary
+	// directory. Must be an absolute path. Read at start.
+	SpillDir *string `yaml:"spill_dir"`
 }
 
 // DefaultConcurrency is the job concurrency when neither the file nor the
 // command line sets one.
 const DefaultConcurrency = 2
+
+// DefaultSortMemory and MinSortMemory bound sort_memory.
+const (
+	DefaultSortMemory = 256 * MiB
+	MinSortMemory     = 16 * MiB
+)
+
+// SortMemoryOrDefault is sort_memory, or its default.
+func (c *Config) SortMemoryOrDefault() Size {
+	if c.SortMemory != nil {
+		return *c.SortMemory
+	}
+	return DefaultSortMemory
+}
+
+// SpillDirOrDefault is spill_dir, or its default.
+func (c *Config) SpillDirOrDefault() string {
+	if c.SpillDir != nil {
+		return *c.SpillDir
+	}
+	return filepath.Join(os.TempDir(), "reactor-spill")
+}
 
 // Override is a Policy for the tables whose "namespace.table" name matches
 // Match.
@@ -287,52 +313,6 @@ const (
 // Sorts reports whether the strategy orders rows (sort or zorder).
 func (s Strategy) Sorts() bool { return s == StrategySort || s == StrategyZOrder }
 
-// Effective is the fully resolved, concrete policy for one table.
-type Effective struct {
-	Table                  string // "namespace.table" it was resolved for
-	TargetFileSize         int64
-	TargetFileSizeSource   string // SourceConfig, SourceTableProperty or SourceDefault (possibly with a note)
-	SmallFileSize          int64  // files below this are small: TargetFileSize * SmallFileRatio
-	MaxFileSize            int64  // files above this are never rewritten: TargetFileSize * MaxFileRatio
-	MinInputFiles          int
-	SmallFileCount         int
-	TierFanIn              int
-	QuietPeriod            time.Duration
-	MaxQuietWait           time.Duration
-	OrphanMargin           time.Duration // never below OrphanMarginFloor
-	OrphanMarginFloor      time.Duration // the highest floor among the matching levels
-	OrphanDelete           bool
-	OrphanListingInterval  time.Duration
-	ManifestCount          int
-	TinyFileSize           int64
-	HealthMaxTinyFiles     int
-	HealthMaxSnapshots     int
-	HealthMaxSnapshotAge   time.Duration
-	SnapshotMaxAge         time.Duration
-	SnapshotMaxAgeSource   string
-	RetainLast             int
-	RetainLastSource       string
-	MinReaderMargin        time.Duration
-	ExpireDeletionDelay    time.Duration
-	SnapshotCount          int
-	Cooldown               time.Duration
-	ConflictCooldown       time.Duration
-	CommitRetryTime        time.Duration
-	MaxGroupSize           int64
-	PartialProgressCommits int
-	DeleteFileRatio        float64
-	DeletedRowRatio        float64
-	DeleteFileThreshold    int
-	DeleteMinInputFiles    int
-	DeleteTargetFileSize   int64
-	// DeleteTargetFileSizeSource: SourceConfig, the table property or
-	// SourceDefault.
-	DeleteTargetFileSizeSource string
-	Strategy                   Strategy
-	SortOrder                  string // "" with strategy sort: the table's default order
-	SortQuietPeriod            time.Duration
-}
-
 // Builtin returns the built-in defaults as a fully populated Policy (a fresh
 // copy on every call). It is what the Default* constants describe.
 func Builtin() Policy {
@@ -465,510 +445,4 @@ func (c *Config) Watches(namespace string) bool {
 		return true
 	}
 	return slices.Contains(c.Namespaces, namespace)
-}
-
-// Validate checks every field and returns all problems joined with
-// errors.Join, each a *FieldError naming its path, e.g.
-// "tables[1].small_file_ratio: must be between 0 and 1 (exclusive), got 1.5".
-//
-// Besides each field's own range it rejects: empty, malformed or glob
-// namespaces; an override with an empty match, a bad glob, an exact match
-// without a dot (it could never match "namespace.table"), or the same match
-// as an earlier override; and small_file_count < min_input_files, checked
-// for defaults (over the built-ins) and for each override (over defaults and
-// built-ins), since such a job would plan nothing.
-func (c *Config) Validate() error {
-	var errs []error
-	add := func(path string, value any, reason string, args ...any) {
-		errs = append(errs, &FieldError{Path: path, Value: value, Reason: fmt.Sprintf(reason, args...)})
-	}
-
-	for i, ns := range c.Namespaces {
-		p := fmt.Sprintf("namespaces[%d]", i)
-		switch {
-		case ns == "":
-			add(p, ns, "must not be empty")
-		case strings.ContainsAny(ns, "*?[\\"):
-			add(p, ns, "must be a namespace name (globs are not supported)")
-		case slices.Contains(strings.Split(ns, "."), ""):
-			add(p, ns, "must be dot-joined namespace levels without empty parts")
-		}
-	}
-
-	if c.Concurrency != nil && *c.Concurrency < 1 {
-		add("concurrency", *c.Concurrency, "must be >= 1")
-	}
-
-	c.validateSpark(add)
-
-	builtin := Builtin()
-	defaults := layer{name: "defaults", policy: &c.Defaults}
-	c.Defaults.validate("defaults", []layer{{name: "built-in default", policy: &builtin}}, add)
-
-	seen := make(map[string]int, len(c.Tables))
-	for i := range c.Tables {
-		o := &c.Tables[i]
-		p := fmt.Sprintf("tables[%d]", i)
-		switch _, glob := specificity(o.Match); {
-		case o.Match == "":
-			add(p+".match", nil, `must not be empty (use "namespace.table" or a glob such as "db.*")`)
-		case !validPattern(o.Match):
-			add(p+".match", o.Match, "invalid glob pattern (see Go's path.Match)")
-		case !glob && !strings.Contains(o.Match, "."):
-			add(p+".match", o.Match, `must be "namespace.table" or a glob; a name without a dot never matches`)
-		default:
-			if j, dup := seen[o.Match]; dup {
-				add(p+".match", o.Match, "duplicates tables[%d].match", j)
-			} else {
-				seen[o.Match] = i
-			}
-		}
-		o.Policy.validate(p, []layer{defaults, {name: "built-in default", policy: &builtin}}, add)
-	}
-	c.validateOrphanFloors(add)
-	return joinBounded(errs)
-}
-
-// validateOrphanFloors checks the orphan margin against the floor across
-// overlapping overrides: one override may set the margin and another,
-// matching the same tables, a higher floor. The tables checked are every
-// exact match and every glob read as a name (so "db.*" and "db.ev*"
-// overlap on "db.ev*"); For raises any margin such a check could miss.
-func (c *Config) validateOrphanFloors(add func(path string, value any, reason string, args ...any)) {
-	reported := map[string]bool{}
-	for _, o := range c.Tables {
-		if o.Match == "" || !validPattern(o.Match) {
-			continue
-		}
-		margin, marginAt, floor, floorAt := c.orphanMargins(o.Match)
-		// A margin inherited from the defaults is raised to a floor an
-		// override sets (that is what raising the floor asks for); a margin
-		// an override sets below it is a contradiction.
-		if margin >= floor || reported[marginAt] || !strings.HasPrefix(marginAt, "tables[") {
-			continue
-		}
-		reported[marginAt] = true
-		add(marginAt+".orphan_margin", Duration(margin), "is below orphan_margin_floor %s (from %s) for tables matching %q: every effective margin must be >= the effective floor",
-			Duration(floor), floorAt, o.Match)
-	}
-}
-
-// orphanMargins resolves, for table, the margin (and the path of the level
-// that set it) and the effective floor: the highest floor among the
-// matching overrides and the defaults (or the built-in floor when the
-// defaults set none).
-func (c *Config) orphanMargins(table string) (margin time.Duration, marginAt string, floor time.Duration, floorAt string) {
-	builtin := Builtin()
-	margin, marginAt = time.Duration(*builtin.OrphanMargin), "built-in default"
-	floor, floorAt = time.Duration(*builtin.OrphanMarginFloor), "built-in default"
-	if v := c.Defaults.OrphanMarginFloor; v != nil {
-		floor, floorAt = time.Duration(*v), "defaults"
-	}
-	if v := c.Defaults.OrphanMargin; v != nil {
-		margin, marginAt = time.Duration(*v), "defaults"
-	}
-	marginSet := false
-	for _, i := range c.matchingIndexes(table) {
-		p := &c.Tables[i].Policy
-		if v := p.OrphanMargin; v != nil && !marginSet {
-			margin, marginAt, marginSet = time.Duration(*v), fmt.Sprintf("tables[%d]", i), true
-		}
-		if v := p.OrphanMarginFloor; v != nil && time.Duration(*v) > floor {
-			floor, floorAt = time.Duration(*v), fmt.Sprintf("tables[%d]", i)
-		}
-	}
-	return margin, marginAt, floor, floorAt
-}
-
-type layer struct {
-	name   string
-	policy *Policy
-}
-
-// validate checks p's own fields (reported under prefix) and the
-// small_file_count >= min_input_files rule against p merged over parents.
-func (p *Policy) validate(prefix string, parents []layer, add func(path string, value any, reason string, args ...any)) {
-	f := func(name string) string { return prefix + "." + name }
-
-	if v := p.TargetFileSize; v != nil && *v <= 0 {
-		add(f("target_file_size"), *v, "must be > 0")
-	}
-	if v := p.SmallFileRatio; v != nil && !(*v > 0 && *v < 1) {
-		add(f("small_file_ratio"), *v, "must be between 0 and 1 (exclusive)")
-	}
-	if v := p.MaxFileRatio; v != nil && (!(*v > 1) || math.IsInf(*v, 0)) {
-		add(f("max_file_ratio"), *v, "must be a finite number > 1")
-	}
-	if v := p.MinInputFiles; v != nil && *v < 1 {
-		add(f("min_input_files"), *v, "must be >= 1")
-	}
-	if v := p.SmallFileCount; v != nil && *v < 1 {
-		add(f("small_file_count"), *v, "must be >= 1")
-	}
-	if v := p.TierFanIn; v != nil && *v < 2 {
-		add(f("tier_fan_in"), *v, "must be >= 2 (a tier of one file merges into nothing)")
-	}
-	if v := p.OrphanMargin; v != nil && *v > 0 {
-		floor, fromLayer := inherit(p, parents, func(q *Policy) *Duration { return q.OrphanMarginFloor })
-		if *v < floor {
-			add(f("orphan_margin"), *v, "must be >= orphan_margin_floor (%s%s): a shorter margin can delete an in-flight writer's files", floor, from(fromLayer))
-		}
-	}
-	// The floor protects writers the operator of the defaults knows about:
-	// an override may raise it for its tables, never lower it.
-	if v := p.OrphanMarginFloor; v != nil && *v > 0 && len(parents) > 1 {
-		floor, fromLayer := inherit(parents[0].policy, parents[1:], func(q *Policy) *Duration { return q.OrphanMarginFloor })
-		if fromLayer == "" {
-			fromLayer = parents[0].name
-		}
-		if *v < floor {
-			add(f("orphan_margin_floor"), *v, "must be >= the defaults' orphan_margin_floor (%s%s): an override may raise the floor, never lower it",
-				floor, from(fromLayer))
-		}
-	}
-	if v := p.TinyFileSize; v != nil && *v <= 0 {
-		add(f("tiny_file_size"), *v, "must be > 0")
-	}
-	for name, v := range map[string]*int{"health_max_tiny_files": p.HealthMaxTinyFiles, "health_max_snapshots": p.HealthMaxSnapshots} {
-		if v != nil && *v < 0 {
-			add(f(name), *v, "must be >= 0")
-		}
-	}
-	if v := p.RetainLast; v != nil && *v < 1 {
-		add(f("retain_last"), *v, "must be >= 1 (the current snapshot is always kept)")
-	}
-	if v := p.SnapshotCount; v != nil && *v < 2 {
-		add(f("snapshot_count"), *v, "must be >= 2")
-	}
-	if v := p.ManifestCount; v != nil && *v < 2 {
-		add(f("manifest_count"), *v, "must be >= 2 (one manifest cannot be merged; a partitioned table needs more than one per partition)")
-	}
-	for _, d := range []struct {
-		name     string
-		v        *Duration
-		positive bool
-	}{
-		{"quiet_period", p.QuietPeriod, false},
-		{"max_quiet_wait", p.MaxQuietWait, false},
-		{"orphan_margin", p.OrphanMargin, true},
-		{"orphan_margin_floor", p.OrphanMarginFloor, true},
-		{"orphan_listing_interval", p.OrphanListingInterval, true},
-		{"snapshot_max_age", p.SnapshotMaxAge, true},
-		{"health_max_snapshot_age", p.HealthMaxSnapshotAge, true},
-		{"min_reader_margin", p.MinReaderMargin, false},
-		{"expire_deletion_delay", p.ExpireDeletionDelay, false},
-		{"cooldown", p.Cooldown, false},
-		{"conflict_cooldown", p.ConflictCooldown, false},
-		{"commit_retry_time", p.CommitRetryTime, true},
-	} {
-		switch {
-		case d.v == nil:
-		case d.positive && *d.v <= 0:
-			add(f(d.name), *d.v, "must be > 0")
-		case *d.v < 0:
-			add(f(d.name), *d.v, "must not be negative")
-		}
-	}
-	if v := p.MaxGroupSize; v != nil && *v <= 0 {
-		add(f("max_group_size"), *v, "must be > 0")
-	}
-	if v := p.PartialProgressCommits; v != nil && *v < 1 {
-		add(f("partial_progress_max_commits"), *v, "must be >= 1")
-	}
-	if v := p.DeleteFileRatio; v != nil && (!(*v > 0) || math.IsInf(*v, 0)) {
-		add(f("delete_file_ratio"), *v, "must be a finite number > 0")
-	}
-	if v := p.DeletedRowRatio; v != nil && !(*v > 0 && *v <= 1) {
-		add(f("deleted_row_ratio"), *v, "must be > 0 and <= 1")
-	}
-	for name, v := range map[string]*int{"delete_file_threshold": p.DeleteFileThreshold, "delete_min_input_files": p.DeleteMinInputFiles} {
-		if v != nil && *v < 1 {
-			add(f(name), *v, "must be >= 1")
-		}
-	}
-	if v := p.DeleteTargetFileSize; v != nil && *v <= 0 {
-		add(f("delete_target_file_size"), *v, "must be > 0")
-	}
-	if v := p.SortQuietPeriod; v != nil && *v < 0 {
-		add(f("sort_quiet_period"), *v, "must not be negative")
-	}
-	if v := p.Strategy; v != nil && *v != StrategyBinpack && !v.Sorts() {
-		add(f("strategy"), string(*v), "must be binpack, sort or zorder")
-	}
-	if v := p.SortOrder; v != nil && *v != "" {
-		if _, err := sortorder.Parse(*v); err != nil {
-			add(f("sort_order"), *v, "%v", err)
-		}
-	}
-	if p.Strategy != nil || p.SortOrder != nil {
-		strategy, _ := inherit(p, parents, func(q *Policy) *Strategy { return q.Strategy })
-		order, _ := inherit(p, parents, func(q *Policy) *string { return q.SortOrder })
-		if o, err := sortorder.Parse(order); err == nil || order == "" {
-			switch {
-			case strategy == StrategyZOrder && !o.ZOrder:
-				add(f("sort_order"), order, "strategy zorder needs a sort_order zorder(c1, c2[, c3, c4])")
-			case strategy == StrategySort && o.ZOrder:
-				add(f("strategy"), string(strategy), "sort_order %q is a z-order: use strategy zorder", order)
-			}
-		}
-	}
-
-	// small_file_count >= min_input_files, once both are individually valid.
-	// Reported where the inversion is introduced: on the field this level
-	// sets (small_file_count if it sets both).
-	if (p.MinInputFiles == nil && p.SmallFileCount == nil) ||
-		(p.MinInputFiles != nil && *p.MinInputFiles < 1) ||
-		(p.SmallFileCount != nil && *p.SmallFileCount < 1) {
-		return
-	}
-	minFiles, minFrom := inherit(p, parents, func(q *Policy) *int { return q.MinInputFiles })
-	count, countFrom := inherit(p, parents, func(q *Policy) *int { return q.SmallFileCount })
-	if count >= minFiles {
-		return
-	}
-	if p.SmallFileCount != nil {
-		add(f("small_file_count"), count, "must be >= min_input_files (%d%s) or a triggered job would plan nothing", minFiles, from(minFrom))
-	} else {
-		add(f("min_input_files"), minFiles, "must be <= small_file_count (%d%s) or a triggered job would plan nothing", count, from(countFrom))
-	}
-}
-
-func from(name string) string {
-	if name == "" {
-		return ""
-	}
-	return ", from " + name
-}
-
-// inherit returns the value of a field on p, else on the first parent that
-// sets it, with the name of that parent ("" for p itself).
-func inherit[T any](p *Policy, parents []layer, get func(*Policy) *T) (T, string) {
-	if v := get(p); v != nil {
-		return *v, ""
-	}
-	for _, l := range parents {
-		if v := get(l.policy); v != nil {
-			return *v, l.name
-		}
-	}
-	var zero T
-	return zero, ""
-}
-
-// For resolves the effective settings for table ("namespace.table").
-//
-// Each field is resolved on its own, taking the first set value among:
-//
-//  1. the overrides whose match matches table, most specific first: exact
-//     names before globs; among globs, more literal (non-wildcard)
-//     characters first; ties go to the override later in the file;
-//  2. defaults;
-//  3. for the target file size only, the table property
-//     write.target-file-size-bytes (props may be nil; a value that is not a
-//     positive integer is ignored, which TargetFileSizeSource notes);
-//  4. the built-in default (the Default* constants).
-//
-// So explicit configuration beats the table property, which beats the
-// built-in 512MiB. SmallFileSize and MaxFileSize are derived from the
-// resolved target and ratios (capped at math.MaxInt64). If a combination of
-// overrides yields SmallFileCount < MinInputFiles (Validate catches this
-// within one override, not across overlapping ones), SmallFileCount is
-// raised to MinInputFiles. For assumes c is valid; a nil c is [Default].
-func (c *Config) For(table string, props map[string]string) Effective {
-	if c == nil {
-		c = Default()
-	}
-	layers := c.matching(table)
-	builtin := Builtin()
-	layers = append(layers, &c.Defaults)
-
-	e := Effective{Table: table}
-	if v := first(layers, func(p *Policy) *Size { return p.TargetFileSize }); v != nil {
-		e.TargetFileSize, e.TargetFileSizeSource = int64(*v), SourceConfig
-	} else if raw, ok := props[TargetFileSizeProperty]; ok {
-		if n, err := strconv.ParseInt(strings.TrimSpace(raw), 10, 64); err == nil && n > 0 {
-			e.TargetFileSize, e.TargetFileSizeSource = n, SourceTableProperty
-		} else {
-			e.TargetFileSize = int64(DefaultTargetFileSize)
-			e.TargetFileSizeSource = fmt.Sprintf("%s (ignored malformed table property %s=%q)", SourceDefault, TargetFileSizeProperty, raw)
-		}
-	} else {
-		e.TargetFileSize, e.TargetFileSizeSource = int64(DefaultTargetFileSize), SourceDefault
-	}
-
-	layers = append(layers, &builtin)
-	smallRatio := *first(layers, func(p *Policy) *float64 { return p.SmallFileRatio })
-	maxRatio := *first(layers, func(p *Policy) *float64 { return p.MaxFileRatio })
-	e.SmallFileSize = scale(e.TargetFileSize, smallRatio)
-	e.MaxFileSize = scale(e.TargetFileSize, maxRatio)
-	e.MinInputFiles = *first(layers, func(p *Policy) *int { return p.MinInputFiles })
-	e.SmallFileCount = max(*first(layers, func(p *Policy) *int { return p.SmallFileCount }), e.MinInputFiles)
-	e.TierFanIn = *first(layers, func(p *Policy) *int { return p.TierFanIn })
-	e.QuietPeriod = time.Duration(*first(layers, func(p *Policy) *Duration { return p.QuietPeriod }))
-	e.MaxQuietWait = time.Duration(*first(layers, func(p *Policy) *Duration { return p.MaxQuietWait }))
-	// The floor is the highest among the matching levels; the margin is
-	// never below it, whichever levels set the two (Validate rejects the
-	// combinations it can see; this covers overlapping globs).
-	e.OrphanMargin, _, e.OrphanMarginFloor, _ = c.orphanMargins(table)
-	if e.OrphanMargin < e.OrphanMarginFloor {
-		e.OrphanMargin = e.OrphanMarginFloor
-	}
-	e.OrphanDelete = *first(layers, func(p *Policy) *bool { return p.OrphanDelete })
-	e.OrphanListingInterval = time.Duration(*first(layers, func(p *Policy) *Duration { return p.OrphanListingInterval }))
-	e.ManifestCount = *first(layers, func(p *Policy) *int { return p.ManifestCount })
-	e.TinyFileSize = int64(*first(layers, func(p *Policy) *Size { return p.TinyFileSize }))
-	e.HealthMaxTinyFiles = *first(layers, func(p *Policy) *int { return p.HealthMaxTinyFiles })
-	e.HealthMaxSnapshots = *first(layers, func(p *Policy) *int { return p.HealthMaxSnapshots })
-	e.HealthMaxSnapshotAge = time.Duration(*first(layers, func(p *Policy) *Duration { return p.HealthMaxSnapshotAge }))
-	e.MinReaderMargin = time.Duration(*first(layers, func(p *Policy) *Duration { return p.MinReaderMargin }))
-	e.SnapshotCount = *first(layers, func(p *Policy) *int { return p.SnapshotCount })
-	e.ExpireDeletionDelay = time.Duration(*first(layers, func(p *Policy) *Duration { return p.ExpireDeletionDelay }))
-	// Retention: the table's own properties first, as Spark does.
-	e.SnapshotMaxAge = time.Duration(*first(layers, func(p *Policy) *Duration { return p.SnapshotMaxAge }))
-	e.SnapshotMaxAgeSource = SourceConfig
-	if ms, ok := positiveIntProperty(props, MaxSnapshotAgeProperty); ok {
-		e.SnapshotMaxAge, e.SnapshotMaxAgeSource = time.Duration(ms)*time.Millisecond, "table property "+MaxSnapshotAgeProperty
-	}
-	e.RetainLast = *first(layers, func(p *Policy) *int { return p.RetainLast })
-	e.RetainLastSource = SourceConfig
-	if n, ok := positiveIntProperty(props, MinSnapshotsToKeepProperty); ok {
-		e.RetainLast, e.RetainLastSource = int(n), "table property "+MinSnapshotsToKeepProperty
-	}
-	e.Cooldown = time.Duration(*first(layers, func(p *Policy) *Duration { return p.Cooldown }))
-	e.ConflictCooldown = time.Duration(*first(layers, func(p *Policy) *Duration { return p.ConflictCooldown }))
-	e.CommitRetryTime = time.Duration(*first(layers, func(p *Policy) *Duration { return p.CommitRetryTime }))
-	e.MaxGroupSize = int64(*first(layers, func(p *Policy) *Size { return p.MaxGroupSize }))
-	e.PartialProgressCommits = *first(layers, func(p *Policy) *int { return p.PartialProgressCommits })
-	e.DeleteFileRatio = *first(layers, func(p *Policy) *float64 { return p.DeleteFileRatio })
-	e.DeletedRowRatio = *first(layers, func(p *Policy) *float64 { return p.DeletedRowRatio })
-	e.DeleteFileThreshold = *first(layers, func(p *Policy) *int { return p.DeleteFileThreshold })
-	e.DeleteMinInputFiles = *first(layers, func(p *Policy) *int { return p.DeleteMinInputFiles })
-	e.Strategy = *first(layers, func(p *Policy) *Strategy { return p.Strategy })
-	e.SortOrder = *first(layers, func(p *Policy) *string { return p.SortOrder })
-	e.SortQuietPeriod = time.Duration(*first(layers, func(p *Policy) *Duration { return p.SortQuietPeriod }))
-	// Like the data target: configuration, then the table property, then
-	// the built-in default.
-	e.DeleteTargetFileSize, e.DeleteTargetFileSizeSource = int64(DefaultDeleteTargetFileSize), SourceDefault
-	if v := first(layers[:len(layers)-1], func(p *Policy) *Size { return p.DeleteTargetFileSize }); v != nil {
-		e.DeleteTargetFileSize, e.DeleteTargetFileSizeSource = int64(*v), SourceConfig
-	} else if n, ok := positiveIntProperty(props, DeleteTargetFileSizeProperty); ok {
-		e.DeleteTargetFileSize, e.DeleteTargetFileSizeSource = n, "table property "+DeleteTargetFileSizeProperty
-	}
-	return e
-}
-
-// first returns the first non-nil field value among layers, or nil.
-func first[T any](layers []*Policy, get func(*Policy) *T) *T {
-	for _, p := range layers {
-		if v := get(p); v != nil {
-			return v
-		}
-	}
-	return nil
-}
-
-// scale returns int64(float64(n)*ratio), capped at math.MaxInt64.
-func scale(n int64, ratio float64) int64 {
-	f := float64(n) * ratio
-	if f >= math.MaxInt64 { // math.MaxInt64 rounds up to 2^63 as a float64
-		return math.MaxInt64
-	}
-	return int64(f)
-}
-
-// matching returns the policies of the overrides matching table, most
-// specific first (see For).
-func (c *Config) matching(table string) []*Policy {
-	type hit struct {
-		index    int
-		exact    bool
-		literals int
-	}
-	var hits []hit
-	for i, o := range c.Tables {
-		if o.Match == "" {
-			continue
-		}
-		if ok, err := path.Match(o.Match, table); err != nil || !ok {
-			continue
-		}
-		literals, glob := specificity(o.Match)
-		hits = append(hits, hit{index: i, exact: !glob, literals: literals})
-	}
-	slices.SortFunc(hits, func(a, b hit) int {
-		if a.exact != b.exact {
-			if a.exact {
-				return -1
-			}
-			return 1
-		}
-		if n := cmp.Compare(b.literals, a.literals); n != 0 {
-			return n
-		}
-		return cmp.Compare(b.index, a.index)
-	})
-	layers := make([]*Policy, 0, len(hits)+2)
-	for _, h := range hits {
-		layers = append(layers, &c.Tables[h.index].Policy)
-	}
-	return layers
-}
-
-// matchingIndexes is matching as indexes into c.Tables.
-func (c *Config) matchingIndexes(table string) []int {
-	var out []int
-	for _, p := range c.matching(table) {
-		for i := range c.Tables {
-			if &c.Tables[i].Policy == p {
-				out = append(out, i)
-			}
-		}
-	}
-	return out
-}
-
-// specificity counts the literal characters of a path.Match pattern
-// (characters outside '*', '?' and [...] classes; an escaped character
-// counts as one) and reports whether it has any wildcard.
-func specificity(pattern string) (literals int, glob bool) {
-	for i := 0; i < len(pattern); i++ {
-		switch c := pattern[i]; c {
-		case '*', '?':
-			glob = true
-		case '[':
-			glob = true
-			// Skip the class. path.Match requires a ']' inside a class
-			// to be escaped, so it ends at the first unescaped ']'.
-			for i++; i < len(pattern) && pattern[i] != ']'; i++ {
-				if pattern[i] == '\\' {
-					i++
-				}
-			}
-		case '\\':
-			if i+1 < len(pattern) {
-				i++
-				literals++
-			}
-		default:
-			if c&0xC0 != 0x80 { // count runes, not UTF-8 continuation bytes
-				literals++
-			}
-		}
-	}
-	return literals, glob
-}
-
-// validPattern reports whether pattern is a well-formed path.Match pattern.
-func validPattern(pattern string) bool {
-	_, err := path.Match(pattern, "")
-	return !errors.Is(err, path.ErrBadPattern)
-}
-
-func positiveIntProperty(props map[string]string, key string) (int64, bool) {
-	raw, ok := props[key]
-	if !ok {
-		return 0, false
-	}
-	n, err := strconv.ParseInt(strings.TrimSpace(raw), 10, 64)
-	return n, err == nil && n > 0
 }

@@ -84,12 +84,18 @@ func (w *Worker) connectNATS(ctx, runCtx context.Context, cfg Config, url string
 			w.mu.Unlock()
 			leases.Release(context.WithoutCancel(ctx))
 		}
+		w.mu.Lock()
+		w.reports = nil
+		w.mu.Unlock()
 		conn.Close()
 	}()
 	js, err := jetstream.New(conn)
 	if err != nil {
 		return fmt.Errorf("jetstream: %w", err)
 	}
+	w.mu.Lock()
+	w.reports = conn
+	w.mu.Unlock()
 	// The tables this replica owns: known before any event is taken.
 	leases, handler, err := w.startLeases(ctx, js, cfg)
 	if err != nil {

@@ -34,7 +34,9 @@ const DefaultOrphanSubjectPrefix = "reactor.orphans"
 
 // publish sends a report as JSON, best effort: reports are also logged.
 func (w *Worker) publish(subject string, v any) {
-	conn, _, _ := w.link()
+	w.mu.Lock()
+	conn := w.reports
+	w.mu.Unlock()
 	if conn == nil {
 		w.log.Debug("not connected to NATS yet; report not published", "subject", subject)
 		return

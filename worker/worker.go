@@ -116,6 +116,11 @@ type Worker struct {
 	refreshes *triggers.Coalescer
 	leases    *lease.Manager
 	shardCons *triggers.ShardConsumers
+	// reports is the connection job events and reports go out on. It is
+	// set as soon as NATS answers, before the consumers start: an event
+	// they deliver can start a job at once, and its events must not be
+	// dropped because the rest of the start-up had not finished.
+	reports *nats.Conn
 	// discoverAgain asks for another discovery pass (shards acquired).
 	discoverAgain chan struct{}
 	// killed: Close stops renewing leases without releasing them (tests:
@@ -137,7 +142,7 @@ type Worker struct {
 	// parseThresholds is Config.parseThresholds.
 	parseThresholds func([]byte) (*thresholds.Config, error)
 
-	// mu guards Conn, JS, consumer and objects, which a worker started
+	// mu guards Conn, JS, consumer, objects and reports, which a worker started
 	// before NATS was reachable sets once it connects, and closing.
 	mu      sync.Mutex
 	closing bool
@@ -195,6 +200,13 @@ func Start(ctx context.Context, cfg Config) (_ *Worker, err error) {
 	// Every commit, every attempt, asks for the table's lease first.
 	exec.SetCommitGuard(leaseGuard{w})
 	w.concurrency = max(cfg.Concurrency, 1)
+	// The same bound holds the output files written at once, across
+	// jobs: each holds a buffered row group (README, "Memory").
+	if err := exec.Configure(executor.Options{Concurrency: w.concurrency,
+		SortMemory: int64(cfg.Thresholds.SortMemoryOrDefault()), SpillDir: cfg.Thresholds.SpillDirOrDefault()}); err != nil {
+		cancel()
+		return nil, fmt.Errorf("worker: %w", err)
+	}
 	w.Pool = executor.NewPool(runCtx, exec, w.concurrency)
 	w.Pool.SetGate(func(job planner.Job) error {
 		if m := w.leaseManager(); m != nil {

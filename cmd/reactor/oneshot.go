@@ -12,6 +12,7 @@ import (
 	"github.com/icereactor/reactor/metrics"
 	"github.com/icereactor/reactor/planner"
 	"github.com/icereactor/reactor/redact"
+	"github.com/icereactor/reactor/thresholds"
 )
 
 // oneShotResult is what a one-shot job prints with --json.
@@ -47,6 +48,14 @@ func runOneShot(ctx context.Context, c *tableCommand, kind planner.JobKind, opts
 		fmt.Fprintf(stderr, "%s has no partition to work on\n", c.table)
 	}
 	exec := executor.New(cat, log, metrics.New())
+	concurrency := thresholds.DefaultConcurrency
+	if cfg.Concurrency != nil {
+		concurrency = *cfg.Concurrency
+	}
+	if err := exec.Configure(executor.Options{Concurrency: concurrency,
+		SortMemory: int64(cfg.SortMemoryOrDefault()), SpillDir: cfg.SpillDirOrDefault()}); err != nil {
+		return err
+	}
 	res, rep := exec.Run(ctx, job)
 	out := oneShotResult{JobID: job.ID, Kind: kind, Table: job.TableName, DryRun: rep.DryRun || rep.Orphans.DryRun,
 		Outcome: res.Outcome.String(), Counts: rep.CountMap(kind), Orphans: rep.Orphans.Orphans}

@@ -1,0 +1,125 @@
+package executor
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/apache/iceberg-go"
+	iceio "github.com/apache/iceberg-go/io"
+	"github.com/apache/iceberg-go/table"
+	"github.com/cenkalti/backoff/v4"
+
+	"github.com/icereactor/reactor/conflict"
+	"github.com/icereactor/reactor/planner"
+)
+
+// commitDeleteMerges replaces every partition's sources with its outputs in
+// one snapshot, retrying lost races within the job's commit budget. Each
+// attempt after the first reloads the table and checks, over only the
+// snapshots committed since the last check, that no source was removed:
+// the outputs hold every row of the sources, so they may replace them only
+// while all of them are live. Deletes added by writers meanwhile are other
+// files and stay. On format v2 tables the outputs' manifest and the
+// sources' tombstones and manifest copies are written once
+// (commitDeleteMergesStaged); on v1/v3 iceberg-go, which cannot replay a
+// commit that removes delete files, re-stages the rewrite each time.
+//
+// Each output gets the maximum data sequence number of the sources merged
+// into it. A position delete applies to data files with a sequence number
+// at or below its own; every row of a source names a data file at or below
+// that source's, so at the maximum every row still applies (at the minimum
+// some would not: rows resurrect). iceberg-go's default for AddDeleteFile is
+// the maximum over ALL delete files the rewrite removes, across partitions
+// and including the dangling-only ones; that is still correct but needlessly
+// high (a later compaction finds deletes dead only below their sequence
+// number), so the sequence number is given per partition. iceberg-go accepts
+// any sequence number of a removed file, which ours is.
+func (e *Executor) commitDeleteMerges(ctx context.Context, log *slog.Logger, job planner.Job, planned *table.Table, fs iceio.IO,
+	merges []*deleteMerge, rep *Report) (*table.Table, error) {
+	if planned.Metadata().Version() == 2 {
+		return e.commitDeleteMergesStaged(ctx, log, job, planned, fs, merges, rep)
+	}
+	sources := map[string]bool{}
+	for _, m := range merges {
+		for _, src := range m.remove {
+			sources[src.file.FilePath()] = true
+		}
+	}
+	props := iceberg.Properties{planner.SnapshotJobProperty: job.ID}
+	validatedID := planned.CurrentSnapshot().SnapshotID
+	var (
+		committed    *table.Table
+		attempt      int
+		attemptStart time.Time
+	)
+	op := func() error {
+		attempt++
+		rep.Attempts++
+		attemptStart = time.Now()
+		tbl := planned
+		if attempt > 1 {
+			fresh, err := e.loadForAttempt(ctx, job)
+			if err != nil {
+				return err
+			}
+			tbl = fresh
+		}
+		if cur := tbl.CurrentSnapshot(); cur == nil || cur.SnapshotID != validatedID {
+			if err := sourcesRemovedSince(fs, tbl.Metadata(), validatedID, sources); err != nil {
+				return backoff.Permanent(err)
+			}
+			validatedID = cur.SnapshotID
+		}
+		txn := tbl.NewTransaction()
+		rw := txn.NewRewrite(props)
+		for _, m := range merges {
+			for _, src := range m.remove {
+				rw.DeleteFile(src.file)
+			}
+			for _, out := range m.outputs {
+				rw.AddDeleteFileWithDataSequenceNumber(out, m.seq)
+			}
+		}
+		if err := rw.Commit(ctx); err != nil {
+			return backoff.Permanent(fmt.Errorf("stage position-delete rewrite: %w", err))
+		}
+		staged := stagedFiles(txn, fs)
+		next, err := txn.Commit(ctx)
+		if err == nil {
+			committed = next
+			return nil
+		}
+		if conflict.IsRetryable(err) {
+			// Nothing references what this attempt staged (pitfall 6).
+			rep.StagedMetadataCleanedUp += removePaths(fs, staged, log)
+			return e.commitFailure(job, rep, "position-delete rewrite", err)
+		}
+		// The catalog may or may not have taken the commit. Look before
+		// deciding; never delete what may be live.
+		if landed := e.findCommitted(ctx, job); landed != nil {
+			committed = landed
+			return nil
+		}
+		return backoff.Permanent(unknownUnlessRefused(err))
+	}
+	if err := e.retryCommits(ctx, log, job, op, func() (int, time.Time) { return attempt, attemptStart }); err != nil {
+		return nil, err
+	}
+	return committed, nil
+}
+
+// sourcesRemovedSince reports ErrInputsGone when a snapshot committed after
+// baseID removed one of the sources (another rewrite, a compaction that
+// found it dead, an expunge), and ErrDiverged when baseID is no longer an
+// ancestor (a rollback may have dropped sources too). Only the manifests
+// each newer snapshot added are read.
+func sourcesRemovedSince(fs iceio.IO, meta table.Metadata, baseID int64, sources map[string]bool) error {
+	return entriesSince(fs, meta, baseID, true, func(snapID int64, entry iceberg.ManifestEntry) error {
+		if entry.Status() == iceberg.EntryStatusDELETED && sources[entry.DataFile().FilePath()] {
+			return fmt.Errorf("%w: snapshot %d removed position-delete file %s", ErrInputsGone, snapID, entry.DataFile().FilePath())
+		}
+		return nil
+	})
+}

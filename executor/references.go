@@ -1,0 +1,150 @@
+package executor
+
+import (
+	"cmp"
+	"context"
+	"slices"
+	"strings"
+
+	iceio "github.com/apache/iceberg-go/io"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/icereactor/reactor/deletions"
+	"github.com/icereactor/reactor/history"
+	"github.com/icereactor/reactor/location"
+)
+
+// Which files a table's history references, asked by expiry (what did
+// this expiry unlink?), by the deletion of what expiry unlinked (is any of
+// it referenced again?) and by orphan cleanup (is this candidate
+// referenced?). With history indexes (the default) each question costs
+// what changed in the table since the index last saw it; without
+// (Options.HistoryBytes < 0) every one walks every manifest list and
+// manifest of the history, as reactor did before.
+
+// metadataRefs adds to ids the identities of the files tbl's metadata
+// itself references: the metadata file, those in its log, the version
+// hint, statistics and partition statistics files.
+func metadataRefs(ids map[string]bool, tbl *table.Table) {
+	meta := tbl.Metadata()
+	ids[location.Identity(tbl.MetadataLocation())] = true
+	ids[location.Identity(meta.Location()+"/metadata/version-hint.text")] = true
+	for entry := range meta.PreviousFiles() {
+		ids[location.Identity(entry.MetadataFile)] = true
+	}
+	for sf := range meta.Statistics() {
+		ids[location.Identity(sf.StatisticsPath)] = true
+	}
+	for psf := range meta.PartitionStatistics() {
+		ids[location.Identity(psf.StatisticsPath)] = true
+	}
+}
+
+func tableName(tbl *table.Table) string { return strings.Join(tbl.Identifier(), ".") }
+
+// referencedBy reports, for identities, whether tbl's history references
+// them; done gives back what it borrowed.
+func (e *Executor) referencedBy(ctx context.Context, tbl *table.Table, fs iceio.IO) (referenced func(id string) bool, done func(), err error) {
+	ids := map[string]bool{}
+	metadataRefs(ids, tbl)
+	if e.hist == nil {
+		refs, err := reachable(ctx, fs, tbl.Metadata())
+		if err != nil {
+			return nil, nil, err
+		}
+		for id := range refs.locations(tbl) {
+			ids[id] = true
+		}
+		return func(id string) bool { return ids[id] }, func() {}, nil
+	}
+	name := tableName(tbl)
+	x, _, err := e.hist.borrow(ctx, name, fs, tbl.Metadata(), history.SyncOptions{})
+	if err != nil {
+		return nil, nil, err
+	}
+	return func(id string) bool { return ids[id] || x.Referenced(id) }, func() { e.hist.giveBack(name, x) }, nil
+}
+
+// expiryUnlinked lists the files an expiry from pre to post unlinked (or,
+// with preview, would unlink): what no snapshot of post references any
+// more, and the statistics files of the removed snapshots.
+func (e *Executor) expiryUnlinked(ctx context.Context, fs iceio.IO, pre, post *table.Table, preview bool) ([]deletions.File, error) {
+	if e.hist == nil {
+		return unlinkedFiles(ctx, fs, pre.Metadata(), post.Metadata())
+	}
+	name := tableName(pre)
+	x, _, err := e.hist.borrow(ctx, name, fs, pre.Metadata(), history.SyncOptions{})
+	if err != nil {
+		return nil, err
+	}
+	defer e.hist.giveBack(name, x)
+	ch, err := x.Sync(ctx, fs, post.Metadata(), history.SyncOptions{Preview: preview})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]deletions.File, 0, len(ch.Unlinked))
+	for _, f := range ch.Unlinked {
+		out = append(out, deletions.File{Path: f.Path, Kind: deletionKind(f.Kind)})
+	}
+	order := map[string]int{deletions.KindManifestList: 0, deletions.KindManifest: 1}
+	slices.SortStableFunc(out, func(a, b deletions.File) int {
+		ka, oka := order[a.Kind]
+		kb, okb := order[b.Kind]
+		if !oka {
+			ka = 2
+		}
+		if !okb {
+			kb = 2
+		}
+		if c := cmp.Compare(ka, kb); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Path, b.Path)
+	})
+	return append(out, unlinkedStatistics(pre.Metadata(), post.Metadata())...), nil
+}
+
+func deletionKind(k history.Kind) string {
+	switch k {
+	case history.ManifestList:
+		return deletions.KindManifestList
+	case history.Manifest:
+		return deletions.KindManifest
+	case history.PositionDeletes:
+		return deletions.KindPositionDelete
+	case history.EqualityDeletes:
+		return deletions.KindEqualityDelete
+	}
+	return deletions.KindData
+}
+
+// unlinkedStatistics are the statistics files of the snapshots pre has and
+// post has not, unless post still lists them.
+func unlinkedStatistics(pre, post table.Metadata) []deletions.File {
+	retained := map[int64]bool{}
+	for _, s := range post.Snapshots() {
+		retained[s.SnapshotID] = true
+	}
+	kept := map[string]bool{}
+	for sf := range post.Statistics() {
+		kept[sf.StatisticsPath] = true
+	}
+	for psf := range post.PartitionStatistics() {
+		kept[psf.StatisticsPath] = true
+	}
+	var out []deletions.File
+	seen := map[string]bool{}
+	add := func(snapshot int64, path string) {
+		if path != "" && !retained[snapshot] && !kept[path] && !seen[path] {
+			seen[path] = true
+			out = append(out, deletions.File{Path: path, Kind: deletions.KindStatistics})
+		}
+	}
+	for sf := range pre.Statistics() {
+		add(sf.SnapshotID, sf.StatisticsPath)
+	}
+	for psf := range pre.PartitionStatistics() {
+		add(psf.SnapshotID, psf.StatisticsPath)
+	}
+	return out
+}
