@@ -212,8 +212,8 @@ func (p *phase) leftBy(ctx context.Context, name string, from, to time.Time) err
 }
 
 // cleanLeftovers runs what removes a killed job's output: orphan cleanup
-// (remove_orphans, deleting), as `reactor orphans TABLE --dry-run=false`
-// runs it. Orphan cleanup deletes only files older than orphan_margin
+// (remove_orphans, deleting), as `reactor orphans TABLE --older-than 24h
+// --dry-run=false` runs it for a table with orphan_delete: true. Orphan cleanup deletes only files older than orphan_margin
 // (at least its 24h floor), so the leftovers' modification time is first
 // moved back past the floor: it stands for the day that passes in a
 // deployment. Files younger than the floor stay.
