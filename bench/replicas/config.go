@@ -50,17 +50,18 @@ worker.Start as reactor run --replica NAME --lease-ttl TTL wires it. Over
 -duration it counts, from the job events: jobs per replica, jobs that ran
 twice, jobs of one table that overlapped in two replicas, jobs failed from
 replica races, jobs/s and each replica's CPU (/proc). In the last phase (with
--kill) it then waits for a job to start on the last replica, SIGKILLs it, and
-reports when each of its shards was taken by a survivor (the lease bucket),
-the survivors' jobs on its tables, and the data files the killed job left
-that no snapshot references. At the end every table's rows and checksum are
+-kill) it then waits until a job of the last replica has run half the median
+job time, SIGKILLs it, and reports when each of its shards was taken by a
+survivor (the lease bucket), the survivors' jobs on its tables, and the data
+files the killed job left that no snapshot references, which it then ages past
+the 24h orphan floor and removes with orphan cleanup. At the end every table's rows and checksum are
 compared with what its writer wrote. It writes summary.txt and one log per
 replica under -out. Exit status 1 when rows differ or the run failed; a
 missed target is a result, not a failure.
 
 Issue 14's measurement:
   go run ./bench/replicas -replicas 1,2,3 -tables 200 -rate 0.2 -duration 2m -out replicas-200
-  go run ./bench/replicas -smoke              # 2 replicas, 8 tables, 15 s, kill
+  go run ./bench/replicas -smoke              # 2 replicas, 8 tables, 15 s window, kill (~45 s)
 
 Flags:
 `
