@@ -417,6 +417,9 @@ func Parse(data []byte) (cfg *Config, err error) {
 	if len(cfg.Tables) == 0 {
 		cfg.Tables = nil
 	}
+	if cfg.Spark != nil && len(cfg.Spark.Rules) == 0 {
+		cfg.Spark.Rules = nil
+	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
