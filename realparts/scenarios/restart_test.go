@@ -174,7 +174,10 @@ func TestRestartWhileMinIOPublishes(t *testing.T) {
 			func() bool { return pw.count() >= atLeast+10 }, nil)
 		pw.pause()
 		want := l.metadataFiles() - before
-		eventually(t, fmt.Sprintf("every notification since the restart (%s) delivered", rs.name), 2*time.Minute, func() bool {
+		// MinIO re-sends what its queue directory holds on its own
+		// schedule, which stretches under load (seen once: 17 of 20 after
+		// 2 minutes on a loaded CI machine, all 24 within a minute alone).
+		eventually(t, fmt.Sprintf("every notification since the restart (%s) delivered", rs.name), 4*time.Minute, func() bool {
 			return int(r.metric("reactor_objects_total", map[string]string{"outcome": "commit"})) >= want
 		}, func() string {
 			return fmt.Sprintf("reactor applied %v of the %d metadata.json notifications written since it went down\n%s",
