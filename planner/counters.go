@@ -1,0 +1,91 @@
+package planner
+
+import (
+	"time"
+
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+)
+
+// Counters describe the live files of one partition: its data files and
+// the merge-on-read delete files written against them.
+type Counters struct {
+	DataFiles  int
+	Bytes      int64
+	Rows       int64
+	SmallFiles int
+	TinyFiles  int
+	// Tiers counts the small files per size tier (see SelectTiered).
+	Tiers TierCounts `json:"-"`
+	// Delete files by kind, and the delete rows they hold (their record
+	// counts: positions for position deletes and deletion vectors, keys for
+	// equality deletes; not the data rows they end up deleting).
+	PositionDeleteFiles int
+	EqualityDeleteFiles int
+	DeletionVectors     int
+	PositionDeleteRows  int64
+	EqualityDeleteRows  int64
+	DeletionVectorRows  int64
+	DeleteBytes         int64
+	// SortedFiles are the data files a sort or z-order rewrite wrote (the
+	// rest are "unsorted": what the next sort rewrite is for).
+	SortedFiles int
+	// LastWrite is the commit time of the newest snapshot, not written by
+	// reactor, that added a file (data or deletes) to the partition.
+	LastWrite time.Time
+}
+
+// DeleteFiles is the number of delete files of every kind.
+func (c Counters) DeleteFiles() int {
+	return c.PositionDeleteFiles + c.EqualityDeleteFiles + c.DeletionVectors
+}
+
+// DeleteRows is the number of delete rows of every kind.
+func (c Counters) DeleteRows() int64 {
+	return c.PositionDeleteRows + c.EqualityDeleteRows + c.DeletionVectorRows
+}
+
+// fileSizes are the limits files are counted against.
+type fileSizes struct {
+	small int64 // below: a compaction candidate
+	tiny  int64 // below: a health problem (seed 000's "tiny files")
+	fanIn int   // size ratio between two tiers of small files
+}
+
+func (c *Counters) add(df iceberg.DataFile, sz fileSizes) { c.count(df, sz, 1) }
+
+func (c *Counters) remove(df iceberg.DataFile, sz fileSizes) { c.count(df, sz, -1) }
+
+// count adds (sign 1) or removes (sign -1) one file.
+func (c *Counters) count(df iceberg.DataFile, sz fileSizes, sign int) {
+	rows := int64(sign) * df.Count()
+	switch df.ContentType() {
+	case iceberg.EntryContentPosDeletes:
+		if table.IsDeletionVector(df) {
+			c.DeletionVectors += sign
+			c.DeletionVectorRows += rows
+		} else {
+			c.PositionDeleteFiles += sign
+			c.PositionDeleteRows += rows
+			// A deletion vector's size is its blob in a shared Puffin
+			// file; only Parquet delete files are merged by size.
+			c.DeleteBytes += int64(sign) * df.FileSizeBytes()
+		}
+		return
+	case iceberg.EntryContentEqDeletes:
+		c.EqualityDeleteFiles += sign
+		c.EqualityDeleteRows += rows
+		c.DeleteBytes += int64(sign) * df.FileSizeBytes()
+		return
+	}
+	c.DataFiles += sign
+	c.Bytes += int64(sign) * df.FileSizeBytes()
+	c.Rows += rows
+	if df.FileSizeBytes() < sz.small {
+		c.SmallFiles += sign
+		c.Tiers[tierOf(df.FileSizeBytes(), sz.small, sz.fanIn)] += int32(sign)
+	}
+	if df.FileSizeBytes() < sz.tiny {
+		c.TinyFiles += sign
+	}
+}
