@@ -81,7 +81,7 @@ func (p *phase) killOne(ctx context.Context) {
 	k.shards = p.leases.shardsOf(victim.name)
 	slices.Sort(k.shards)
 	k.at = time.Now()
-	victim.kill()
+	victim.Kill()
 	k.waited = k.at.Sub(t0)
 	k.deadJobs = p.jobs.runningOn(victim.name)
 	k.sinceStart = k.at.Sub(t0) + p.cfg.duration

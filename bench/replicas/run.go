@@ -293,8 +293,8 @@ func (p *phase) waitBalanced(ctx context.Context) error {
 			return nil
 		}
 		for _, c := range p.children {
-			if c.exited() {
-				return fmt.Errorf("replica %s exited (%v); see %s", c.name, c.err, c.log)
+			if c.Exited() {
+				return fmt.Errorf("replica %s exited (%v); see %s", c.name, c.Err(), c.Log)
 			}
 		}
 		if time.Now().After(deadline) {
@@ -355,7 +355,7 @@ func (p *phase) commits() int {
 func (p *phase) cpu() map[string]time.Duration {
 	out := map[string]time.Duration{}
 	for _, c := range p.children {
-		if d, err := probe.ProcessCPU(c.pid()); err == nil {
+		if d, err := probe.ProcessCPU(c.Pid()); err == nil {
 			out[c.name] = d
 		}
 	}
@@ -375,12 +375,12 @@ func (p *phase) cpuSince(from map[string]time.Duration) map[string]time.Duration
 func (p *phase) stopChildren() {
 	var wg sync.WaitGroup
 	for _, c := range p.children {
-		if c.exited() {
+		if c.Exited() {
 			continue
 		}
 		wg.Go(func() {
-			if err := c.stop(p.cfg.grace); err != nil {
-				p.log.Warn("replica did not stop cleanly", "replica", c.name, "error", err, "log", c.log)
+			if err := c.Stop(p.cfg.grace); err != nil {
+				p.log.Warn("replica did not stop cleanly", "replica", c.name, "error", err, "log", c.Log)
 			}
 		})
 	}

@@ -1,9 +1,9 @@
 //go:build !linux
 
-package main
+package selfexec
 
 import "os/exec"
 
 // dieWithParent: only Linux can tie a child's life to its parent's; here a
-// soak that dies unstopped may leave its reactor running.
+// parent that dies unstopped may leave its children running.
 func dieWithParent(*exec.Cmd) {}
