@@ -8,11 +8,11 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/icereactor/reactor/bench/setflag"
 	"github.com/icereactor/reactor/thresholds"
 )
 
@@ -75,18 +75,6 @@ var benchThresholds = map[string]string{
 	"cooldown":         "1s",
 }
 
-// setFlag collects repeated key=value flags.
-type setFlag []string
-
-func (s *setFlag) String() string { return strings.Join(*s, ",") }
-func (s *setFlag) Set(v string) error {
-	if k, _, ok := strings.Cut(v, "="); !ok || strings.TrimSpace(k) == "" {
-		return fmt.Errorf("want key=value, got %q", v)
-	}
-	*s = append(*s, v)
-	return nil
-}
-
 func parseConfig(args []string, stderr io.Writer) (config, error) {
 	fs := flag.NewFlagSet("replicas", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -108,7 +96,7 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 	afterKill := fs.Duration("after-kill", 40*time.Second, "how long the writers go on after the kill")
 	grace := fs.Duration("grace", 20*time.Second, "at the end of a phase, how long replicas may finish running jobs")
 	out := fs.String("out", "", "results `directory` (created; default a new replicas-* directory under the system temp dir)")
-	var sets setFlag
+	var sets setflag.Flag
 	fs.Var(&sets, "set", "a threshold of the replicas' thresholds file, `key=value` as in its defaults (repeatable)")
 	logLevel := fs.String("log-level", "info", "replicas' log `level`: debug, info, warn or error")
 	keepData := fs.Bool("keep-data", false, "keep each phase's warehouse, catalog and NATS store under -out")
@@ -148,10 +136,7 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 	for k, v := range benchThresholds {
 		cfg.thresholds[k] = v
 	}
-	for _, kv := range sets {
-		k, v, _ := strings.Cut(kv, "=")
-		cfg.thresholds[strings.TrimSpace(k)] = strings.TrimSpace(v)
-	}
+	sets.Apply(cfg.thresholds)
 	if err := cfg.logLevel.UnmarshalText([]byte(*logLevel)); err != nil {
 		return config{}, fmt.Errorf("-log-level: %w", err)
 	}
@@ -191,15 +176,5 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 
 // thresholdsYAML is the replicas' thresholds file.
 func (c config) thresholdsYAML() string {
-	keys := make([]string, 0, len(c.thresholds))
-	for k := range c.thresholds {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	var b strings.Builder
-	fmt.Fprintf(&b, "namespaces: [%s]\ndefaults:\n", namespace)
-	for _, k := range keys {
-		fmt.Fprintf(&b, "  %s: %s\n", k, c.thresholds[k])
-	}
-	return b.String()
+	return fmt.Sprintf("namespaces: [%s]\ndefaults:\n", namespace) + setflag.DefaultsYAML(c.thresholds)
 }

@@ -9,9 +9,9 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"strings"
 	"time"
 
+	"github.com/icereactor/reactor/bench/setflag"
 	"github.com/icereactor/reactor/thresholds"
 )
 
@@ -66,18 +66,6 @@ Scenarios of issue 13:
 Flags:
 `
 
-// setFlag collects repeated key=value flags.
-type setFlag []string
-
-func (s *setFlag) String() string { return strings.Join(*s, ",") }
-func (s *setFlag) Set(v string) error {
-	if k, _, ok := strings.Cut(v, "="); !ok || strings.TrimSpace(k) == "" {
-		return fmt.Errorf("want key=value, got %q", v)
-	}
-	*s = append(*s, v)
-	return nil
-}
-
 func parseConfig(args []string, stderr io.Writer) (config, error) {
 	fs := flag.NewFlagSet("soak", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -97,7 +85,7 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 		"snapshot and manifest bounds allow this many seconds of commits beyond the configured count (reactor's reaction time)")
 	out := fs.String("out", "", "results `directory` (created; default a new soak-* directory under the system temp dir)")
 	thresholdsFile := fs.String("thresholds", "", "reactor's thresholds YAML `file` (default: the built-in defaults)")
-	var sets, props setFlag
+	var sets, props setflag.Flag
 	fs.Var(&sets, "set", "a threshold over the file's defaults, `key=value` as in the YAML (repeatable): -set quiet_period=500ms")
 	fs.Var(&props, "table-prop", "a property of the soak's tables, `key=value` (repeatable): -table-prop write.target-file-size-bytes=1048576")
 	writerConcurrency := fs.Int("writer-concurrency", 1, "commits in flight per table (1: a streaming job commits one batch at a time)")
@@ -134,10 +122,7 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 		writerConcurrency: *writerConcurrency, scanEvery: *scanEvery, scanTables: *scanTables,
 		keepData: *keepData, grace: *grace,
 	}
-	for _, kv := range props {
-		k, v, _ := strings.Cut(kv, "=")
-		cfg.tableProps[strings.TrimSpace(k)] = strings.TrimSpace(v)
-	}
+	props.Apply(cfg.tableProps)
 	if err := cfg.logLevel.UnmarshalText([]byte(*logLevel)); err != nil {
 		return config{}, fmt.Errorf("-log-level: %w", err)
 	}
@@ -187,13 +172,9 @@ func loadThresholds(file string, sets []string) (*thresholds.Config, error) {
 		}
 	}
 	if len(sets) > 0 {
-		var doc strings.Builder
-		doc.WriteString("defaults:\n")
-		for _, kv := range sets {
-			k, v, _ := strings.Cut(kv, "=")
-			fmt.Fprintf(&doc, "  %s: %s\n", strings.TrimSpace(k), strings.TrimSpace(v))
-		}
-		over, err := thresholds.Parse([]byte(doc.String()))
+		m := map[string]string{}
+		setflag.Flag(sets).Apply(m)
+		over, err := thresholds.Parse([]byte("defaults:\n" + setflag.DefaultsYAML(m)))
 		if err != nil {
 			return nil, fmt.Errorf("-set: %w", err)
 		}
