@@ -63,16 +63,7 @@ func BenchmarkReactionLatencyLoaded(b *testing.B) {
 				b.StopTimer()
 				part := fmt.Sprintf("p%06d", i)
 				i++
-				r.trim(b, history-2)
-				id, payload := r.commit(b, part, smallFiles-1)
-				r.deliver(b, payload)
-				r.waitApplied(b, id)
-				select {
-				case d := <-r.jobs:
-					b.Fatalf("job %v scheduled below the threshold", d.job.PartitionKeys())
-				default:
-				}
-				_, payload = r.commit(b, part, 1)
+				payload := r.primeBelowThreshold(b, part, history)
 				select {
 				case d := <-r.jobs:
 					b.Fatalf("job %v scheduled before its event", d.job.PartitionKeys())
@@ -85,12 +76,7 @@ func BenchmarkReactionLatencyLoaded(b *testing.B) {
 
 				start := time.Now()
 				r.deliver(b, payload)
-				var d dispatched
-				select {
-				case d = <-r.jobs:
-				case <-time.After(time.Minute):
-					b.Fatal("no job dispatched within a minute")
-				}
+				d := r.awaitJob(b)
 
 				b.StopTimer()
 				lat = append(lat, d.at.Sub(start))

@@ -243,6 +243,37 @@ func (r *reactionRig) deliver(b *testing.B, payload []byte) {
 	}
 }
 
+// primeBelowThreshold brings partition part to one file below the
+// small-file threshold (applied, no job) and returns the commit event of
+// the file that crosses it, not yet delivered. The history is trimmed to
+// keep the table at its size.
+func (r *reactionRig) primeBelowThreshold(b *testing.B, part string, history int) []byte {
+	b.Helper()
+	r.trim(b, history-2)
+	id, payload := r.commit(b, part, smallFiles-1)
+	r.deliver(b, payload)
+	r.waitApplied(b, id)
+	select {
+	case d := <-r.jobs:
+		b.Fatalf("job %v scheduled below the threshold", d.job.PartitionKeys())
+	default:
+	}
+	_, payload = r.commit(b, part, 1)
+	return payload
+}
+
+// awaitJob is the next dispatched job (a minute at most).
+func (r *reactionRig) awaitJob(b *testing.B) dispatched {
+	b.Helper()
+	select {
+	case d := <-r.jobs:
+		return d
+	case <-time.After(time.Minute):
+		b.Fatal("no job dispatched within a minute")
+		return dispatched{}
+	}
+}
+
 // waitApplied waits until the planner's state describes snapshot id.
 func (r *reactionRig) waitApplied(b *testing.B, id int64) {
 	b.Helper()
@@ -283,27 +314,13 @@ func BenchmarkReactionLatency(b *testing.B) {
 				b.StopTimer()
 				part := fmt.Sprintf("p%06d", i)
 				i++
-				r.trim(b, history-2)
-				id, payload := r.commit(b, part, smallFiles-1)
-				r.deliver(b, payload)
-				r.waitApplied(b, id)
-				select {
-				case d := <-r.jobs:
-					b.Fatalf("job %v scheduled below the threshold", d.job.PartitionKeys())
-				default:
-				}
-				_, payload = r.commit(b, part, 1)
+				payload := r.primeBelowThreshold(b, part, history)
 				c0 := processCPU()
 				b.StartTimer()
 
 				start := time.Now()
 				r.deliver(b, payload)
-				var d dispatched
-				select {
-				case d = <-r.jobs:
-				case <-time.After(30 * time.Second):
-					b.Fatal("no job dispatched within 30s")
-				}
+				d := r.awaitJob(b)
 
 				b.StopTimer()
 				cpu += processCPU() - c0
