@@ -40,58 +40,41 @@ const (
 	sumManifestsKept         = "manifests-kept"
 )
 
+// fileCounts is one side (added or removed) of a snapshot's file counts,
+// as iceberg-go's SnapshotSummaryCollector counts them.
+type fileCounts struct {
+	fileSize                       int64
+	dataFiles, deleteFiles         int64
+	posDeleteFiles, eqDeleteFiles  int64
+	records, posDeletes, eqDeletes int64
+}
+
+func (c *fileCounts) count(df iceberg.DataFile) error {
+	c.fileSize += df.FileSizeBytes()
+	switch df.ContentType() {
+	case iceberg.EntryContentData:
+		c.dataFiles++
+		c.records += df.Count()
+	case iceberg.EntryContentPosDeletes:
+		c.deleteFiles++
+		c.posDeleteFiles++
+		c.posDeletes += df.Count()
+	case iceberg.EntryContentEqDeletes:
+		c.deleteFiles++
+		c.eqDeleteFiles++
+		c.eqDeletes += df.Count()
+	default:
+		return fmt.Errorf("unknown data file content: %s", df.ContentType())
+	}
+	return nil
+}
+
 // fileMetrics is one snapshot's (or one partition's) added and removed
-// file counts, as iceberg-go's SnapshotSummaryCollector counts them.
-type fileMetrics struct {
-	addedFileSize, removedFileSize             int64
-	addedDataFiles, removedDataFiles           int64
-	addedEqDeleteFiles, removedEqDeleteFiles   int64
-	addedPosDeleteFiles, removedPosDeleteFiles int64
-	addedDeleteFiles, removedDeleteFiles       int64
-	addedRecords, deletedRecords               int64
-	addedPosDeletes, removedPosDeletes         int64
-	addedEqDeletes, removedEqDeletes           int64
-}
+// file counts.
+type fileMetrics struct{ added, removed fileCounts }
 
-func (m *fileMetrics) add(df iceberg.DataFile) error {
-	m.addedFileSize += df.FileSizeBytes()
-	switch df.ContentType() {
-	case iceberg.EntryContentData:
-		m.addedDataFiles++
-		m.addedRecords += df.Count()
-	case iceberg.EntryContentPosDeletes:
-		m.addedDeleteFiles++
-		m.addedPosDeleteFiles++
-		m.addedPosDeletes += df.Count()
-	case iceberg.EntryContentEqDeletes:
-		m.addedDeleteFiles++
-		m.addedEqDeleteFiles++
-		m.addedEqDeletes += df.Count()
-	default:
-		return fmt.Errorf("unknown data file content: %s", df.ContentType())
-	}
-	return nil
-}
-
-func (m *fileMetrics) remove(df iceberg.DataFile) error {
-	m.removedFileSize += df.FileSizeBytes()
-	switch df.ContentType() {
-	case iceberg.EntryContentData:
-		m.removedDataFiles++
-		m.deletedRecords += df.Count()
-	case iceberg.EntryContentPosDeletes:
-		m.removedDeleteFiles++
-		m.removedPosDeleteFiles++
-		m.removedPosDeletes += df.Count()
-	case iceberg.EntryContentEqDeletes:
-		m.removedDeleteFiles++
-		m.removedEqDeleteFiles++
-		m.removedEqDeletes += df.Count()
-	default:
-		return fmt.Errorf("unknown data file content: %s", df.ContentType())
-	}
-	return nil
-}
+func (m *fileMetrics) add(df iceberg.DataFile) error    { return m.added.count(df) }
+func (m *fileMetrics) remove(df iceberg.DataFile) error { return m.removed.count(df) }
 
 func (m *fileMetrics) props() iceberg.Properties {
 	p := iceberg.Properties{}
@@ -100,22 +83,23 @@ func (m *fileMetrics) props() iceberg.Properties {
 			p[key] = strconv.FormatInt(v, 10)
 		}
 	}
-	set(sumAddedFileSize, m.addedFileSize)
-	set(sumRemovedFileSize, m.removedFileSize)
-	set(sumAddedDataFiles, m.addedDataFiles)
-	set(sumDeletedDataFiles, m.removedDataFiles)
-	set(sumAddedEqDeleteFiles, m.addedEqDeleteFiles)
-	set(sumRemovedEqDeleteFiles, m.removedEqDeleteFiles)
-	set(sumAddedPosDeleteFiles, m.addedPosDeleteFiles)
-	set(sumRemovedPosDeleteFiles, m.removedPosDeleteFiles)
-	set(sumAddedDeleteFiles, m.addedDeleteFiles)
-	set(sumRemovedDeleteFiles, m.removedDeleteFiles)
-	set(sumAddedRecords, m.addedRecords)
-	set(sumDeletedRecords, m.deletedRecords)
-	set(sumAddedPosDeletes, m.addedPosDeletes)
-	set(sumRemovedPosDeletes, m.removedPosDeletes)
-	set(sumAddedEqDeletes, m.addedEqDeletes)
-	set(sumRemovedEqDeletes, m.removedEqDeletes)
+	a, r := m.added, m.removed
+	set(sumAddedFileSize, a.fileSize)
+	set(sumRemovedFileSize, r.fileSize)
+	set(sumAddedDataFiles, a.dataFiles)
+	set(sumDeletedDataFiles, r.dataFiles)
+	set(sumAddedEqDeleteFiles, a.eqDeleteFiles)
+	set(sumRemovedEqDeleteFiles, r.eqDeleteFiles)
+	set(sumAddedPosDeleteFiles, a.posDeleteFiles)
+	set(sumRemovedPosDeleteFiles, r.posDeleteFiles)
+	set(sumAddedDeleteFiles, a.deleteFiles)
+	set(sumRemovedDeleteFiles, r.deleteFiles)
+	set(sumAddedRecords, a.records)
+	set(sumDeletedRecords, r.records)
+	set(sumAddedPosDeletes, a.posDeletes)
+	set(sumRemovedPosDeletes, r.posDeletes)
+	set(sumAddedEqDeletes, a.eqDeletes)
+	set(sumRemovedEqDeletes, r.eqDeletes)
 	return p
 }
 
