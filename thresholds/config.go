@@ -409,17 +409,8 @@ func Parse(data []byte) (cfg *Config, err error) {
 			return nil, decodeError(body, err)
 		}
 	}
-	// The decoder leaves empty, non-nil slices for absent lists; normalize
-	// so that absent, null and [] all equal Default().
-	if len(cfg.Namespaces) == 0 {
-		cfg.Namespaces = nil
-	}
-	if len(cfg.Tables) == 0 {
-		cfg.Tables = nil
-	}
-	if cfg.Spark != nil && len(cfg.Spark.Rules) == 0 {
-		cfg.Spark.Rules = nil
-	}
+	// Absent, null and [] must all decode alike (and equal Default()).
+	nilEmptySlices(reflect.ValueOf(cfg))
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}

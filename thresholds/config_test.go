@@ -150,6 +150,28 @@ func TestEmptyDocumentIsDefault(t *testing.T) {
 	}
 }
 
+// TestEmptyListSpellingsDecodeAlike: an absent list, `key:`, `key: null`
+// and `key: []` are one config at every depth, so a marshal round trip
+// (which writes `[]`) cannot change it.
+func TestEmptyListSpellingsDecodeAlike(t *testing.T) {
+	const head = "spark:\n  endpoint: sc://spark:15002\n  rules:\n    - match: db.*\n"
+	var want *Config
+	for _, kinds := range []string{"", "      kinds:\n", "      kinds: null\n", "      kinds: []\n"} {
+		c, err := Parse([]byte(head + kinds))
+		if err != nil {
+			t.Fatalf("Parse(%q): %v", kinds, err)
+		}
+		if got := c.Spark.Rules[0].Kinds; got != nil {
+			t.Errorf("kinds spelled %q decoded as %#v, want nil", kinds, got)
+		}
+		if want == nil {
+			want = c
+		} else if !reflect.DeepEqual(c, want) {
+			t.Errorf("kinds spelled %q decodes to a different config", kinds)
+		}
+	}
+}
+
 const fullDoc = `
 namespaces: [db, prod.events]
 defaults:
