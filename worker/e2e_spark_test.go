@@ -31,23 +31,24 @@ type standInSpark struct {
 
 	mu         sync.Mutex
 	statements []string
-	running    int
 }
 
 func (s *standInSpark) dial(_ context.Context, _ thresholds.SparkSettings, _, _ string) (sparkrun.Session, error) {
 	return s, nil
 }
 
+// statement is the i-th statement received; b's job may be sending one
+// while the test reads a's.
+func (s *standInSpark) statement(i int) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.statements[i]
+}
+
 func (s *standInSpark) Exec(ctx context.Context, statement string) ([]string, [][]any, error) {
 	s.mu.Lock()
 	s.statements = append(s.statements, statement)
-	s.running++
 	s.mu.Unlock()
-	defer func() {
-		s.mu.Lock()
-		s.running--
-		s.mu.Unlock()
-	}()
 	select {
 	case <-s.release:
 	case <-ctx.Done():
@@ -144,8 +145,8 @@ spark:
 	if done.Counts["rewritten_data_files_count"] < int64(before) || done.Counts["added_data_files_count"] < 1 {
 		t.Errorf("counts %v, want the %d files of a rewritten", done.Counts, before)
 	}
-	if !strings.Contains(spark.statements[0], "rewrite_data_files") {
-		t.Errorf("statement %q", spark.statements[0])
+	if st := spark.statement(0); !strings.Contains(st, "rewrite_data_files") {
+		t.Errorf("statement %q", st)
 	}
 	// Then b's job runs (on Spark too: it matches the rule).
 	var second events.JobEvent
