@@ -38,7 +38,11 @@ func TestBadEventsAreDeadLetteredAndProcessingContinues(t *testing.T) {
 		h.commit("a", 10)
 	}
 	h.eventually("compaction after the bad events", func() bool { return w.Pool.Stats().Succeeded >= 1 })
-	h.eventually("four dead letters", func() bool { return len(h.deadLetters()) >= len(bad) })
+	// A dead letter is stored, then counted, then logged: wait for the log
+	// lines, the last of the three.
+	h.eventually("four dead letters, counted and logged", func() bool {
+		return len(h.deadLetters()) >= len(bad) && strings.Count(h.logs.String(), "event dead-lettered") >= len(bad)
+	})
 
 	dls := h.deadLetters()
 	if len(dls) != len(bad) {

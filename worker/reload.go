@@ -99,19 +99,21 @@ func (w *Worker) reload(watch *thresholdsWatch) {
 		w.log.Warn("spark.concurrency in the thresholds file changed; it takes effect when reactor restarts",
 			"path", watch.path, "running", w.sparkConcurrency, "configured", n)
 	}
-	w.Metrics.ConfigReloads.WithLabelValues(reloadApplied).Inc()
 	w.log.Info("thresholds reloaded", "path", watch.path)
 	if n := cfg.Concurrency; n != nil && *n != w.concurrency {
 		w.log.Warn("concurrency in the thresholds file changed; it takes effect when reactor restarts",
 			"path", watch.path, "running", w.concurrency, "configured", *n)
 	}
+	w.Metrics.ConfigReloads.WithLabelValues(reloadApplied).Inc()
 }
 
 // rejectReload counts and logs a rejected reload. The error is bounded
 // (thresholds errors already are; this holds for any other); a limit is
 // logged with its name, maximum and the value found.
 func (w *Worker) rejectReload(path, result string, err error, stack []byte) {
-	w.Metrics.ConfigReloads.WithLabelValues(result).Inc()
+	// Logged before it is counted: whoever sees the count (an alert, a
+	// test) finds the reason already in the log.
+	defer w.Metrics.ConfigReloads.WithLabelValues(result).Inc()
 	attrs := []any{"path", path, "result", result, "error", excerpt.Error(err)}
 	var le *thresholds.LimitError
 	if errors.As(err, &le) {
