@@ -118,6 +118,13 @@ func TestDeadLetterCarriesThePayloadAsIs(t *testing.T) {
 	if got := h[HeaderMsgID][0]; got != "reactor-dead-letter.REACTOR_COMMITS.42" {
 		t.Errorf("message id %q", got)
 	}
+	// With the original's store time, which tells apart the messages of a
+	// stream deleted and created again (both number from 1).
+	stored := dl
+	stored.StoredAt = time.Unix(0, 1764590400123456789)
+	if got := stored.Headers()[HeaderMsgID][0]; got != "reactor-dead-letter.REACTOR_COMMITS.42.1764590400123456789" {
+		t.Errorf("message id %q", got)
+	}
 	back, err := DecodeDeadLetter(h, dl.Payload)
 	if err != nil {
 		t.Fatal(err)

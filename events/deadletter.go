@@ -27,7 +27,7 @@ import (
 //	Reactor-Payload-Bytes:  29              (the original payload's size)
 //	Reactor-Payload-Sha256: 9f86d081...     (of the original payload)
 //	Reactor-Payload-Truncated: true         (only when the body is a prefix)
-//	Nats-Msg-Id:            reactor-dead-letter.REACTOR_COMMITS.42
+//	Nats-Msg-Id:            reactor-dead-letter.REACTOR_COMMITS.42.1764590400123456789
 //
 // The body is cut only when the original payload and these headers do not
 // fit the server's max_payload together, which needs an original within a
@@ -42,6 +42,11 @@ type DeadLetter struct {
 	ReceivedAt time.Time
 	Stream     string // "" if unknown
 	Sequence   uint64 // 0 if unknown
+	// StoredAt is when Stream stored the original (zero if unknown). It
+	// is part of the message id only: a stream deleted and created again
+	// numbers its messages from 1 again, and the id must not take a new
+	// event's dead letter for an old one's.
+	StoredAt time.Time
 	// Payload is the original payload, or its first bytes when
 	// PayloadTruncated.
 	Payload          []byte
@@ -73,8 +78,8 @@ const (
 )
 
 // NewDeadLetter builds the dead letter for payload received on subject,
-// carrying all of it. Stream and Sequence, when the caller knows them, make
-// the message id; set them before Headers.
+// carrying all of it. Stream, Sequence and StoredAt, when the caller knows
+// them, make the message id; set them before Headers.
 func NewDeadLetter(subject, reason string, cause error, payload []byte, at time.Time) DeadLetter {
 	sum := sha256.Sum256(payload)
 	msg := ""
@@ -108,7 +113,11 @@ func (d DeadLetter) Headers() map[string][]string {
 	if d.Stream != "" && d.Sequence > 0 {
 		h[HeaderStream] = []string{headerText(d.Stream)}
 		h[HeaderSequence] = []string{strconv.FormatUint(d.Sequence, 10)}
-		h[HeaderMsgID] = []string{"reactor-dead-letter." + headerText(d.Stream) + "." + strconv.FormatUint(d.Sequence, 10)}
+		id := "reactor-dead-letter." + headerText(d.Stream) + "." + strconv.FormatUint(d.Sequence, 10)
+		if !d.StoredAt.IsZero() {
+			id += "." + strconv.FormatInt(d.StoredAt.UnixNano(), 10)
+		}
+		h[HeaderMsgID] = []string{id}
 	}
 	return h
 }

@@ -20,12 +20,14 @@ import (
 //
 // The dead letter is sized to the server's max_payload, read from the
 // connection: a message that could be neither applied nor dead-lettered
-// would be redelivered forever. Its message id is the original's stream and
-// sequence, so a redelivery after a lost acknowledgement stores nothing new.
+// would be redelivered forever. Its message id is the original's stream,
+// sequence and store time, so a redelivery after a lost acknowledgement
+// stores nothing new, and a stream created again cannot make a new event's
+// dead letter look like an old one's.
 func deadLetter(ctx context.Context, js jetstream.JetStream, subject string, msg jetstream.Msg, reason string, cause error) error {
 	dl := events.NewDeadLetter(msg.Subject(), reason, deadLetterCause(cause), msg.Data(), time.Now())
 	if md, err := msg.Metadata(); err == nil {
-		dl.Stream, dl.Sequence = md.Stream, md.Sequence.Stream
+		dl.Stream, dl.Sequence, dl.StoredAt = md.Stream, md.Sequence.Stream, md.Timestamp
 	}
 	if err := dl.FitTo(int(js.Conn().MaxPayload())); err != nil {
 		return err

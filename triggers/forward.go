@@ -82,14 +82,18 @@ func newForwarder(js jetstream.JetStream, log *slog.Logger, met *metrics.Metrics
 }
 
 // forward sends msg's copy to shard's subject; done hears whether it was
-// stored. The copy's id is the original's stream, sequence and shard, so a
-// copy sent again (the original redelivered) is stored once.
+// stored. The copy's id is the original's stream, sequence, store time and
+// shard, so a copy sent again (the original redelivered) is stored once.
+// The store time is what tells two events apart when their stream was
+// deleted and created again: its sequence numbers start over, and with the
+// sequence alone a new event inside the duplicate window was taken for an
+// old one's copy, acknowledged and lost.
 func (f *forwarder) forward(source string, msg jetstream.Msg, shard int, done func(error)) {
 	out := &nats.Msg{Subject: ShardSubjectPrefix + strconv.Itoa(shard), Header: nats.Header{}, Data: msg.Data()}
 	out.Header.Set(headerSource, source)
 	out.Header.Set(headerOrigin, originSubject(msg))
 	if md, err := msg.Metadata(); err == nil {
-		out.Header.Set(jetstream.MsgIDHeader, fmt.Sprintf("%s.%d.%d", md.Stream, md.Sequence.Stream, shard))
+		out.Header.Set(jetstream.MsgIDHeader, fmt.Sprintf("%s.%d.%d.%d", md.Stream, md.Sequence.Stream, md.Timestamp.UnixNano(), shard))
 	}
 	ack, err := f.js.PublishMsgAsync(out)
 	f.pending <- forwarded{ack: ack, err: err, done: done}
