@@ -13,10 +13,9 @@ import (
 	"time"
 
 	"github.com/apache/iceberg-go/table"
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/icereactor/reactor/embedded"
+	"github.com/icereactor/reactor/embedded/embeddedtest"
 	"github.com/icereactor/reactor/events"
 	"github.com/icereactor/reactor/metrics"
 	"github.com/icereactor/reactor/planner"
@@ -70,20 +69,7 @@ func (l *lockedBuffer) String() string {
 func TestDeadLetterAndRetryLogsAreRedactedAndBounded(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	srv, err := embedded.StartNATS(embedded.NATSOptions{StoreDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Shutdown()
-	nc, err := nats.Connect(srv.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, _, js := embeddedtest.JetStream(t, "")
 	var logs lockedBuffer
 	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	cons, err := triggers.StartCommits(ctx, js, triggers.CommitOptions{RetryBase: time.Millisecond, RetryMax: 10 * time.Millisecond},

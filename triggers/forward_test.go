@@ -7,10 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/icereactor/reactor/embedded"
+	"github.com/icereactor/reactor/embedded/embeddedtest"
 	"github.com/icereactor/reactor/metrics"
 )
 
@@ -23,20 +22,7 @@ import (
 func TestForwardedCopiesSurviveAStreamCreatedAgain(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	srv, err := embedded.StartNATS(embedded.NATSOptions{StoreDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Shutdown()
-	nc, err := nats.Connect(srv.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, _, js := embeddedtest.JetStream(t, "")
 	if err := EnsureShardStream(ctx, js); err != nil {
 		t.Fatal(err)
 	}

@@ -14,9 +14,9 @@ import (
 
 	"github.com/apache/iceberg-go/table"
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/icereactor/reactor/embedded"
+	"github.com/icereactor/reactor/embedded/embeddedtest"
 	"github.com/icereactor/reactor/events"
 	"github.com/icereactor/reactor/streamwriter"
 	"github.com/icereactor/reactor/triggers"
@@ -48,20 +48,7 @@ func TestSIGTERMDuringCompaction(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	dir := t.TempDir()
-	srv, err := embedded.StartNATS(embedded.NATSOptions{StoreDir: filepath.Join(dir, "nats")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Shutdown()
-	nc, err := nats.Connect(srv.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, nc, js := embeddedtest.JetStream(t, filepath.Join(dir, "nats"))
 	if err := triggers.EnsureStreams(ctx, js, triggers.CommitOptions{}); err != nil {
 		t.Fatal(err)
 	}
