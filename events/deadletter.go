@@ -27,7 +27,7 @@ import (
 //	Reactor-Payload-Bytes:  29              (the original payload's size)
 //	Reactor-Payload-Sha256: 9f86d081...     (of the original payload)
 //	Reactor-Payload-Truncated: true         (only when the body is a prefix)
-//	Nats-Msg-Id:            reactor-dead-letter.REACTOR_COMMITS.42.1764590400123456789
+//	Nats-Msg-Id:            reactor-dead-letter.REACTOR_COMMITS.42.1795953600100000000
 //
 // The body is cut only when the original payload and these headers do not
 // fit the server's max_payload together, which needs an original within a
