@@ -12,10 +12,10 @@ import (
 
 	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/icereactor/reactor/embedded"
+	"github.com/icereactor/reactor/embedded/embeddedtest"
 	"github.com/icereactor/reactor/events"
 	"github.com/icereactor/reactor/metrics"
 	"github.com/icereactor/reactor/planner"
@@ -147,19 +147,7 @@ func newEventRig(t *testing.T, tables ...string) *eventRig {
 	log := slog.New(slog.DiscardHandler)
 	r.planner = planner.New(planner.Options{Catalog: r.watched, Config: cfg, Dispatch: func(planner.Job) {}, Logger: log})
 	t.Cleanup(r.planner.Close)
-	srv, err := embedded.StartNATS(embedded.NATSOptions{StoreDir: dir + "/nats"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Shutdown)
-	nc, err := nats.Connect(srv.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	if r.js, err = jetstream.New(nc); err != nil {
-		t.Fatal(err)
-	}
+	_, _, r.js = embeddedtest.JetStream(t, dir+"/nats")
 	cons, err := triggers.StartCommits(ctx, r.js, triggers.CommitOptions{}, r.planner, log, metrics.New())
 	if err != nil {
 		t.Fatal(err)

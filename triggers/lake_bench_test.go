@@ -17,6 +17,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/icereactor/reactor/embedded"
+	"github.com/icereactor/reactor/embedded/embeddedtest"
 	"github.com/icereactor/reactor/events"
 	"github.com/icereactor/reactor/streamwriter"
 )
@@ -151,20 +152,7 @@ func publishAll(b *testing.B, ctx context.Context, js jetstream.JetStream, subje
 // benchNATS is an embedded NATS server with JetStream and a connection.
 func benchNATS(b *testing.B) (jetstream.JetStream, *nats.Conn) {
 	b.Helper()
-	srv, err := embedded.StartNATS(embedded.NATSOptions{StoreDir: b.TempDir()})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(srv.Shutdown)
-	nc, err := nats.Connect(srv.URL())
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(nc.Close)
-	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(4096))
-	if err != nil {
-		b.Fatal(err)
-	}
+	_, nc, js := embeddedtest.JetStream(b, "", jetstream.WithPublishAsyncMaxPending(4096))
 	return js, nc
 }
 

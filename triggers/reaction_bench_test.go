@@ -20,10 +20,10 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/icereactor/reactor/embedded"
+	"github.com/icereactor/reactor/embedded/embeddedtest"
 	"github.com/icereactor/reactor/events"
 	"github.com/icereactor/reactor/metrics"
 	"github.com/icereactor/reactor/planner"
@@ -119,20 +119,7 @@ func newReactionRig(b *testing.B, viaNATS bool) *reactionRig {
 	if !viaNATS {
 		return r
 	}
-	srv, err := embedded.StartNATS(embedded.NATSOptions{StoreDir: dir + "/nats"}) // random loopback port
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(srv.Shutdown)
-	nc, err := nats.Connect(srv.URL())
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(nc.Close)
-	r.js, err = jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(4096))
-	if err != nil {
-		b.Fatal(err)
-	}
+	_, _, r.js = embeddedtest.JetStream(b, dir+"/nats", jetstream.WithPublishAsyncMaxPending(4096))
 	cons, err := triggers.StartCommits(ctx, r.js, triggers.CommitOptions{}, r.planner, log, metrics.New())
 	if err != nil {
 		b.Fatal(err)
