@@ -91,13 +91,40 @@ func builtinEffective(table string) Effective {
 
 func TestBuiltinDefaults(t *testing.T) {
 	b := Builtin()
-	if *b.TargetFileSize != 512*MiB || *b.SmallFileRatio != 0.75 || *b.MaxFileRatio != 1.8 ||
-		*b.MinInputFiles != 5 || *b.SmallFileCount != 10 ||
-		b.QuietPeriod.D() != time.Second || b.Cooldown.D() != time.Second || b.MaxQuietWait.D() != time.Second ||
-		b.ConflictCooldown.D() != 5*time.Second || b.CommitRetryTime.D() != time.Minute ||
-		*b.SnapshotCount != 100 || *b.ManifestCount != 20 || *b.HealthMaxSnapshots != 150 ||
-		*b.MaxGroupSize != 1*GiB || *b.PartialProgressCommits != 10 {
-		t.Fatalf("Builtin() = %+v, does not match the documented defaults", b)
+	// Every Policy field is set by Builtin.
+	v := reflect.ValueOf(b)
+	for i := range v.NumField() {
+		if v.Field(i).IsNil() {
+			t.Errorf("Builtin().%s is nil", v.Type().Field(i).Name)
+		}
+	}
+	if t.Failed() {
+		t.FailNow()
+	}
+	// The documented defaults, one field at a time.
+	for _, tt := range []struct {
+		field     string
+		got, want any
+	}{
+		{"TargetFileSize", *b.TargetFileSize, 512 * MiB},
+		{"SmallFileRatio", *b.SmallFileRatio, 0.75},
+		{"MaxFileRatio", *b.MaxFileRatio, 1.8},
+		{"MinInputFiles", *b.MinInputFiles, 5},
+		{"SmallFileCount", *b.SmallFileCount, 10},
+		{"QuietPeriod", b.QuietPeriod.D(), time.Second},
+		{"Cooldown", b.Cooldown.D(), time.Second},
+		{"MaxQuietWait", b.MaxQuietWait.D(), time.Second},
+		{"ConflictCooldown", b.ConflictCooldown.D(), 5 * time.Second},
+		{"CommitRetryTime", b.CommitRetryTime.D(), time.Minute},
+		{"SnapshotCount", *b.SnapshotCount, 100},
+		{"ManifestCount", *b.ManifestCount, 20},
+		{"HealthMaxSnapshots", *b.HealthMaxSnapshots, 150},
+		{"MaxGroupSize", *b.MaxGroupSize, 1 * GiB},
+		{"PartialProgressCommits", *b.PartialProgressCommits, 10},
+	} {
+		if tt.got != tt.want {
+			t.Errorf("Builtin().%s = %v (%T), want the documented %v (%T)", tt.field, tt.got, tt.got, tt.want, tt.want)
+		}
 	}
 	// Fresh copy each call: mutating one must not affect the next.
 	*b.MinInputFiles = 99
@@ -106,13 +133,6 @@ func TestBuiltinDefaults(t *testing.T) {
 	}
 	if err := (&Config{Defaults: Builtin()}).Validate(); err != nil {
 		t.Fatalf("built-in defaults do not validate: %v", err)
-	}
-	// Every Policy field is set by Builtin.
-	v := reflect.ValueOf(Builtin())
-	for i := range v.NumField() {
-		if v.Field(i).IsNil() {
-			t.Errorf("Builtin().%s is nil", v.Type().Field(i).Name)
-		}
 	}
 }
 
@@ -393,23 +413,24 @@ func TestUnknownFieldRejected(t *testing.T) {
 func TestDecodeErrors(t *testing.T) {
 	tests := []struct {
 		name, doc string
-		path      string // "" if the error is not a FieldError
+		field     bool   // the error is a *FieldError
+		path      string // its Path ("" is the document itself)
 		msg       string
 	}{
-		{"int type", "defaults:\n  min_input_files: abc\n", "defaults.min_input_files", `defaults.min_input_files: must be an integer, got "abc" (line 2, column 20)`},
-		{"int overflow", "defaults:\n  min_input_files: 99999999999999999999\n", "defaults.min_input_files", "defaults.min_input_files: out of range for an integer"},
-		{"float type", "tables:\n  - match: db.a\n    small_file_ratio: lots\n", "tables[0].small_file_ratio", `tables[0].small_file_ratio: must be a number, got "lots"`},
-		{"size unit", "tables:\n  - match: db.a\n  - match: db.b\n    target_file_size: 12XB\n", "tables[1].target_file_size", `tables[1].target_file_size: invalid size: unknown unit "XB"`},
-		{"size negative", "defaults:\n  max_group_size: -1GiB\n", "defaults.max_group_size", `defaults.max_group_size: invalid size: must not be negative, got "-1GiB" (line 2, column 19)`},
-		{"duration", "defaults:\n  cooldown: 30\n", "defaults.cooldown", "defaults.cooldown: invalid duration: missing unit"},
-		{"duration negative", "tables:\n  - match: db.a\n    quiet_period: -2s\n", "tables[0].quiet_period", `tables[0].quiet_period: invalid duration: must not be negative, got "-2s"`},
-		{"namespaces not a list", "namespaces: db\n", "namespaces", "namespaces: must be a list, got a string"},
-		{"defaults not a mapping", "defaults: [1]\n", "defaults", "defaults: must be a mapping, got a list"},
-		{"match not a string", "tables:\n  - match: [a]\n", "tables[0].match", "tables[0].match: must be a string"},
-		{"scalar document", "hello\n", "", "must be a mapping, got a string"},
-		{"duplicate key", "defaults:\n  cooldown: 1s\n  cooldown: 2s\n", "", `thresholds: invalid YAML at line 3, column 3: mapping key "cooldown" already defined`},
-		{"syntax", "defaults: {\n", "", "thresholds: invalid YAML at line 1"},
-		{"two documents", "defaults: {}\n---\ntables: []\n", "", "expected a single YAML document"},
+		{"int type", "defaults:\n  min_input_files: abc\n", true, "defaults.min_input_files", `defaults.min_input_files: must be an integer, got "abc" (line 2, column 20)`},
+		{"int overflow", "defaults:\n  min_input_files: 99999999999999999999\n", true, "defaults.min_input_files", "defaults.min_input_files: out of range for an integer"},
+		{"float type", "tables:\n  - match: db.a\n    small_file_ratio: lots\n", true, "tables[0].small_file_ratio", `tables[0].small_file_ratio: must be a number, got "lots"`},
+		{"size unit", "tables:\n  - match: db.a\n  - match: db.b\n    target_file_size: 12XB\n", true, "tables[1].target_file_size", `tables[1].target_file_size: invalid size: unknown unit "XB"`},
+		{"size negative", "defaults:\n  max_group_size: -1GiB\n", true, "defaults.max_group_size", `defaults.max_group_size: invalid size: must not be negative, got "-1GiB" (line 2, column 19)`},
+		{"duration", "defaults:\n  cooldown: 30\n", true, "defaults.cooldown", "defaults.cooldown: invalid duration: missing unit"},
+		{"duration negative", "tables:\n  - match: db.a\n    quiet_period: -2s\n", true, "tables[0].quiet_period", `tables[0].quiet_period: invalid duration: must not be negative, got "-2s"`},
+		{"namespaces not a list", "namespaces: db\n", true, "namespaces", "namespaces: must be a list, got a string"},
+		{"defaults not a mapping", "defaults: [1]\n", true, "defaults", "defaults: must be a mapping, got a list"},
+		{"match not a string", "tables:\n  - match: [a]\n", true, "tables[0].match", "tables[0].match: must be a string"},
+		{"scalar document", "hello\n", true, "", "must be a mapping, got a string"},
+		{"duplicate key", "defaults:\n  cooldown: 1s\n  cooldown: 2s\n", false, "", `thresholds: invalid YAML at line 3, column 3: mapping key "cooldown" already defined`},
+		{"syntax", "defaults: {\n", false, "", "thresholds: invalid YAML at line 1"},
+		{"two documents", "defaults: {}\n---\ntables: []\n", false, "", "expected a single YAML document"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -427,7 +448,7 @@ func TestDecodeErrors(t *testing.T) {
 				t.Errorf("error is not one line: %q", err)
 			}
 			var fe *FieldError
-			if errors.As(err, &fe) != (tt.path != "" || tt.name == "scalar document") {
+			if errors.As(err, &fe) != tt.field {
 				t.Fatalf("errors.As(%v, *FieldError) = %v", err, fe)
 			}
 			if fe != nil && fe.Path != tt.path {

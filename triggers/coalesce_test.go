@@ -39,8 +39,10 @@ type watchedCatalog struct {
 type gate struct {
 	afterLoad bool
 	entered   chan struct{} // closed when a load reaches the gate
+	left      chan struct{} // closed when a load leaves it (released, or its context ended)
 	release   chan struct{}
 	once      sync.Once
+	leftOnce  sync.Once
 }
 
 func newWatchedCatalog(inner catalog.Catalog) *watchedCatalog {
@@ -58,6 +60,7 @@ func (c *watchedCatalog) LoadTable(ctx context.Context, ident table.Identifier) 
 			return nil
 		}
 		g.once.Do(func() { close(g.entered) })
+		defer g.leftOnce.Do(func() { close(g.left) })
 		select {
 		case <-g.release:
 			return nil
@@ -80,7 +83,7 @@ func (c *watchedCatalog) LoadTable(ctx context.Context, ident table.Identifier) 
 }
 
 func (c *watchedCatalog) hold(name string, afterLoad bool) *gate {
-	g := &gate{afterLoad: afterLoad, entered: make(chan struct{}), release: make(chan struct{})}
+	g := &gate{afterLoad: afterLoad, entered: make(chan struct{}), left: make(chan struct{}), release: make(chan struct{})}
 	c.mu.Lock()
 	c.gates[name] = g
 	c.mu.Unlock()
@@ -198,9 +201,23 @@ func (r *eventRig) unacknowledged() uint64 {
 	return info.State.Msgs
 }
 
+// waitTimeout bounds every wait of these tests: a regression fails within
+// it instead of hanging until the test binary's deadline.
+const waitTimeout = time.Minute
+
+// waitClosed waits for ch to be closed, at most waitTimeout.
+func waitClosed(t *testing.T, ch <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(waitTimeout):
+		t.Fatalf("timed out after %s waiting for %s", waitTimeout, what)
+	}
+}
+
 func (r *eventRig) eventually(what string, cond func() bool) {
 	r.t.Helper()
-	for deadline := time.Now().Add(time.Minute); !cond(); time.Sleep(5 * time.Millisecond) {
+	for deadline := time.Now().Add(waitTimeout); !cond(); time.Sleep(5 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			r.t.Fatalf("timed out waiting for %s", what)
 		}
@@ -251,7 +268,7 @@ func TestBurstOfEventsForOneTableRefreshesOnce(t *testing.T) {
 	g := r.watched.hold("db.t", true)
 	lead := r.commit("t")
 	r.publish("t", lead)
-	<-g.entered // the lead event's refresh has loaded and is held
+	waitClosed(t, g.entered, "the lead event's refresh to load and be held")
 	const during = 20
 	later := make([]int64, during)
 	for i := range later {
@@ -276,15 +293,15 @@ func TestSlowCatalogLoadDoesNotDelayAnotherTable(t *testing.T) {
 	g := r.watched.hold("db.a", false)
 	idA := r.commit("a")
 	r.publish("a", idA)
-	<-g.entered
+	waitClosed(t, g.entered, "a's load to reach the gate")
 	for i := range 3 {
 		idB := r.commit("b")
 		r.publish("b", idB)
 		r.eventually(fmt.Sprintf("b's event %d applied", i), func() bool { return r.applied("b") == idB })
 	}
 	select {
-	case <-g.release:
-		t.Fatal("a's load was released before b's events were applied")
+	case <-g.left:
+		t.Fatal("a's load left the gate (released, or its context ended) before b's events were applied")
 	default:
 	}
 	if r.applied("a") != 0 {

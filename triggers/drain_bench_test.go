@@ -142,5 +142,12 @@ func ackOnly(b *testing.B, ctx context.Context, js jetstream.JetStream) func() {
 	if err != nil {
 		b.Fatal(err)
 	}
-	return func() { cc.Drain(); <-cc.Closed() }
+	return func() {
+		cc.Drain()
+		select {
+		case <-cc.Closed():
+		case <-time.After(time.Minute):
+			b.Fatal("the consumer did not close within 1m of Drain")
+		}
+	}
 }

@@ -51,8 +51,13 @@ func TestForwardedCopiesSurviveAStreamCreatedAgain(t *testing.T) {
 		t.Helper()
 		done := make(chan error, 1)
 		fwd.forward("notification", msg, 7, func(err error) { done <- err })
-		if err := <-done; err != nil {
-			t.Fatal(err)
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(time.Minute):
+			t.Fatal("timed out after 1m waiting for the forward to be acknowledged")
 		}
 	}
 

@@ -137,7 +137,11 @@ func publishAll(b *testing.B, ctx context.Context, js jetstream.JetStream, subje
 			if !errors.Is(err, jetstream.ErrTooManyStalledMsgs) {
 				b.Fatal(err)
 			}
-			<-js.PublishAsyncComplete()
+			select {
+			case <-js.PublishAsyncComplete():
+			case <-time.After(5 * time.Minute):
+				b.Fatal("the outstanding publishes did not complete")
+			}
 		}
 	}
 	select {
