@@ -21,7 +21,7 @@ var ErrConflict = errors.New("commit conflict")
 // validators wrap it), but the SQL catalog checks commit requirements before
 // its compare-and-swap and reports a concurrent commit as a plain
 // "requirement failed: branch "main" has changed: expected id X, found Y"
-// (pitfall 3 in DESIGN.md). Both mean the same thing here. Every other
+// (docs/design.md#pitfall-sql-conflicts). Both mean the same thing here. Every other
 // "requirement failed" (a schema or spec change underneath us) is not a
 // race we can win by retrying and is left alone.
 func Is(err error) bool {

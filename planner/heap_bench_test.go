@@ -23,8 +23,8 @@ import (
 // partition, then single-file appends), observed under n identifiers
 // (the same metadata and files, so only the planner's per-table state
 // differs), then the heap after a full GC, divided by n. The peer is the
-// issue's budget: 50 KB per idle 100-partition table (10,000 tables in
-// 1 GiB). Metrics are on (their per-table series are part of the cost).
+// budget of the scaling work: 50 KB per idle 100-partition table (10,000
+// tables in 1 GiB). Metrics are on (their per-table series are part of the cost).
 func BenchmarkIdleTableHeap(b *testing.B) {
 	for _, n := range []int{1_000, 10_000} {
 		b.Run(fmt.Sprintf("tables=%d", n), func(b *testing.B) {

@@ -481,10 +481,11 @@ func BenchmarkStateUpdate(b *testing.B) {
 
 // BenchmarkStateUpdateAfterManifestRewrite is the edge of "only new
 // manifests are read": a RewriteManifests snapshot (what a manifest
-// maintenance job commits; pitfall 5 in DESIGN.md) writes new manifests
-// that hold every live entry as EXISTING. Each iteration commits one file
-// and applies its event (untimed), rewrites the manifests into fewer ones
-// (untimed), then times decode + Apply of the rewrite's event.
+// maintenance job commits; docs/design.md#pitfall-manifests-dominate)
+// writes new manifests that hold every live entry as EXISTING. Each
+// iteration commits one file and applies its event (untimed), rewrites the
+// manifests into fewer ones (untimed), then times decode + Apply of the
+// rewrite's event.
 func BenchmarkStateUpdateAfterManifestRewrite(b *testing.B) {
 	parts := partitionNames(100)
 	for _, files := range []int{1_000, 100_000} {

@@ -237,8 +237,8 @@ func TestSchedulingDecisions(t *testing.T) {
 
 // When compaction and the manifest rewrite are due at once, the manifest
 // rewrite runs first: every commit reads the manifest list, and a rewrite
-// on few manifests is what makes the compaction's commit cheap (DESIGN.md
-// pitfall 5). Compaction follows; a no-op rewrite is not repeated until the
+// on few manifests is what makes the compaction's commit cheap
+// (docs/design.md#pitfall-manifests-dominate). Compaction follows; a no-op rewrite is not repeated until the
 // manifest count changes.
 func TestManifestRewriteBeforeCompaction(t *testing.T) {
 	f := newSchedFixture(t, schedYAML+"  manifest_count: 4\n")

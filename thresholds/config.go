@@ -238,7 +238,8 @@ type Policy struct {
 	// hour of a streaming table) is compacted anyway once it has waited this
 	// long. Default 1s: a streaming partition written every second never
 	// cools, and each second it waits is another file a reader opens (at
-	// 10m a 5 commits/s table gathered hundreds per partition, issue 13);
+	// 10m a 5 commits/s table gathered hundreds per partition in the soak
+	// benchmark, docs/design.md#streaming-targets);
 	// the tier rule keeps compacting it early cheap. 0 waits indefinitely;
 	// must be >= 0.
 	MaxQuietWait *Duration `yaml:"max_quiet_wait"`

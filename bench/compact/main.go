@@ -1,4 +1,4 @@
-// Command compact is reactor's compaction throughput benchmark (issue 16):
+// Command compact is reactor's compaction throughput benchmark:
 // one partition of small zstd Parquet files rewritten into target-sized
 // files by reactor's compaction job and, in the same run, by the limit — a
 // plain arrow-go pqarrow program that reads the same files and writes them

@@ -42,7 +42,7 @@ type config struct {
 
 const usageText = `Usage: go run ./bench/replicas [flags]
 
-Replica benchmark (issue 14): for each count in -replicas, a fresh NATS
+Replica benchmark: for each count in -replicas, a fresh NATS
 server (embedded here, on a random loopback port) and SQLite catalog, -tables
 tables each written by a paced streaming writer (commit events through
 JetStream), and that many reactor replicas, each its own process running
@@ -59,7 +59,7 @@ compared with what its writer wrote. It writes summary.txt and one log per
 replica under -out. Exit status 1 when rows differ or the run failed; a
 missed target is a result, not a failure.
 
-Issue 14's measurement:
+The measurement in BENCHMARKS.md (section 15):
   go run ./bench/replicas -replicas 1,2,3 -tables 200 -rate 0.2 -duration 2m -out replicas-200
   go run ./bench/replicas -smoke              # 2 replicas, 8 tables, 15 s window, kill (~45 s)
 

@@ -1,4 +1,4 @@
-// Command replicas is reactor's replica benchmark (issue 14): 1, 2 and 3
+// Command replicas is reactor's replica benchmark: 1, 2 and 3
 // reactor replicas, each a process of its own with its own --replica
 // name, on one NATS server and one SQLite catalog, over many tables under
 // a steady writer load. From the job events (which name the replica) it

@@ -29,7 +29,7 @@ func TestParseConfig(t *testing.T) {
 		check   func(t *testing.T, c config)
 		wantErr string
 	}{
-		{name: "defaults are issue 14's measurement", args: []string{"-out", dir}, check: func(t *testing.T, c config) {
+		{name: "defaults are the replica measurement of BENCHMARKS.md", args: []string{"-out", dir}, check: func(t *testing.T, c config) {
 			if len(c.replicas) != 3 || c.replicas[2] != 3 || c.tables != 200 || c.rate != 0.2 || c.leaseTTL != 5*time.Second || !c.kill {
 				t.Errorf("config = %+v", c)
 			}

@@ -54,10 +54,10 @@ compacted, bytes rewritten over bytes written, the writer's commit latency,
 reactor's CPU and its jobs by kind and outcome. It writes samples.csv,
 tables.csv, soak.png, summary.txt and reactor.log to -out, checks every
 table's rows and checksum at the end, and prints the summary against the
-targets of issue 13. Exit status 1 when the rows do not match or the run
+streaming targets (docs/design.md#streaming-targets). Exit status 1 when the rows do not match or the run
 failed; a missed target is a result, not a failure.
 
-Scenarios of issue 13:
+The streaming scenarios:
   go run ./bench/soak -rate 5 -partitions 8 -duration 15m -out soak-5x1
   go run ./bench/soak -rate 20 -partitions 8 -duration 5m -out soak-20x1
   go run ./bench/soak -rate 1 -tables 20 -partitions 8 -duration 10m -out soak-1x20

@@ -1,7 +1,8 @@
-// Command soak is reactor's soak benchmark (issue 13): a streaming writer at
+// Command soak is reactor's soak benchmark: a streaming writer at
 // a steady rate against reactor running as reactor run wires it, sampled
 // every few seconds for read, write and metadata amplification, commit
-// latency, reactor's CPU and its jobs, against the issue's targets. See
+// latency, reactor's CPU and its jobs, against the streaming targets
+// (docs/design.md#streaming-targets). See
 // BENCHMARKS.md for the scenarios and results; `go run ./bench/soak -h` for
 // the flags.
 //

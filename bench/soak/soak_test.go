@@ -34,7 +34,7 @@ func TestParseConfig(t *testing.T) {
 		check   func(t *testing.T, c config)
 		wantErr string
 	}{
-		{name: "defaults are issue 13's first scenario", args: []string{"-out", dir}, check: func(t *testing.T, c config) {
+		{name: "defaults are the first streaming scenario", args: []string{"-out", dir}, check: func(t *testing.T, c config) {
 			if c.rate != 5 || c.partitions != 8 || c.tables != 1 || c.rows != 100 || c.duration != 15*time.Minute || c.warmup != 2*time.Minute {
 				t.Errorf("config = %+v", c)
 			}
@@ -114,7 +114,7 @@ func TestSoakShort(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"OK       soak.events", "targets (issue 13)", "live data files <=", "full scan <=",
+	for _, want := range []string{"OK       soak.events", "targets (docs/design.md#streaming-targets)", "live data files <=", "full scan <=",
 		"snapshots <=", "data manifests <=", "writer commit p50", "no job gave up", "write amplification <="} {
 		if !strings.Contains(string(summary), want) {
 			t.Errorf("summary lacks %q:\n%s", want, summary)

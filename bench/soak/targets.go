@@ -12,7 +12,7 @@ import (
 	"github.com/icereactor/reactor/probe"
 )
 
-// Issue 13's targets.
+// The streaming targets (docs/design.md#streaming-targets).
 const (
 	targetScanRatio    = 1.5 // full scan vs the compacted copy
 	targetLatencyRatio = 1.5 // commit p50, last window vs first
@@ -273,7 +273,7 @@ func (s *soak) summary(checks []rowCheck, interrupted bool) string {
 	fmt.Fprintf(&b, "last sample: %d live data files (ideal %d), %d snapshots, %d data manifests, %d data files on disk\n",
 		end.DataFiles, end.IdealFiles, end.SnapshotsMax, end.ManifestsMax, end.DiskDataFiles)
 
-	fmt.Fprintf(&b, "\ntargets (issue 13), on the %d samples after the first %s:\n", countAfter(s.samples, s.cfg.warmup), s.cfg.warmup)
+	fmt.Fprintf(&b, "\ntargets (docs/design.md#streaming-targets), on the %d samples after the first %s:\n", countAfter(s.samples, s.cfg.warmup), s.cfg.warmup)
 	met, total := 0, 0
 	for _, v := range s.verdicts() {
 		fmt.Fprintln(&b, v)

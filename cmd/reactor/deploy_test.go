@@ -3,7 +3,7 @@ package main
 // Tests of what can be tested of the deployment files without Docker or
 // Kubernetes: they parse, every REACTOR_* variable they set is one the
 // command the container runs knows, the thresholds files they mount
-// validate, and the settings the issue asked for (probes, non-root,
+// validate, and the settings a deployment needs (probes, non-root,
 // directory mounts, static build) are there. Plus `reactor write` against
 // embedded NATS and the embedded catalog.
 

@@ -179,7 +179,7 @@ def scenario_maintenance(work, tools, opts):
         results["compact"] = counts(r)
         results["after_compact"] = check_metadata(spark, table, "after reactor compact", expect_reactor_head=True)
 
-        # -- SORT STEP (issue 6) -------------------------------------------
+        # -- SORT STEP (sort and z-order rewrites) --------------------------
         results["sort"] = step_sort(spark, env, table, ident, exp, opts)
 
         # -- reactor expiry ------------------------------------------------
@@ -246,7 +246,7 @@ def scenario_maintenance(work, tools, opts):
 
 
 def step_sort(spark, env, table, ident, exp, opts):
-    """The sort step (issue 6): reactor compact --strategy sort, then the
+    """The sort step: reactor compact --strategy sort, then the
     rows compared, the metadata checked, and the rows of every data file
     checked to be in the order (read through Iceberg's _file and _pos
     metadata columns). Spark runs the same job rendered by sparkcall later

@@ -1,5 +1,5 @@
 """Scenario spark_connect: reactor decides, Spark executes, through Spark
-Connect (issue 17).
+Connect (the Spark backend).
 
 A Spark Connect server is started from the installed pyspark (the pip
 package ships the server jar, jars/spark-connect_2.13-*.jar, and
