@@ -158,7 +158,11 @@ func newRunFixture(t *testing.T, sparkDoc string) *runFixture {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	met := metrics.New()
 	f := &runFixture{t: t, cat: cat, met: met, job: job}
-	f.spark = &fakeSpark{t: t, cat: cat, job: job, exec: executor.New(cat, log, metrics.New())}
+	exec, err := executor.New(executor.Options{Catalog: cat, Logger: log, Metrics: metrics.New()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.spark = &fakeSpark{t: t, cat: cat, job: job, exec: exec}
 	f.runner = New(Options{Catalog: cat, CatalogName: "lake", Config: cfg, Logger: log, Metrics: met, Dial: f.spark.dial,
 		interruptEvery: time.Millisecond})
 	return f
@@ -299,7 +303,12 @@ func TestRunShutdownInterrupts(t *testing.T) {
 		res, _, _ := f.runner.Run(ctx, f.job, func() { cancel() })
 		done <- res
 	}()
-	res := <-done
+	var res planner.Result
+	select {
+	case res = <-done:
+	case <-time.After(time.Minute):
+		t.Fatal("timed out after 1m waiting for the shut-down job to end")
+	}
 	if res.Outcome != planner.Failed || !strings.Contains(fmt.Sprint(res.Err), "interrupted (shutdown)") {
 		t.Fatalf("outcome %s: %v", res.Outcome, res.Err)
 	}

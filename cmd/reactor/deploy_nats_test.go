@@ -248,7 +248,7 @@ func TestNATSPermissionsExampleOnARealServer(t *testing.T) {
 		runDone <- execute(ctx, []string{"run", "--nats-url", urlFor("reactor"), "--data-dir", dir, "--thresholds", thresholdsFile,
 			"--http-addr", ""}, &syncBuffer{}, &runErr)
 	}()
-	defer func() { cancel(); <-runDone }()
+	defer func() { cancel(); within(t, runDone, time.Minute, "reactor run to return after its context ended") }()
 	waitFor(t, "reactor running", func() bool { return strings.Contains(runErr.String(), "reactor running") }, &runErr)
 
 	monitor := connectAs(t, urlFor("monitor"))

@@ -67,7 +67,7 @@ func runCommand(t *testing.T, args []string, until string) (code int, stdout, st
 			return code, out.String(), errOut.String(), ""
 		case <-deadline:
 			cancel()
-			return <-done, out.String(), errOut.String(), ""
+			return within(t, done, time.Minute, "the command to return after its context ended"), out.String(), errOut.String(), ""
 		case <-time.After(20 * time.Millisecond):
 		}
 		if until != "" && strings.Contains(errOut.String(), until) {
@@ -86,7 +86,7 @@ func runCommand(t *testing.T, args []string, until string) (code int, stdout, st
 				}
 			}
 			cancel()
-			return <-done, out.String(), errOut.String(), addr
+			return within(t, done, time.Minute, "the command to return after its context ended"), out.String(), errOut.String(), addr
 		}
 	}
 }

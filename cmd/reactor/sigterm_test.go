@@ -115,7 +115,7 @@ func TestSIGTERMDuringCompaction(t *testing.T) {
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	err = <-exited
+	err = within(t, exited, time.Minute, "reactor to exit after SIGTERM (shutdown grace 20s)")
 	logs := stderr.String()
 	if err != nil {
 		var exit *exec.ExitError

@@ -90,7 +90,11 @@ func (pw *pausableWriter) count() int {
 func (pw *pausableWriter) finish() error {
 	pw.pause()
 	pw.stop()
-	<-pw.done
+	select {
+	case <-pw.done:
+	case <-time.After(time.Minute):
+		return fmt.Errorf("the writer did not stop within %s", time.Minute)
+	}
 	return pw.err
 }
 
