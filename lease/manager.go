@@ -2,20 +2,18 @@ package lease
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/fnv"
 	"log/slog"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/icereactor/reactor/metrics"
@@ -45,8 +43,12 @@ type Options struct {
 	// expired, and one that takes over a lease that expired (rather than
 	// one released to it) waits TTL/3 before running jobs.
 	TTL time.Duration
-	// Replica names this process in the bucket (default: host name and a
-	// random suffix, so a restarted pod is a new replica).
+	// Replica names this process in the bucket (default: the host name,
+	// a pod's name on Kubernetes). It must be stable across restarts of
+	// one replica and unique among live processes: a restart under the
+	// same name resumes the predecessor's shards at once once it is
+	// provably gone, and a second live process under a name in use takes
+	// no shards (Refused says why).
 	Replica string
 	// KVReplicas is the bucket stream's replica count on a clustered NATS
 	// (default 1).
@@ -81,7 +83,7 @@ func (o *Options) defaults() {
 		o.TTL = DefaultTTL
 	}
 	if o.Replica == "" {
-		o.Replica = DefaultReplicaID()
+		o.Replica = DefaultReplicaName()
 	}
 	if o.KVReplicas <= 0 {
 		o.KVReplicas = 1
@@ -92,17 +94,6 @@ func (o *Options) defaults() {
 	if o.Metrics == nil {
 		o.Metrics = metrics.New()
 	}
-}
-
-// DefaultReplicaID is the host name (a pod's name) and a random suffix.
-func DefaultReplicaID() string {
-	host, err := os.Hostname()
-	if err != nil || host == "" {
-		host = "reactor"
-	}
-	var b [4]byte
-	_, _ = rand.Read(b[:])
-	return sanitize(host) + "-" + hex.EncodeToString(b[:])
 }
 
 // sanitize keeps a name usable in a KV key.
@@ -120,16 +111,24 @@ func sanitize(s string) string {
 type leaseValue struct {
 	Replica string `json:"replica"`
 	Shards  int    `json:"shards"`
+	// Incarnation and Started name this process's run of the replica;
+	// a value without them was written by a reactor that cannot be asked
+	// whether it is alive.
+	Incarnation string    `json:"incarnation,omitempty"`
+	Started     time.Time `json:"started,omitzero"`
 }
 
 // Manager holds this replica's shard leases.
 type Manager struct {
-	opts   Options
-	kv     jetstream.KeyValue
-	log    *slog.Logger
-	met    *metrics.Metrics
-	value  []byte
-	margin time.Duration
+	opts        Options
+	kv          jetstream.KeyValue
+	nc          *nats.Conn
+	log         *slog.Logger
+	met         *metrics.Metrics
+	value       []byte
+	margin      time.Duration
+	incarnation string
+	alive       *nats.Subscription
 
 	mu   sync.Mutex
 	held map[int]*heldShard
@@ -143,8 +142,16 @@ type Manager struct {
 	// paused stops renewals (tests: a replica cut off from NATS).
 	paused  bool
 	stopped bool
+	// memberRev is this incarnation's member key revision once it has
+	// claimed the name (0 before, or after it was superseded).
+	memberRev uint64
+	// refused says why this replica holds nothing (see Refused).
+	refused error
+	// superseded: the watcher saw another incarnation take the name.
+	superseded bool
 
 	wake     chan struct{}
+	renewNow chan struct{}
 	handlerQ chan func(context.Context)
 	ctx      context.Context
 	cancel   context.CancelFunc
@@ -161,6 +168,9 @@ type heldShard struct {
 	// jobsFrom: a lease taken over after it expired runs no job before.
 	jobsFrom  time.Time
 	releasing bool
+	// epoch is the connection's reconnect count when the lease was last
+	// renewed: a commit needs the same connection still up.
+	epoch uint64
 }
 
 func shardKey(shard int) string { return "shard." + strconv.Itoa(shard) }
@@ -183,12 +193,15 @@ func Start(ctx context.Context, js jetstream.JetStream, opts Options) (*Manager,
 	if err != nil {
 		return nil, fmt.Errorf("lease bucket %s: %w", opts.Bucket, err)
 	}
-	value, _ := json.Marshal(leaseValue{Replica: opts.Replica, Shards: opts.Shards})
+	incarnation := newIncarnation()
+	value, _ := json.Marshal(leaseValue{Replica: opts.Replica, Shards: opts.Shards, Incarnation: incarnation,
+		Started: time.Now().UTC().Truncate(time.Millisecond)})
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	m := &Manager{opts: opts, kv: kv, log: opts.Logger.With("replica", opts.Replica), met: opts.Metrics, value: value,
+	m := &Manager{opts: opts, kv: kv, nc: js.Conn(), log: opts.Logger.With("replica", opts.Replica, "incarnation", incarnation),
+		met: opts.Metrics, value: value, incarnation: incarnation,
 		margin: opts.TTL / 3, held: map[int]*heldShard{}, view: map[string]jetstream.KeyValueEntry{},
-		expired: map[int]bool{}, wake: make(chan struct{}, 1), handlerQ: make(chan func(context.Context), 1024),
-		ctx: runCtx, cancel: cancel}
+		expired: map[int]bool{}, wake: make(chan struct{}, 1), renewNow: make(chan struct{}, 1),
+		handlerQ: make(chan func(context.Context), 1024), ctx: runCtx, cancel: cancel}
 	m.met.LeaseShards.Set(float64(opts.Shards))
 	if m.watcher, err = kv.WatchAll(runCtx); err != nil {
 		cancel()
@@ -212,15 +225,27 @@ func Start(ctx context.Context, js jetstream.JetStream, opts Options) (*Manager,
 		m.stop()
 		return nil, err
 	}
-	if _, err := kv.Put(ctx, memberKey(opts.Replica), value); err != nil {
-		m.stop()
-		return nil, fmt.Errorf("announce replica %s: %w", opts.Replica, err)
+	// Answer liveness questions before claiming the name: a process
+	// started under the same name a moment later must find this one.
+	if m.nc != nil {
+		if m.alive, err = m.nc.Subscribe(aliveSubject(opts.Bucket, opts.Replica, incarnation), m.answer); err == nil {
+			err = m.nc.FlushTimeout(opts.TTL / 5)
+		}
+		if err != nil {
+			m.stop()
+			return nil, fmt.Errorf("replica %s: answer liveness questions on %s: %w", opts.Replica,
+				aliveSubject(opts.Bucket, opts.Replica, incarnation), err)
+		}
 	}
-	m.reconcile(ctx)
 	m.wg.Add(3)
 	go m.watch()
-	go m.loop()
 	go m.handle()
+	m.tryJoin(ctx)
+	m.reconcile(ctx)
+	go m.loop()
+	if err := m.Refused(); err != nil {
+		return m, nil
+	}
 	m.log.Info("table leases: replica joined", "bucket", opts.Bucket, "shards", opts.Shards, "ttl", opts.TTL,
 		"held", m.HeldCount(), "members", len(m.members()))
 	return m, nil
@@ -305,6 +330,14 @@ func (m *Manager) CommitDeadline(table string) (time.Time, error) {
 	h, ok := m.held[shard]
 	if !ok {
 		return time.Time{}, fmt.Errorf("%w: %s (shard %d is not this replica's)", ErrLeaseLost, table, shard)
+	}
+	if !m.connected(h.epoch) {
+		select {
+		case m.renewNow <- struct{}{}:
+		default:
+		}
+		return time.Time{}, fmt.Errorf("%w: %s (shard %d: the NATS connection dropped since its last renewal; renewing first)",
+			ErrLeaseLost, table, shard)
 	}
 	if left := time.Until(h.validUntil); left < m.margin {
 		return time.Time{}, fmt.Errorf("%w: %s (shard %d's lease not renewed: %s left, a commit needs %s)",

@@ -6,6 +6,7 @@ package lease
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,6 +20,9 @@ func (m *Manager) observe(e jetstream.KeyValueEntry) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	key := e.Key()
+	if _, ok := m.supersededBy(e); ok && m.memberRev != 0 {
+		m.superseded = true
+	}
 	switch e.Operation() {
 	case jetstream.KeyValuePut:
 		m.view[key] = e
@@ -81,8 +85,14 @@ func (m *Manager) loop() {
 			return
 		case <-t.C:
 			m.renew(m.ctx)
+			if m.Refused() != nil {
+				m.tryJoin(m.ctx)
+			}
+		case <-m.renewNow:
+			m.renew(m.ctx)
 		case <-m.wake:
 		}
+		m.standDownIfSuperseded()
 		m.reconcile(m.ctx)
 	}
 }
@@ -133,7 +143,7 @@ func (m *Manager) renew(ctx context.Context) {
 		if !ok {
 			continue
 		}
-		sent := time.Now()
+		sent, epoch := time.Now(), m.epoch()
 		rctx, cancel := context.WithTimeout(ctx, m.opts.TTL/5)
 		newRev, err := m.kv.Update(rctx, shardKey(s), m.value, rev)
 		cancel()
@@ -142,7 +152,7 @@ func (m *Manager) renew(ctx context.Context) {
 		switch {
 		case !ok:
 		case err == nil:
-			h.rev, h.validUntil = newRev, sent.Add(m.opts.TTL)
+			h.rev, h.validUntil, h.epoch = newRev, sent.Add(m.opts.TTL), epoch
 		case errors.Is(err, jetstream.ErrKeyExists), errors.Is(err, jetstream.ErrKeyNotFound),
 			errors.Is(err, jetstream.ErrKeyRevisionMismatch), errors.Is(err, jetstream.ErrKeyDeleted):
 			delete(m.held, s)
@@ -153,11 +163,85 @@ func (m *Manager) renew(ctx context.Context) {
 		}
 		m.mu.Unlock()
 	}
-	if _, err := m.kv.Put(ctx, memberKey(m.opts.Replica), m.value); err != nil && ctx.Err() == nil {
-		m.log.Warn("replica announcement not renewed; retrying", "error", err)
-	}
+	m.renewMember(ctx)
 	m.lose(lost, "taken over by another replica")
 	m.expireLapsed()
+}
+
+// renewMember renews this incarnation's member key at the revision it
+// wrote: a newer incarnation that took the name makes it fail, and this
+// one stands down instead of writing the name back.
+func (m *Manager) renewMember(ctx context.Context) {
+	m.mu.Lock()
+	rev := m.memberRev
+	m.mu.Unlock()
+	if rev == 0 {
+		return
+	}
+	newRev, err := m.kv.Update(ctx, memberKey(m.opts.Replica), m.value, rev)
+	switch {
+	case err == nil:
+		m.mu.Lock()
+		if m.memberRev == rev {
+			m.memberRev = newRev
+		}
+		m.mu.Unlock()
+	case errors.Is(err, jetstream.ErrKeyExists), errors.Is(err, jetstream.ErrKeyRevisionMismatch):
+		m.mu.Lock()
+		m.superseded = true
+		m.mu.Unlock()
+	case errors.Is(err, jetstream.ErrKeyNotFound), errors.Is(err, jetstream.ErrKeyDeleted):
+		// Expired (renewals did not land for a TTL): announce again.
+		if newRev, err := m.kv.Create(ctx, memberKey(m.opts.Replica), m.value); err == nil {
+			m.mu.Lock()
+			m.memberRev = newRev
+			m.mu.Unlock()
+		}
+	default:
+		if ctx.Err() == nil {
+			m.log.Warn("replica announcement not renewed; retrying", "error", err)
+		}
+	}
+}
+
+// tryJoin claims the name (see join) and records why not.
+func (m *Manager) tryJoin(ctx context.Context) {
+	err := m.join(ctx)
+	m.mu.Lock()
+	before := m.refused
+	m.refused = err
+	m.mu.Unlock()
+	switch {
+	case err == nil && before != nil:
+		m.log.Info("replica name claimed: taking table leases", "previously", before.Error())
+	case err != nil && (before == nil || before.Error() != err.Error()):
+		if errors.Is(err, ErrNameInUse) {
+			m.log.Error("this process takes no tables: its replica name is in use", "error", err)
+		} else {
+			m.log.Warn("this process takes no tables yet", "error", err)
+		}
+	}
+}
+
+// standDownIfSuperseded gives up everything once a newer incarnation has
+// claimed the name: it found this one unreachable and adopted its shards.
+func (m *Manager) standDownIfSuperseded() {
+	m.mu.Lock()
+	if !m.superseded {
+		m.mu.Unlock()
+		return
+	}
+	m.superseded = false
+	m.memberRev = 0
+	m.refused = fmt.Errorf("%w: another process runs as %q now (it found this one gone from NATS, or silent until its leases expired)", ErrSuperseded, m.opts.Replica)
+	lost := make([]int, 0, len(m.held))
+	for s := range m.held {
+		delete(m.held, s)
+		lost = append(lost, s)
+	}
+	m.mu.Unlock()
+	m.log.Error("this process takes no tables: a newer incarnation of its replica took over", "error", m.Refused())
+	m.lose(lost, "a newer incarnation of this replica took them over")
 }
 
 // expireLapsed drops leases whose renewals did not land in time.

@@ -56,7 +56,7 @@ func share(shards int, members []string, me string) int {
 // is over it.
 func (m *Manager) reconcile(ctx context.Context) {
 	m.mu.Lock()
-	if m.stopped || m.paused {
+	if m.stopped || m.paused || m.memberRev == 0 {
 		m.mu.Unlock()
 		return
 	}
@@ -105,7 +105,7 @@ func (m *Manager) reconcile(ctx context.Context) {
 		m.mu.Lock()
 		wasExpired := m.expired[s] // before our own Put clears it
 		m.mu.Unlock()
-		sent := time.Now()
+		sent, epoch := time.Now(), m.epoch()
 		rev, err := m.kv.Create(ctx, shardKey(s), m.value)
 		if err != nil {
 			if !errors.Is(err, jetstream.ErrKeyExists) && ctx.Err() == nil {
@@ -114,7 +114,7 @@ func (m *Manager) reconcile(ctx context.Context) {
 			continue
 		}
 		m.mu.Lock()
-		h := &heldShard{rev: rev, validUntil: sent.Add(m.opts.TTL)}
+		h := &heldShard{rev: rev, validUntil: sent.Add(m.opts.TTL), epoch: epoch}
 		if wasExpired {
 			// Its last owner may have lost it without knowing yet: it
 			// stops committing m.margin before the lease could expire,
@@ -242,10 +242,14 @@ func (m *Manager) Release(ctx context.Context) {
 		shards = append(shards, s)
 	}
 	m.stopped = true
+	memberRev := m.memberRev
 	m.mu.Unlock()
 	m.deleteLeases(ctx, shards)
-	if err := m.kv.Delete(ctx, memberKey(m.opts.Replica)); err != nil {
-		m.log.Warn("replica announcement not deleted; it expires on its own", "error", err)
+	if memberRev != 0 {
+		// At the revision this incarnation wrote: never a successor's key.
+		if err := m.kv.Delete(ctx, memberKey(m.opts.Replica), jetstream.LastRevision(memberRev)); err != nil {
+			m.log.Warn("replica announcement not deleted; it expires on its own", "error", err)
+		}
 	}
 	m.stop()
 }
@@ -260,6 +264,9 @@ func (m *Manager) Stop() {
 }
 
 func (m *Manager) stop() {
+	if m.alive != nil {
+		_ = m.alive.Unsubscribe()
+	}
 	m.cancel()
 	if m.watcher != nil {
 		_ = m.watcher.Stop()

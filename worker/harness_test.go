@@ -42,6 +42,9 @@ type harness struct {
 	bucket  string
 	// workerCfg adjusts the worker's configuration before each start.
 	workerCfg func(*Config)
+	// started counts the workers started: each gets a replica name of
+	// its own unless workerCfg names it (one test process, one host name).
+	started int
 }
 
 type syncBuffer struct {
@@ -143,6 +146,10 @@ func (h *harness) start() *Worker {
 	}
 	if h.workerCfg != nil {
 		h.workerCfg(&wc)
+	}
+	h.started++
+	if wc.Leases.Replica == "" {
+		wc.Leases.Replica = fmt.Sprintf("worker-%d", h.started)
 	}
 	w, err := Start(h.ctx, wc)
 	if err != nil {

@@ -16,11 +16,17 @@ import (
 // none).
 func (w *Worker) HTTPAddr() string { return w.httpAddr }
 
-// Ready reports whether the worker can do its work: connected to NATS and
-// able to reach the catalog.
+// Ready reports whether the worker can do its work: connected to NATS,
+// allowed to take tables (its replica name not held by another live
+// process) and able to reach the catalog.
 func (w *Worker) Ready(ctx context.Context) error {
 	if conn, _, _ := w.link(); conn == nil || !conn.IsConnected() {
 		return errors.New("not connected to NATS")
+	}
+	if m := w.leaseManager(); m != nil {
+		if err := m.Refused(); err != nil {
+			return fmt.Errorf("holding no tables: %w", err)
+		}
 	}
 	if _, err := w.Catalog.ListNamespaces(ctx, nil); err != nil {
 		return fmt.Errorf("catalog unreachable: %w", redact.Error(err))

@@ -14,8 +14,8 @@ import (
 // LeaseConfig configures how replicas share the tables (package lease).
 // Zero values take the lease package's defaults.
 type LeaseConfig struct {
-	// Replica names this process among the replicas (default: host name
-	// and a random suffix).
+	// Replica names this process among the replicas (default: the host
+	// name); see lease.Options.Replica.
 	Replica string
 	// TTL: a killed replica's tables are owned again within about this
 	// long (default 15s).
