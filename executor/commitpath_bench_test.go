@@ -36,7 +36,7 @@ func BenchmarkRetryAttempt(b *testing.B) {
 			b.Run(fmt.Sprintf("snapshots=%d/%s", history, path), func(b *testing.B) {
 				exec := f.exec
 				if path == "replay" {
-					exec = executor.New(f.icat, nil, nil)
+					exec = newExecutor(b, executor.Options{Catalog: f.icat})
 					executor.ReplayCommits(exec)
 				}
 				var retry, writer time.Duration
@@ -139,7 +139,7 @@ func BenchmarkPacedWriterRace(b *testing.B) {
 		extra := growHistory(b, f, history)
 		for _, path := range []string{"staged+events", "staged", "replay"} {
 			b.Run(fmt.Sprintf("snapshots=%d/%s", history, path), func(b *testing.B) {
-				exec := executor.New(f.icat, slog.New(slog.DiscardHandler), nil)
+				exec := newExecutor(b, executor.Options{Catalog: f.icat, Logger: slog.New(slog.DiscardHandler)})
 				if path == "replay" {
 					executor.ReplayCommits(exec)
 				}

@@ -122,13 +122,12 @@ func newWideTable(t *testing.T, props iceberg.Properties, icebergWriter bool, fi
 		t.Fatal(err)
 	}
 	log := slog.New(slog.DiscardHandler)
-	e := executor.New(cat, log, metrics.New())
+	var e *executor.Executor
 	if icebergWriter {
+		e = newExecutor(t, executor.Options{Catalog: cat, Logger: log, Metrics: metrics.New()})
 		executor.UseIcebergWriter(e)
 	} else {
-		if err := e.Configure(executor.Options{Concurrency: 3}); err != nil {
-			t.Fatal(err)
-		}
+		e = newExecutor(t, executor.Options{Catalog: cat, Logger: log, Metrics: metrics.New(), Concurrency: 3})
 		executor.PoisonFreedBuffers(e)
 	}
 	return &wideTable{t: t, ctx: ctx, cat: cat, exec: e}

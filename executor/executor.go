@@ -4,17 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	iofs "io/fs"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"time"
 
-	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog"
-	iceio "github.com/apache/iceberg-go/io"
-	"github.com/apache/iceberg-go/table"
-	"github.com/apache/iceberg-go/table/compaction"
 
-	"github.com/icereactor/reactor/conflict"
 	"github.com/icereactor/reactor/metrics"
 	"github.com/icereactor/reactor/planner"
 )
@@ -32,7 +28,7 @@ type Executor struct {
 	// replayCommits sends every data rewrite through commitBatchReplay
 	// (benchmarks compare the two paths).
 	replayCommits bool
-	// guard, when set, is asked before every commit (SetCommitGuard).
+	// guard, when set, is asked before every commit (Options.CommitGuard).
 	guard CommitGuard
 	// referenceMaxAge: see the constant (tests set 0: re-read before
 	// every delete).
@@ -45,18 +41,6 @@ type Executor struct {
 	// hist are the tables' history indexes (references.go); nil: every
 	// question walks the whole history.
 	hist *histories
-}
-
-// New creates an executor committing through cat.
-func New(cat catalog.Catalog, log *slog.Logger, met *metrics.Metrics) *Executor {
-	if log == nil {
-		log = slog.Default()
-	}
-	if met == nil {
-		met = metrics.New()
-	}
-	return &Executor{cat: cat, log: log, met: met, referenceMaxAge: referenceMaxAge, tokens: newTokens(1), sortSlot: newTokens(1),
-		hist: newHistories(defaultHistoryBytes)}
 }
 
 // Report is what a job did, in the terms the Spark procedures report
@@ -187,311 +171,180 @@ func RecordFinished(log *slog.Logger, met *metrics.Metrics, job planner.Job, res
 	}
 }
 
-// rewriter is how a data rewrite plans its groups and writes one group:
-// bin-pack (iceberg-go's compaction planner and writer) or sort. Both share
-// the rest: batches, commit validation and retries, cleanup.
-type rewriter struct {
-	plan  func(ctx context.Context, tbl *table.Table, job planner.Job) ([]table.CompactionTaskGroup, int, error)
-	write groupWriter
-	// props are extra snapshot summary properties of the commits.
-	props iceberg.Properties
+// Count is one named result count.
+type Count struct {
+	Name  string
+	Value int64
 }
 
-func (e *Executor) compact(ctx context.Context, log *slog.Logger, job planner.Job) (planner.Result, Report) {
-	var planned []table.CompactionTaskGroup
-	res, rep := e.rewrite(ctx, log, job, rewriter{
-		plan: func(ctx context.Context, tbl *table.Table, job planner.Job) ([]table.CompactionTaskGroup, int, error) {
-			groups, skipped, err := planGroups(ctx, tbl, job)
-			planned = groups
-			return groups, skipped, err
-		},
-		write: e.compactionGroupWriter(job.Settings.TargetFileSize, e.newJobPool()),
-	})
-	res.NothingToDo = idlePartitions(job, planned, "no rewrite group: no set of files whose rewrite would change the partition "+
-		"(candidates fewer than min_input_files, or one file with no delete applying)")
-	return e.dropDeadDeletes(ctx, log, job, res, rep)
+// ProcedureCounts returns the report as the result columns of the Spark
+// procedure equivalent to the job's kind, in the procedure's order, so that
+// reactor's numbers read like the ones users compare them with
+// (rewrite_data_files, expire_snapshots, remove_orphan_files,
+// rewrite_manifests).
+func (r Report) ProcedureCounts(kind planner.JobKind) []Count {
+	switch kind {
+	case planner.KindCompact, planner.KindSort:
+		return []Count{
+			{"rewritten_data_files_count", int64(r.RewrittenDataFiles)},
+			{"added_data_files_count", int64(r.AddedDataFiles)},
+			{"rewritten_bytes_count", r.RewrittenBytes},
+			{"failed_data_files_count", int64(r.FailedDataFiles)},
+			{"removed_delete_files_count", int64(r.RemovedDeleteFiles)},
+		}
+	case planner.KindRewritePositionDeletes:
+		return []Count{
+			{"rewritten_delete_files_count", int64(r.RewrittenDeleteFiles)},
+			{"added_delete_files_count", int64(r.AddedDeleteFiles)},
+			{"rewritten_bytes_count", r.RewrittenDeleteBytes},
+			{"added_bytes_count", r.AddedDeleteBytes},
+			{"dangling_deletes_removed_count", r.DanglingDeleteRows},
+		}
+	case planner.KindExpireSnapshots:
+		// Files expiry unlinks are deleted min_reader_margin later, by the
+		// delete_expired_files pass that reports them: here they are
+		// deferred, not deleted (unless the margin is zero).
+		x := r.Expiry
+		deferred := int64(0)
+		if x.Deferred {
+			deferred, x = int64(x.Files()), ExpiryCounts{ExpiredSnapshots: x.ExpiredSnapshots}
+		}
+		return append(expiryCounts(x), Count{"expired_snapshots_count", int64(x.ExpiredSnapshots)},
+			Count{"deletion_deferred_files_count", deferred})
+	case planner.KindRemoveOrphans:
+		return []Count{
+			{"orphan_files_count", int64(len(r.Orphans.Orphans))},
+			{"orphan_bytes_count", r.Orphans.OrphanBytes},
+			{"deleted_files_count", int64(r.Orphans.DeletedFiles)},
+			// reactor's own: candidates kept because the history
+			// references them, the store says they are younger than the
+			// margin, or they were refused (see reactor_orphans_refused_total).
+			{"still_referenced_files_count", int64(r.Orphans.StillReferenced)},
+			{"too_young_files_count", int64(r.Orphans.TooYoung)},
+			{"refused_files_count", int64(r.Orphans.RefusedFiles)},
+		}
+	case planner.KindDeleteExpiredFiles:
+		return append(expiryCounts(r.Expiry), Count{"still_referenced_files_count", int64(r.Orphans.StillReferenced)})
+	case planner.KindRewriteManifests:
+		return []Count{
+			{"rewritten_manifests_count", int64(r.ManifestsRewritten)},
+			{"added_manifests_count", int64(r.ManifestsAdded)},
+		}
+	}
+	return nil
 }
 
-// idlePartitions names the job's partitions that no planned group touches,
-// with why: the planner settles them for this kind until they are written.
-func idlePartitions(job planner.Job, groups []table.CompactionTaskGroup, why string) map[string]string {
-	touched := map[string]bool{}
-	for _, g := range groups {
-		touched[g.PartitionKey] = true
+// CountMap is ProcedureCounts keyed by name (for JSON).
+func (r Report) CountMap(kind planner.JobKind) map[string]int64 {
+	counts := r.ProcedureCounts(kind)
+	m := make(map[string]int64, len(counts))
+	for _, c := range counts {
+		m[c.Name] = c.Value
 	}
-	var idle map[string]string
-	for _, p := range job.Partitions {
-		if !touched[p.Key] {
-			if idle == nil {
-				idle = map[string]string{}
-			}
-			idle[p.Key] = why
-		}
-	}
-	return idle
+	return m
 }
 
-// rewrite rewrites the data files rw plans, in up to
-// partial_progress_max_commits batches.
-func (e *Executor) rewrite(ctx context.Context, log *slog.Logger, job planner.Job, rw rewriter) (planner.Result, Report) {
-	var rep Report
-	fail := func(outcome planner.Outcome, err error) (planner.Result, Report) {
-		return planner.Result{Outcome: outcome, Err: err}, rep
+// expiryCounts are expire_snapshots' deleted-file columns.
+func expiryCounts(x ExpiryCounts) []Count {
+	return []Count{
+		{"deleted_data_files_count", int64(x.DeletedDataFiles)},
+		{"deleted_position_delete_files_count", int64(x.DeletedPositionDeleteFiles)},
+		{"deleted_equality_delete_files_count", int64(x.DeletedEqualityDeleteFiles)},
+		{"deleted_manifest_files_count", int64(x.DeletedManifests)},
+		{"deleted_manifest_lists_count", int64(x.DeletedManifestLists)},
+		{"deleted_statistics_files_count", int64(x.DeletedStatisticsFiles)},
 	}
-	tbl, err := e.cat.LoadTable(ctx, job.Table)
-	if err != nil {
-		return fail(planner.Failed, fmt.Errorf("load table: %w", err))
-	}
-	if tbl.CurrentSnapshot() == nil {
-		return planner.Result{Outcome: planner.Noop}, rep
-	}
-	rep.PlannedFromSnapshotID = tbl.CurrentSnapshot().SnapshotID
+}
 
-	groups, skipped, err := rw.plan(ctx, tbl, job)
-	if err != nil {
-		return fail(planner.Failed, err)
-	}
-	rep.SkippedFiles = skipped
-	if len(groups) == 0 {
-		log.Info("nothing to compact", "skipped_files", skipped)
-		return planner.Result{Outcome: planner.Noop}, rep
-	}
-	rep.Groups = len(groups)
-	if job.DryRun {
-		rep.DryRun = true
-		for _, g := range groups {
-			rep.RewrittenDataFiles += len(g.Tasks)
-			rep.RewrittenBytes += g.TotalSizeBytes
-			log.Info("would rewrite group", "partition", g.PartitionKey, "files", len(g.Tasks), "bytes", g.TotalSizeBytes)
-		}
-		return planner.Result{Outcome: planner.Succeeded}, rep
-	}
+// Options are what an executor is built from; only Catalog is required.
+type Options struct {
+	// Catalog is where the executor loads tables and commits.
+	Catalog catalog.Catalog
+	// Logger and Metrics receive the jobs' lines and counts (nil: the
+	// default logger, a fresh set of metrics).
+	Logger  *slog.Logger
+	Metrics *metrics.Metrics
+	// CommitGuard, when set, is asked before every commit: at the start
+	// of every attempt of the commit retry loop, and in the catalog's
+	// CommitTable itself (through the tables the executor loads), whose
+	// context then ends when the permission could (commit_retry.go).
+	CommitGuard CommitGuard
+	// Concurrency bounds the output files written at once across every
+	// job of the executor (reactor run's concurrency); 0 means 1.
+	Concurrency int
+	// SortMemory is the memory budget of one sort group (sort_memory;
+	// 0: thresholds.DefaultSortMemory); SpillDir is where a group larger
+	// than a third of it spills its sorted runs (spill_dir; empty:
+	// reactor-spill under the system's temporary directory). New
+	// creates SpillDir and checks it can write there.
+	SortMemory int64
+	SpillDir   string
+	// HistoryBytes bounds the memory of the tables' history indexes,
+	// which let expiry and orphan cleanup read only what changed since
+	// they last looked (0: 512 MiB; negative: no indexes, every job walks
+	// the table's whole history).
+	HistoryBytes int64
 
-	fs, err := tbl.FS(ctx)
-	if err != nil {
-		return fail(planner.Failed, fmt.Errorf("open table io: %w", err))
+	// icebergWriter writes every group through iceberg-go's
+	// ExecuteCompactionGroup, one group at a time (tests compare the two
+	// paths).
+	icebergWriter bool
+	// poisonFreed makes the job pools poison what Arrow frees (tests).
+	poisonFreed bool
+}
+
+// New creates an executor from o. It fails on options out of range and on
+// a SpillDir it cannot write to: a sort that finds out only when its group
+// outgrows memory fails hours later.
+func New(o Options) (*Executor, error) {
+	if o.Concurrency < 0 {
+		return nil, errors.New("executor: concurrency must not be negative")
 	}
-	batches := batch(groups, job.Settings.PartialProgressCommits)
-	var (
-		committed *table.Table
-		lastErr   error
-		gaveUp    bool
-	)
-	for i, b := range batches {
-		if ctx.Err() != nil {
-			lastErr = ctx.Err()
-			break
-		}
-		results, err := e.writeBatch(ctx, log, tbl, b, rw.write)
-		if err != nil {
-			rep.OutputFilesCleanedUp += removeOutputs(fs, results, log)
-			rep.FailedBatches++
-			lastErr = err
-			break
-		}
-		head := tbl
-		if committed != nil {
-			head = committed // start from our own previous batch, not a sure conflict
-		}
-		next, err := e.commitBatch(ctx, log, job, tbl, head, fs, results, equalityDeletesOf(b), rw.props, &rep)
-		if err != nil {
-			if errors.Is(err, errUnknownCommitState) {
-				// Leave the outputs: a snapshot may reference them. Orphan
-				// cleanup, with its age margin, is the safe owner now.
-				log.Error("commit outcome unknown; output files left in place for orphan cleanup",
-					"batch", i+1, "error", err)
-				rep.FailedBatches++
-				lastErr = err
-				break
-			}
-			rep.OutputFilesCleanedUp += removeOutputs(fs, results, log)
-			rep.FailedBatches++
-			lastErr = err
-			gaveUp = conflict.IsRetryable(err)
-			log.Warn("batch abandoned; its output files were deleted", "batch", i+1, "batches", len(batches), "error", err)
-			break
-		}
-		committed = next
-		if len(batches) > 1 {
-			log.Info("batch committed", "batch", i+1, "batches", len(batches),
-				"snapshot_id", next.CurrentSnapshot().SnapshotID)
+	if o.SortMemory < 0 {
+		return nil, errors.New("executor: sort memory must not be negative")
+	}
+	if o.SpillDir != "" {
+		if err := usableSpillDir(o.SpillDir); err != nil {
+			return nil, err
 		}
 	}
-	if lastErr != nil {
-		for _, b := range batches[rep.Commits:] {
-			for _, g := range b {
-				rep.FailedDataFiles += len(g.Tasks)
-			}
-		}
+	e := &Executor{cat: o.Catalog, log: o.Logger, met: o.Metrics, referenceMaxAge: referenceMaxAge, opts: o,
+		tokens: newTokens(o.Concurrency), sortSlot: newTokens(1)}
+	if e.log == nil {
+		e.log = slog.Default()
+	}
+	if e.met == nil {
+		e.met = metrics.New()
 	}
 	switch {
-	case committed != nil:
-		// Partial progress: what committed stays committed.
-		return planner.Result{Outcome: planner.Succeeded, Table: committed, Err: lastErr}, rep
-	case gaveUp:
-		return fail(planner.GaveUp, lastErr)
+	case o.HistoryBytes < 0:
+		e.hist = nil
+	case o.HistoryBytes == 0:
+		e.hist = newHistories(defaultHistoryBytes)
 	default:
-		return fail(planner.Failed, lastErr)
+		e.hist = newHistories(o.HistoryBytes)
 	}
+	if o.CommitGuard != nil {
+		e.guardWith(o.CommitGuard)
+	}
+	return e, nil
 }
 
-// planGroups plans bin-pack groups over the job's partitions only. Tasks are
-// selected by their exact partition tuple, never by a row filter, and their
-// residual is cleared: a rewrite replaces whole files, so it must read every
-// row of them (pitfall 2: a residual narrower than the file loses rows).
-func planGroups(ctx context.Context, tbl *table.Table, job planner.Job) ([]table.CompactionTaskGroup, int, error) {
-	want := make(map[string]bool, len(job.Partitions))
-	applyDeletes := map[string]bool{}
-	for _, p := range job.Partitions {
-		want[p.Key] = true
-		applyDeletes[p.Key] = p.ApplyDeletes
+// usableSpillDir creates dir if need be and checks a file can be written
+// there: a sort that finds out only when its group outgrows memory fails
+// hours later.
+func usableSpillDir(dir string) error {
+	if !filepath.IsAbs(dir) {
+		return fmt.Errorf("executor: spill_dir %q must be an absolute path", dir)
 	}
-	tasks, err := tbl.Scan().PlanFiles(ctx)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("executor: spill_dir: %w", err)
+	}
+	f, err := os.CreateTemp(dir, ".reactor-write-check-*")
 	if err != nil {
-		return nil, 0, fmt.Errorf("plan files: %w", err)
+		return fmt.Errorf("executor: spill_dir %s is not writable: %w", dir, err)
 	}
-	keys := planner.NewKeyer(tbl.Metadata())
-	var selected, withDeletes []table.FileScanTask
-	for _, t := range tasks {
-		key := keys.Key(t.File.SpecID(), t.File.Partition())
-		if !want[key] {
-			continue
-		}
-		if t.Start != 0 || (t.Length != 0 && t.Length != t.File.FileSizeBytes()) {
-			return nil, 0, fmt.Errorf("scan planning split %s into ranges; refusing to rewrite part of a file", t.File.FilePath())
-		}
-		t.Residual = iceberg.AlwaysTrue{}
-		if applyDeletes[key] {
-			withDeletes = append(withDeletes, t)
-		} else {
-			selected = append(selected, t)
-		}
-	}
-	cfg := compaction.Config{
-		TargetFileSizeBytes:  job.Settings.TargetFileSize,
-		MinFileSizeBytes:     job.Settings.SmallFileSize,
-		MaxFileSizeBytes:     job.Settings.MaxFileSize,
-		MinInputFiles:        uint(job.Settings.MinInputFiles),
-		DeleteFileThreshold:  max(job.Settings.DeleteFileThreshold, 1),
-		DeleteRatioThreshold: job.Settings.DeletedRowRatio,
-		PackingLookback:      compaction.DefaultPackingLookback,
-	}
-	if cfg.DeleteRatioThreshold <= 0 {
-		cfg.DeleteRatioThreshold = compaction.DefaultDeleteRatioThreshold
-	}
-	// A partition over a delete threshold has every data file that any
-	// delete applies to rewritten, alone if need be: the deletes can only
-	// be dropped once nothing they apply to survives.
-	deletesCfg := cfg
-	deletesCfg.DeleteFileThreshold, deletesCfg.MinInputFiles = 1, 1
-	// Small-file compaction follows the tier rule the planner scheduled
-	// the partitions by (planner.SelectTiered).
-	groups, skipped := tierGroups(selected, keys, job.Settings)
-	for _, p := range []struct {
-		cfg   compaction.Config
-		tasks []table.FileScanTask
-	}{{deletesCfg, withDeletes}} {
-		if len(p.tasks) == 0 {
-			continue
-		}
-		plan, err := p.cfg.PlanCompaction(p.tasks)
-		if err != nil {
-			return nil, 0, fmt.Errorf("plan compaction: %w", err)
-		}
-		skipped += plan.SkippedFiles
-		for _, g := range plan.Groups {
-			if rewriteChangesNothing(g.Tasks) {
-				// One file, nothing applying to it: the output would be
-				// the input again, and the partition would be found
-				// "over its threshold" the same way after the commit.
-				skipped += len(g.Tasks)
-				continue
-			}
-			groups = append(groups, table.CompactionTaskGroup{
-				// Keyed as the planner keys partitions (the log reads
-				// category=a, and idle partitions are found by it).
-				PartitionKey: keys.Key(g.Tasks[0].File.SpecID(), g.Tasks[0].File.Partition()),
-				Tasks:        g.Tasks, TotalSizeBytes: g.TotalSizeBytes,
-			})
-		}
-	}
-	return groups, skipped, nil
-}
-
-// rewriteChangesNothing reports whether rewriting tasks as one group would
-// write the same rows into one file again: a single input file that no
-// delete applies to (a small file is never split, so it comes out whole).
-func rewriteChangesNothing(tasks []table.FileScanTask) bool {
-	if len(tasks) != 1 {
-		return false
-	}
-	t := tasks[0]
-	return len(t.DeleteFiles)+len(t.EqualityDeleteFiles)+len(t.DeletionVectorFiles) == 0
-}
-
-// batch splits groups into at most n commits, in order.
-func batch(groups []table.CompactionTaskGroup, n int) [][]table.CompactionTaskGroup {
-	if n < 1 {
-		n = 1
-	}
-	per := (len(groups) + n - 1) / n
-	var out [][]table.CompactionTaskGroup
-	for start := 0; start < len(groups); start += per {
-		out = append(out, groups[start:min(start+per, len(groups))])
-	}
-	return out
-}
-
-// writeBatch reads each group (deletes applied) and writes its outputs
-// once, the groups at once (datapath.go). Each group gets a progress line:
-// a large partition takes minutes.
-func (e *Executor) writeBatch(ctx context.Context, log *slog.Logger, tbl *table.Table, groups []table.CompactionTaskGroup,
-	write groupWriter) ([]table.CompactionGroupResult, error) {
-	start := time.Now()
-	return writeGroups(ctx, tbl, groups, write, func(i int, gr table.CompactionGroupResult) {
-		log.Info("group rewritten, not yet committed", "group", i+1, "groups", len(groups), "partition", groups[i].PartitionKey,
-			"files_in", len(gr.OldDataFiles), "files_out", len(gr.NewDataFiles), "bytes_in", gr.BytesBefore,
-			"duration", time.Since(start).Round(time.Millisecond))
-	})
-}
-
-// equalityDeletesOf lists, by path, the equality deletes that apply to the
-// groups' input files.
-func equalityDeletesOf(groups []table.CompactionTaskGroup) map[string]iceberg.DataFile {
-	out := map[string]iceberg.DataFile{}
-	for _, g := range groups {
-		for _, t := range g.Tasks {
-			for _, d := range t.EqualityDeleteFiles {
-				out[d.FilePath()] = d
-			}
-		}
-	}
-	return out
-}
-
-func removeOutputs(fs iceio.IO, results []table.CompactionGroupResult, log *slog.Logger) int {
-	var paths []string
-	for _, gr := range results {
-		for _, df := range gr.NewDataFiles {
-			paths = append(paths, df.FilePath())
-		}
-	}
-	return removePaths(fs, paths, log)
-}
-
-func removePaths(fs iceio.IO, paths []string, log *slog.Logger) int {
-	n := 0
-	for _, p := range paths {
-		if p == "" {
-			continue
-		}
-		if err := fs.Remove(p); err != nil {
-			if !errors.Is(err, iofs.ErrNotExist) {
-				log.Warn("could not delete a file of a failed attempt; orphan cleanup will find it", "path", p, "error", err)
-			}
-			continue
-		}
-		n++
-	}
-	return n
+	name := f.Name()
+	f.Close()
+	return os.Remove(name)
 }

@@ -49,3 +49,7 @@ func SyncHistory(ctx context.Context, e *Executor, tbl *table.Table) error {
 	e.hist.giveBack(tableName(tbl), x)
 	return nil
 }
+
+// GuardCommits makes every commit of e ask g first, as Options.CommitGuard
+// does for an executor built with it.
+func GuardCommits(e *Executor, g CommitGuard) { e.guardWith(g) }

@@ -25,10 +25,8 @@ import (
 // as a group holds more than a third of budget bytes of rows.
 func spillingExecutor(t *testing.T, s *sortTable, budget int64, dir string) *executor.Executor {
 	t.Helper()
-	e := executor.New(s.cat, slog.New(slog.NewTextHandler(io.Discard, nil)), metrics.New())
-	if err := e.Configure(executor.Options{Concurrency: 2, SortMemory: budget, SpillDir: dir}); err != nil {
-		t.Fatal(err)
-	}
+	e := newExecutor(t, executor.Options{Catalog: s.cat, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Metrics: metrics.New(), Concurrency: 2, SortMemory: budget, SpillDir: dir})
 	executor.PoisonFreedBuffers(e)
 	return e
 }
@@ -233,13 +231,13 @@ func TestExternalSortOfPartitionLargerThanBudget(t *testing.T) {
 // were.
 func TestSpillDirectoryFailures(t *testing.T) {
 	s := newSortTable(t, nil)
-	e := executor.New(s.cat, slog.New(slog.DiscardHandler), metrics.New())
 	file := filepath.Join(t.TempDir(), "file")
 	if err := os.WriteFile(file, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	for _, dir := range []string{"relative/spill", filepath.Join(file, "spill")} {
-		if err := e.Configure(executor.Options{SortMemory: 1 << 20, SpillDir: dir}); err == nil {
+		if _, err := executor.New(executor.Options{Catalog: s.cat, Logger: slog.New(slog.DiscardHandler),
+			SortMemory: 1 << 20, SpillDir: dir}); err == nil {
 			t.Errorf("spill_dir %q accepted", dir)
 		}
 	}

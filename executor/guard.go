@@ -22,12 +22,9 @@ type CommitGuard interface {
 // catalog, so nothing of the attempt was committed and its files may go.
 var ErrCommitRefused = errors.New("commit refused: this replica may not commit to the table")
 
-// SetCommitGuard makes every commit of the executor ask g first: at the
-// start of every attempt of the commit retry loop, and in the catalog's
-// CommitTable itself (through the tables the executor loads), whose
-// context then ends when the permission could. Call it before the first
-// job.
-func (e *Executor) SetCommitGuard(g CommitGuard) {
+// guardWith makes every commit of the executor ask g first (see
+// Options.CommitGuard).
+func (e *Executor) guardWith(g CommitGuard) {
 	e.guard = g
 	e.cat = &guardedCatalog{Catalog: e.cat, guard: g}
 }

@@ -37,7 +37,7 @@ func TestLostLeaseCommitsNothing(t *testing.T) {
 			before := f.contents()
 			files := f.parquetFilesOnDisk()
 			g := &switchGuard{}
-			f.exec.SetCommitGuard(g)
+			executor.GuardCommits(f.exec, g)
 			switch when {
 			case "before a retry":
 				// The first attempt loses a race to a writer, and the

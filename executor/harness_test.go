@@ -65,17 +65,28 @@ func newFixture(t testing.TB, tableProps iceberg.Properties) *fixture {
 // runs the package under both.
 const writerEnv = "REACTOR_TEST_WRITER"
 
+// newExecutor is executor.New(o), failing t on an error.
+func newExecutor(t testing.TB, o executor.Options) *executor.Executor {
+	t.Helper()
+	e, err := executor.New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
 // newTestExecutor is executor.New on the data path writerEnv selects.
 func newTestExecutor(t testing.TB, cat catalog.Catalog, log *slog.Logger, met *metrics.Metrics) *executor.Executor {
 	t.Helper()
-	e := executor.New(cat, log, met)
+	o := executor.Options{Catalog: cat, Logger: log, Metrics: met}
+	var e *executor.Executor
 	switch w := os.Getenv(writerEnv); w {
 	case "iceberg-go":
+		e = newExecutor(t, o)
 		executor.UseIcebergWriter(e)
 	case "", "reactor":
-		if err := e.Configure(executor.Options{Concurrency: 2}); err != nil {
-			t.Fatal(err)
-		}
+		o.Concurrency = 2
+		e = newExecutor(t, o)
 		executor.PoisonFreedBuffers(e)
 	default:
 		t.Fatalf("%s=%q: want iceberg-go or reactor", writerEnv, w)
@@ -318,5 +329,6 @@ func newExecutorOn(f *fixture, cat catalog.Catalog) *executor.Executor {
 	if testing.Verbose() {
 		level = slog.LevelDebug
 	}
-	return executor.New(cat, slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})), f.met)
+	return newExecutor(f.t, executor.Options{Catalog: cat,
+		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})), Metrics: f.met})
 }

@@ -116,7 +116,7 @@ func buildMaintTable(b *testing.B) *maintTable {
 	if testing.Short() {
 		appends /= 10
 	}
-	mt := &maintTable{ctx: ctx, cat: cat, db: db, exec: executor.New(cat, log, metrics.New()),
+	mt := &maintTable{ctx: ctx, cat: cat, db: db, exec: newExecutor(b, executor.Options{Catalog: cat, Logger: log, Metrics: metrics.New()}),
 		dir: strings.TrimPrefix(tbl.Location(), "file://"), appends: appends}
 	spec := tbl.Spec()
 	small := func(m iceberg.ManifestFile) bool { return m.ExistingDataFiles() == 0 }
@@ -397,8 +397,8 @@ func BenchmarkExpiryPlanning(b *testing.B) {
 	// sub-benchmarks run minutes apart.
 	b.Run("jobs", func(b *testing.B) {
 		quiet := slog.New(slog.DiscardHandler)
-		dry := executor.New(refusingCatalog{mt.cat}, quiet, metrics.New())
-		walking := executor.New(mt.cat, quiet, metrics.New())
+		dry := newExecutor(b, executor.Options{Catalog: refusingCatalog{mt.cat}, Logger: quiet, Metrics: metrics.New()})
+		walking := newExecutor(b, executor.Options{Catalog: mt.cat, Logger: quiet, Metrics: metrics.New()})
 		executor.WalkWholeHistory(walking)
 		jobs := make([]planner.Job, 2)
 		trimYAML := fmt.Sprintf(expiryTrimYAML, mt.snapshots-trimmed)
@@ -484,7 +484,7 @@ func BenchmarkExpiryPlanning(b *testing.B) {
 				warm(mt.exec)
 				took[0] = timed(func() { expire(mt.exec, jobs[0], false) })
 			case runJobCold:
-				cold := executor.New(mt.cat, quiet, metrics.New())
+				cold := newExecutor(b, executor.Options{Catalog: mt.cat, Logger: quiet, Metrics: metrics.New()})
 				took[0] = timed(func() { expire(cold, jobs[0], false) })
 			case runJobWalk:
 				took[0] = timed(func() { expire(walking, jobs[0], false) })
@@ -541,7 +541,7 @@ func BenchmarkExpiryPlanning(b *testing.B) {
 	if got := len(tbl.Metadata().Snapshots()); got != mt.snapshots {
 		b.Fatalf("table has %d snapshots after the benchmark, want %d", got, mt.snapshots)
 	}
-	exec := executor.New(refusingCatalog{mt.cat}, slog.New(slog.DiscardHandler), metrics.New())
+	exec := newExecutor(b, executor.Options{Catalog: refusingCatalog{mt.cat}, Logger: slog.New(slog.DiscardHandler), Metrics: metrics.New()})
 	job := maintJob(b, tbl, ident, planner.KindExpireSnapshots, expiryYAML)
 	job.ExpireOlderThan = time.Millisecond
 	if res, _ := exec.Run(mt.ctx, job); !errors.Is(res.Err, errCommitRefused) {
@@ -644,7 +644,7 @@ func BenchmarkOrphanPlanning(b *testing.B) {
 		listed := maintJob(b, mt.load(b, ident), ident, planner.KindRemoveOrphans, orphanDryYAML)
 		listed.OrphanSource = planner.OrphansFromListing
 		empty := "file://" + b.TempDir()
-		walking := executor.New(mt.cat, slog.New(slog.DiscardHandler), metrics.New())
+		walking := newExecutor(b, executor.Options{Catalog: mt.cat, Logger: slog.New(slog.DiscardHandler), Metrics: metrics.New()})
 		executor.WalkWholeHistory(walking)
 		if err := executor.SyncHistory(mt.ctx, mt.exec, mt.load(b, ident)); err != nil {
 			b.Fatal(err) // what the jobs before keep the index at

@@ -45,7 +45,11 @@ func TestGuardMatchesWriterSpellings(t *testing.T) {
 		"file:" + dir + "/data/category=a/00001-java.parquet",
 		"file://" + dir + "/data/category=b%20c/00002-go.parquet", // iceberg-go: file:/// with a URL escape
 	}
-	g := &deletionGuard{e: New(nil, nil, nil), job: planner.Job{TableName: "db.t"}, tableDir: dir, scope: dir,
+	e, err := New(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := &deletionGuard{e: e, job: planner.Job{TableName: "db.t"}, tableDir: dir, scope: dir,
 		outside: RefusedOutsideTable, hiddenRef: dir, fs: iceio.LocalFS{}, stat: iceio.LocalFS{}, margin: time.Hour,
 		refs: &references{ids: map[string]bool{}}}
 	for _, r := range refs {

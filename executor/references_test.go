@@ -48,8 +48,16 @@ func newHistoryTable(t *testing.T) *historyTable {
 		t.Fatal(err)
 	}
 	log := slog.New(slog.DiscardHandler)
+	cached, err := New(Options{Catalog: cat, Logger: log, Metrics: metrics.New()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	walking, err := New(Options{Catalog: cat, Logger: log, Metrics: metrics.New()})
+	if err != nil {
+		t.Fatal(err)
+	}
 	h := &historyTable{t: t, ctx: ctx, cat: cat, w: streamwriter.New(cat, ident, nil), ident: ident,
-		cached: New(cat, log, metrics.New()), walking: New(cat, log, metrics.New())}
+		cached: cached, walking: walking}
 	h.walking.hist = nil
 	return h
 }

@@ -30,7 +30,7 @@ func (e *Executor) retryCommits(ctx context.Context, log *slog.Logger, job plann
 
 // retryCommitsInto is retryCommits counting, in rep when not nil, the
 // retries that went on an observed writer commit. Every attempt first asks
-// the commit guard (SetCommitGuard): a refusal ends the loop with
+// the commit guard (Options.CommitGuard): a refusal ends the loop with
 // ErrCommitRefused, nothing committed.
 func (e *Executor) retryCommitsInto(ctx context.Context, log *slog.Logger, job planner.Job, rep *Report, op func() error,
 	attempt func() (int, time.Time)) error {

@@ -70,6 +70,42 @@ const SortSnapshotProperty = "reactor.sort-order"
 // new job: reactor cannot trigger itself into a loop).
 const SnapshotJobProperty = "reactor.job-id"
 
+// Priority is how soon a due job must start: the executor's pool hands its
+// slots to urgent jobs before background ones. The planner decides it when
+// it schedules the job, from the kind and the threshold that made the job
+// due (the pool does not re-derive it).
+type Priority uint8
+
+const (
+	// PriorityBackground: maintenance on a cadence of hours or days
+	// (age-based expiry, deletion of expired files, orphan cleanup, sort
+	// and z-order rewrites), which a few minutes' wait does not hurt. The
+	// zero value: a job nobody ranked waits behind the urgent ones.
+	PriorityBackground Priority = iota
+	// PriorityUrgent: the jobs that answer writes (compaction,
+	// position-delete rewrites) and the metadata jobs that gate a table's
+	// compaction when its history or manifest list is over its bound.
+	PriorityUrgent
+)
+
+// String is the priority's metric label (reactor_job_queue's class).
+func (p Priority) String() string {
+	if p == PriorityUrgent {
+		return "urgent"
+	}
+	return "background"
+}
+
+// kindPriority is a kind's priority unless the threshold that made the job
+// due raises it (expiry at the snapshot-count bound: tableWideLocked).
+func kindPriority(kind JobKind) Priority {
+	switch kind {
+	case KindCompact, KindRewritePositionDeletes, KindRewriteManifests:
+		return PriorityUrgent
+	}
+	return PriorityBackground
+}
+
 // Partition identifies one partition of one spec.
 type Partition struct {
 	// Key is human-readable and unique within the table: "category=books",
@@ -115,6 +151,9 @@ type Job struct {
 	Reasons     []Reason
 	Settings    thresholds.Effective
 	ScheduledAt time.Time
+	// Priority orders the job among those waiting for the executor's
+	// slots (see Priority).
+	Priority Priority
 	// BaseSnapshotID is the snapshot the planner's counters described when it
 	// scheduled the job; the executor plans against the table's current one.
 	BaseSnapshotID int64

@@ -39,7 +39,7 @@ type Options struct {
 	interruptEvery time.Duration
 }
 
-// Runner is the Spark backend: an [executor.Offloader].
+// Runner is the Spark backend: a [github.com/icereactor/reactor/executor/pool.Offloader].
 type Runner struct {
 	cat     catalog.Catalog
 	catName string
@@ -110,7 +110,7 @@ func (r *Runner) Offload(job planner.Job) bool {
 // Tag is the Spark Connect operation tag of a job's statements.
 func Tag(job planner.Job) string { return "reactor-job-" + job.ID }
 
-// Run runs job on Spark (see [executor.Offloader]).
+// Run runs job on Spark (see [github.com/icereactor/reactor/executor/pool.Offloader]).
 func (r *Runner) Run(ctx context.Context, job planner.Job, started func()) (planner.Result, executor.Report, bool) {
 	set := r.settings()
 	log := executor.JobLogger(r.log, job, executor.BackendSpark)

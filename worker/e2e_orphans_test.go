@@ -129,7 +129,10 @@ func TestForgedNotificationsNeverDeleteLiveFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	exec := executor.New(h.cat, h.logger(), w.Metrics)
+	exec, err := executor.New(executor.Options{Catalog: h.cat, Logger: h.logger(), Metrics: w.Metrics})
+	if err != nil {
+		t.Fatal(err)
+	}
 	res, rep := exec.Run(h.ctx, planner.Job{ID: "forged", Kind: planner.KindRemoveOrphans, Table: h.ident, TableName: "db.events",
 		Settings: cfg.For("db.events", h.load().Properties()), OrphanSource: planner.OrphansFromTracking, OrphanCandidates: cands})
 	if res.Outcome == planner.Failed || rep.Orphans.DeletedFiles != 1 || h.exists(second) {

@@ -68,7 +68,11 @@ func (s *standInSpark) Exec(ctx context.Context, statement string) ([]string, []
 	if err != nil {
 		return nil, nil, err
 	}
-	res, rep := executor.New(s.h.cat, slog.New(slog.DiscardHandler), metrics.New()).Run(ctx, job)
+	exec, err := executor.New(executor.Options{Catalog: s.h.cat, Logger: slog.New(slog.DiscardHandler), Metrics: metrics.New()})
+	if err != nil {
+		return nil, nil, err
+	}
+	res, rep := exec.Run(ctx, job)
 	if res.Outcome != planner.Succeeded {
 		return nil, nil, fmt.Errorf("stand-in Spark: %s: %v", res.Outcome, res.Err)
 	}

@@ -30,6 +30,7 @@ import (
 	"github.com/icereactor/reactor/embedded"
 	"github.com/icereactor/reactor/events"
 	"github.com/icereactor/reactor/executor"
+	"github.com/icereactor/reactor/executor/pool"
 	"github.com/icereactor/reactor/lease"
 	"github.com/icereactor/reactor/metrics"
 	"github.com/icereactor/reactor/planner"
@@ -109,7 +110,7 @@ type Worker struct {
 	JS        jetstream.JetStream
 	Catalog   catalog.Catalog
 	Planner   *planner.Planner
-	Pool      *executor.Pool
+	Pool      *pool.Pool
 	Metrics   *metrics.Metrics
 	consumer  *triggers.CommitConsumer
 	objects   *triggers.NotificationConsumer
@@ -196,24 +197,18 @@ func Start(ctx context.Context, cfg Config) (_ *Worker, err error) {
 	if cfg.executorCatalog != nil {
 		execCat = cfg.executorCatalog(execCat)
 	}
-	exec := executor.New(execCat, cfg.Logger, cfg.Metrics)
-	// Every commit, every attempt, asks for the table's lease first.
-	exec.SetCommitGuard(leaseGuard{w})
 	w.concurrency = max(cfg.Concurrency, 1)
-	// The same bound holds the output files written at once, across
-	// jobs: each holds a buffered row group (README, "Memory").
-	if err := exec.Configure(executor.Options{Concurrency: w.concurrency,
-		SortMemory: int64(cfg.Thresholds.SortMemoryOrDefault()), SpillDir: cfg.Thresholds.SpillDirOrDefault()}); err != nil {
+	exec, err := executor.New(executor.Options{Catalog: execCat, Logger: cfg.Logger, Metrics: cfg.Metrics,
+		// Every commit, every attempt, asks for the table's lease first.
+		CommitGuard: leaseGuard{w},
+		// The same bound holds the output files written at once, across
+		// jobs: each holds a buffered row group (README, "Memory").
+		Concurrency: w.concurrency,
+		SortMemory:  int64(cfg.Thresholds.SortMemoryOrDefault()), SpillDir: cfg.Thresholds.SpillDirOrDefault()})
+	if err != nil {
 		cancel()
 		return nil, fmt.Errorf("worker: %w", err)
 	}
-	w.Pool = executor.NewPool(runCtx, exec, w.concurrency)
-	w.Pool.SetGate(func(job planner.Job) error {
-		if m := w.leaseManager(); m != nil {
-			return m.MayRun(job.TableName)
-		}
-		return fmt.Errorf("%w: %s (not connected to NATS yet)", lease.ErrLeaseLost, job.TableName)
-	})
 	catName := cfg.CatalogName
 	if cfg.CatalogProps == nil {
 		catName = embedded.CatalogName
@@ -221,12 +216,50 @@ func Start(ctx context.Context, cfg Config) (_ *Worker, err error) {
 	w.spark = sparkrun.New(sparkrun.Options{Catalog: w.Catalog, CatalogName: catName, Config: cfg.Thresholds,
 		Logger: cfg.Logger, Metrics: cfg.Metrics, Dial: cfg.sparkDial})
 	w.sparkConcurrency = cfg.Thresholds.SparkSettings().Concurrency
-	w.Pool.SetOffloader(w.spark, w.sparkConcurrency)
 	if set := cfg.Thresholds.SparkSettings(); set.Enabled {
 		cfg.Logger.Info("spark backend on: jobs the spark rules select run on Spark through Spark Connect",
 			"endpoint", redact.String(set.Endpoint), "rules", len(set.Rules), "concurrency", set.Concurrency,
 			"timeout", set.Timeout, "on_failure", set.OnFailure)
 	}
+	healthPrefix := cfg.HealthSubjectPrefix
+	if healthPrefix == "" {
+		healthPrefix = DefaultHealthSubjectPrefix
+	}
+	w.jobPrefix = cfg.JobSubjectPrefix
+	if w.jobPrefix == "" {
+		w.jobPrefix = events.DefaultJobSubjectPrefix
+	}
+	w.Pool = pool.New(runCtx, pool.Options{Runner: exec, Concurrency: w.concurrency, Metrics: cfg.Metrics,
+		Gate: func(job planner.Job) error {
+			if m := w.leaseManager(); m != nil {
+				return m.MayRun(job.TableName)
+			}
+			return fmt.Errorf("%w: %s (not connected to NATS yet)", lease.ErrLeaseLost, job.TableName)
+		},
+		Offloader: w.spark, OffloadConcurrency: w.sparkConcurrency,
+		OnStart: func(job planner.Job, backend string) {
+			ev := jobEvent(events.JobStarted, job, time.Now())
+			ev.Backend = backend
+			w.publishJob(ev)
+		},
+		OnFinish: func(ctx context.Context, job planner.Job, res planner.Result, rep executor.Report) {
+			// Before Finished: it may schedule the table's next job, whose
+			// scheduled event must come after this job's end.
+			if job.Kind == planner.KindRemoveOrphans && res.Outcome != planner.Failed {
+				left := len(rep.Orphans.Orphans)
+				if !rep.Orphans.DryRun {
+					left -= rep.Orphans.DeletedFiles
+				}
+				w.Metrics.OrphanCandidates.WithLabelValues(job.TableName).Set(float64(left))
+			}
+			w.publishJob(finishedEvent(job, res, rep, time.Now()))
+			if job.Kind == planner.KindRemoveOrphans && len(rep.Orphans.Orphans) > 0 {
+				w.publish(DefaultOrphanSubjectPrefix+"."+job.TableName, rep.Orphans)
+			}
+			w.Planner.Finished(ctx, job, res)
+			w.reportHealth(healthPrefix, job.TableName)
+		},
+	})
 	w.Planner = planner.New(planner.Options{
 		Catalog:     w.Catalog,
 		CatalogName: catName,
@@ -242,36 +275,6 @@ func Start(ctx context.Context, cfg Config) (_ *Worker, err error) {
 		// next commit.
 		CommitObserved: exec.CommitObserved,
 		Owns:           w.owns,
-	})
-	healthPrefix := cfg.HealthSubjectPrefix
-	if healthPrefix == "" {
-		healthPrefix = DefaultHealthSubjectPrefix
-	}
-	w.jobPrefix = cfg.JobSubjectPrefix
-	if w.jobPrefix == "" {
-		w.jobPrefix = events.DefaultJobSubjectPrefix
-	}
-	w.Pool.OnStart(func(job planner.Job, backend string) {
-		ev := jobEvent(events.JobStarted, job, time.Now())
-		ev.Backend = backend
-		w.publishJob(ev)
-	})
-	w.Pool.OnFinish(func(ctx context.Context, job planner.Job, res planner.Result, rep executor.Report) {
-		// Before Finished: it may schedule the table's next job, whose
-		// scheduled event must come after this job's end.
-		if job.Kind == planner.KindRemoveOrphans && res.Outcome != planner.Failed {
-			left := len(rep.Orphans.Orphans)
-			if !rep.Orphans.DryRun {
-				left -= rep.Orphans.DeletedFiles
-			}
-			w.Metrics.OrphanCandidates.WithLabelValues(job.TableName).Set(float64(left))
-		}
-		w.publishJob(finishedEvent(job, res, rep, time.Now()))
-		if job.Kind == planner.KindRemoveOrphans && len(rep.Orphans.Orphans) > 0 {
-			w.publish(DefaultOrphanSubjectPrefix+"."+job.TableName, rep.Orphans)
-		}
-		w.Planner.Finished(ctx, job, res)
-		w.reportHealth(healthPrefix, job.TableName)
 	})
 	if cfg.HTTPAddr != "" {
 		if err := w.serveHTTP(cfg.HTTPAddr); err != nil {

@@ -74,8 +74,9 @@ func runJob(ctx context.Context, dir string, target int64, sortOrder string, opt
 		return jobResult{}, err
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: logLevel()}))
-	exec := executor.New(cat, log, metrics.New())
-	if err := exec.Configure(opts); err != nil {
+	opts.Catalog, opts.Logger, opts.Metrics = cat, log, metrics.New()
+	exec, err := executor.New(opts)
+	if err != nil {
 		return jobResult{}, err
 	}
 	res, rep := exec.Run(ctx, job)

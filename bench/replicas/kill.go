@@ -234,7 +234,11 @@ func (p *phase) cleanLeftovers(ctx context.Context, thresholdsFile string) {
 			return
 		}
 	}
-	exec := executor.New(p.cat, p.log, metrics.New())
+	exec, err := executor.New(executor.Options{Catalog: p.cat, Logger: p.log, Metrics: metrics.New()})
+	if err != nil {
+		k.cleanErr = err
+		return
+	}
 	k.cleanedRowsExact = true
 	for _, t := range p.tables {
 		if !k.deadTable(t.name) {

@@ -47,13 +47,13 @@ func runOneShot(ctx context.Context, c *tableCommand, kind planner.JobKind, opts
 	if (kind == planner.KindCompact || kind == planner.KindRewritePositionDeletes) && len(job.Partitions) == 0 {
 		fmt.Fprintf(stderr, "%s has no partition to work on\n", c.table)
 	}
-	exec := executor.New(cat, log, metrics.New())
 	concurrency := thresholds.DefaultConcurrency
 	if cfg.Concurrency != nil {
 		concurrency = *cfg.Concurrency
 	}
-	if err := exec.Configure(executor.Options{Concurrency: concurrency,
-		SortMemory: int64(cfg.SortMemoryOrDefault()), SpillDir: cfg.SpillDirOrDefault()}); err != nil {
+	exec, err := executor.New(executor.Options{Catalog: cat, Logger: log, Metrics: metrics.New(), Concurrency: concurrency,
+		SortMemory: int64(cfg.SortMemoryOrDefault()), SpillDir: cfg.SpillDirOrDefault()})
+	if err != nil {
 		return err
 	}
 	res, rep := exec.Run(ctx, job)

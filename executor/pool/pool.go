@@ -1,14 +1,35 @@
-package executor
+// Package pool runs the planner's jobs on a bounded number of goroutines:
+// it orders the jobs waiting for a slot by the priority the planner gave
+// them, hands the jobs an Offloader takes to another backend (Spark), and
+// reports every finished job.
+//
+//   - pool.go: Pool, Options, New, Dispatch, the gate a job passes when it
+//     leaves the queue, offloading, Abandon and WaitTables (replicas),
+//     Stats.
+//   - slots.go: the local slots — earliest deadline first, urgent before
+//     background, one slot kept for urgent jobs.
+//
+// It owns the order and the bound of running jobs. It must not decide a
+// job's priority (the planner's, planner.Job.Priority) or how a job runs
+// (the Runner's: the executor).
+package pool
 
 import (
 	"context"
 	"sync"
 
+	"github.com/icereactor/reactor/executor"
+	"github.com/icereactor/reactor/metrics"
 	"github.com/icereactor/reactor/planner"
 )
 
+// Runner runs one job in this process: the executor.
+type Runner interface {
+	Run(ctx context.Context, job planner.Job) (planner.Result, executor.Report)
+}
+
 // Finisher receives every finished job with its report.
-type Finisher func(ctx context.Context, job planner.Job, res planner.Result, rep Report)
+type Finisher func(ctx context.Context, job planner.Job, res planner.Result, rep executor.Report)
 
 // Offloader runs jobs on another backend (a Spark cluster). The pool asks
 // it about every job before the job takes one of the pool's own slots.
@@ -23,18 +44,18 @@ type Offloader interface {
 	// res and rep are then ignored. Run returns only once the other
 	// backend no longer runs the job, so the planner's one job per table
 	// holds across both.
-	Run(ctx context.Context, job planner.Job, started func()) (res planner.Result, rep Report, local bool)
+	Run(ctx context.Context, job planner.Job, started func()) (res planner.Result, rep executor.Report, local bool)
 }
 
 // Pool runs dispatched jobs on at most n goroutines at once. The planner
 // guarantees one job per table at a time; the pool bounds the total and
 // orders the jobs waiting for a slot (see slots: urgent before background,
-// first come first served within a class). Jobs
+// first come first served within a priority). Jobs
 // an Offloader takes run under its own bound and take no local slot unless
 // they come back to run here.
 type Pool struct {
 	ctx     context.Context
-	exec    *Executor
+	exec    Runner
 	finish  Finisher
 	start   func(job planner.Job, backend string)
 	slots   *slots
@@ -44,7 +65,7 @@ type Pool struct {
 	wg      sync.WaitGroup
 
 	mu    sync.Mutex
-	stats PoolStats
+	stats Stats
 	// jobs are the dispatched jobs not finished yet, by id.
 	jobs map[string]*poolJob
 	// idle is signalled whenever a job finishes.
@@ -56,8 +77,8 @@ type poolJob struct {
 	cancel context.CancelFunc
 }
 
-// PoolStats counts what the pool has done (for progress lines and tests).
-type PoolStats struct {
+// Stats counts what the pool has done (for progress lines and tests).
+type Stats struct {
 	Jobs      int
 	Succeeded int
 	Noop      int
@@ -71,25 +92,50 @@ type PoolStats struct {
 	FilesRewritten int
 	FilesAdded     int
 	// Last is the report of the last finished job.
-	Last Report
+	Last executor.Report
 }
 
-// NewPool creates a pool whose jobs run under ctx: cancelling it abandons
+// Options configure a pool; only Runner is required.
+type Options struct {
+	// Runner runs the jobs that run in this process.
+	Runner Runner
+	// Concurrency bounds the jobs running here at once; 0 means 1.
+	Concurrency int
+	// Metrics receive the queue's gauges and waits (nil: a fresh set).
+	Metrics *metrics.Metrics
+	// Gate is what a job must pass when it leaves the queue (with
+	// replicas: this replica still owns the table); a job it refuses
+	// ends Failed with its error, having done nothing.
+	Gate func(job planner.Job) error
+	// Offloader, when set, takes the jobs it selects to its backend, at
+	// most OffloadConcurrency at once (0 means 1).
+	Offloader          Offloader
+	OffloadConcurrency int
+	// OnStart is called when a job leaves the queue and starts running,
+	// with the backend it runs on (executor.BackendLocal,
+	// executor.BackendSpark). A job that comes back from the other
+	// backend to run here starts again.
+	OnStart func(job planner.Job, backend string)
+	// OnFinish receives every finished job.
+	OnFinish Finisher
+}
+
+// New creates a pool whose jobs run under ctx: cancelling it abandons
 // running jobs cleanly (their uncommitted outputs are deleted).
-func NewPool(ctx context.Context, exec *Executor, concurrency int) *Pool {
-	if concurrency < 1 {
-		concurrency = 1
+func New(ctx context.Context, o Options) *Pool {
+	met := o.Metrics
+	if met == nil {
+		met = metrics.New()
 	}
-	p := &Pool{ctx: ctx, exec: exec, slots: newSlots(concurrency, exec.met), jobs: map[string]*poolJob{}}
+	p := &Pool{ctx: ctx, exec: o.Runner, slots: newSlots(max(o.Concurrency, 1), met), jobs: map[string]*poolJob{},
+		gate: o.Gate, start: o.OnStart, finish: o.OnFinish}
+	if o.Offloader != nil {
+		p.offload = o.Offloader
+		p.offSem = make(chan struct{}, max(o.OffloadConcurrency, 1))
+	}
 	p.idle = sync.NewCond(&p.mu)
 	return p
 }
-
-// SetGate sets what a job must pass when it leaves the queue (with
-// replicas: this replica still owns the table); a job it refuses ends
-// Failed with its error, having done nothing. Call it before the first
-// Dispatch.
-func (p *Pool) SetGate(f func(job planner.Job) error) { p.gate = f }
 
 // Abandon cancels the queued and running jobs of the tables sel selects:
 // they end cleanly (their uncommitted outputs deleted) and report Failed.
@@ -126,22 +172,6 @@ func (p *Pool) WaitTables(ctx context.Context, sel func(table string) bool) {
 	}
 }
 
-// OnFinish sets where results go. Call it before the first Dispatch.
-func (p *Pool) OnFinish(f Finisher) { p.finish = f }
-
-// OnStart sets what is called when a job leaves the queue and starts
-// running, with the backend it runs on (BackendLocal, BackendSpark). A job
-// that comes back from the other backend to run here starts again. Call it
-// before the first Dispatch.
-func (p *Pool) OnStart(f func(job planner.Job, backend string)) { p.start = f }
-
-// SetOffloader hands the jobs o takes to it, at most concurrency at once.
-// Call it before the first Dispatch.
-func (p *Pool) SetOffloader(o Offloader, concurrency int) {
-	p.offload = o
-	p.offSem = make(chan struct{}, max(concurrency, 1))
-}
-
 // Dispatch queues a job; it never blocks.
 func (p *Pool) Dispatch(job planner.Job) {
 	ctx, cancel := context.WithCancel(p.ctx)
@@ -154,7 +184,7 @@ func (p *Pool) Dispatch(job planner.Job) {
 		defer p.forget(job.ID, cancel)
 		if p.gate != nil {
 			if err := p.gate(job); err != nil {
-				p.done(job, planner.Result{Outcome: planner.Failed, Err: err}, Report{})
+				p.done(job, planner.Result{Outcome: planner.Failed, Err: err}, executor.Report{})
 				return
 			}
 		}
@@ -170,19 +200,19 @@ func (p *Pool) Dispatch(job planner.Job) {
 		}
 		release, ok := p.slots.acquire(ctx, job)
 		if !ok {
-			p.done(job, planner.Result{Outcome: planner.Failed, Err: context.Cause(ctx)}, Report{})
+			p.done(job, planner.Result{Outcome: planner.Failed, Err: context.Cause(ctx)}, executor.Report{})
 			return
 		}
 		defer release()
 		if p.gate != nil {
 			// It may have waited long for its slot.
 			if err := p.gate(job); err != nil {
-				p.done(job, planner.Result{Outcome: planner.Failed, Err: err}, Report{})
+				p.done(job, planner.Result{Outcome: planner.Failed, Err: err}, executor.Report{})
 				return
 			}
 		}
 		if p.start != nil {
-			p.start(job, BackendLocal)
+			p.start(job, executor.BackendLocal)
 		}
 		res, rep := p.exec.Run(ctx, job)
 		p.done(job, res, rep)
@@ -199,23 +229,23 @@ func (p *Pool) forget(id string, cancel context.CancelFunc) {
 
 // runOffloaded runs job on the other backend under its bound; ok is false
 // when the pool stopped before it started (the job is then finished).
-func (p *Pool) runOffloaded(ctx context.Context, job planner.Job) (res planner.Result, rep Report, local, ok bool) {
+func (p *Pool) runOffloaded(ctx context.Context, job planner.Job) (res planner.Result, rep executor.Report, local, ok bool) {
 	select {
 	case p.offSem <- struct{}{}:
 	case <-ctx.Done():
-		p.done(job, planner.Result{Outcome: planner.Failed, Err: ctx.Err()}, Report{Backend: BackendSpark})
+		p.done(job, planner.Result{Outcome: planner.Failed, Err: ctx.Err()}, executor.Report{Backend: executor.BackendSpark})
 		return res, rep, false, false
 	}
 	defer func() { <-p.offSem }()
 	res, rep, local = p.offload.Run(ctx, job, func() {
 		if p.start != nil {
-			p.start(job, BackendSpark)
+			p.start(job, executor.BackendSpark)
 		}
 	})
 	return res, rep, local, true
 }
 
-func (p *Pool) done(job planner.Job, res planner.Result, rep Report) {
+func (p *Pool) done(job planner.Job, res planner.Result, rep executor.Report) {
 	p.mu.Lock()
 	p.stats.Jobs++
 	switch res.Outcome {
@@ -230,7 +260,7 @@ func (p *Pool) done(job planner.Job, res planner.Result, rep Report) {
 	default:
 		p.stats.Failed++
 	}
-	if rep.Backend == BackendSpark {
+	if rep.Backend == executor.BackendSpark {
 		p.stats.Offloaded++
 	}
 	p.stats.Conflicts += rep.Conflicts
@@ -245,7 +275,7 @@ func (p *Pool) done(job planner.Job, res planner.Result, rep Report) {
 }
 
 // Stats returns a copy of the counters.
-func (p *Pool) Stats() PoolStats {
+func (p *Pool) Stats() Stats {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.stats

@@ -1,4 +1,4 @@
-package executor
+package pool
 
 import (
 	"context"
@@ -15,10 +15,15 @@ import (
 // background after them unless it has waited backgroundSlack longer; with
 // two slots a background backlog never takes the last one.
 func TestSlotsOrder(t *testing.T) {
-	compact := func(table string) planner.Job { return planner.Job{Kind: planner.KindCompact, TableName: table} }
-	orphans := func(table string) planner.Job { return planner.Job{Kind: planner.KindRemoveOrphans, TableName: table} }
+	// Each job carries the priority the planner gives its kind and reason.
+	compact := func(table string) planner.Job {
+		return planner.Job{Kind: planner.KindCompact, TableName: table, Priority: planner.PriorityUrgent}
+	}
+	orphans := func(table string) planner.Job {
+		return planner.Job{Kind: planner.KindRemoveOrphans, TableName: table, Priority: planner.PriorityBackground}
+	}
 	countExpiry := planner.Job{Kind: planner.KindExpireSnapshots, TableName: "x",
-		Reasons: []planner.Reason{{Threshold: "snapshot_count"}}}
+		Reasons: []planner.Reason{{Threshold: "snapshot_count"}}, Priority: planner.PriorityUrgent}
 	for _, tt := range []struct {
 		name string
 		size int
@@ -99,13 +104,13 @@ func TestSlotsOrder(t *testing.T) {
 // at once beside a running listing while more listings wait.
 func TestSlotsKeepOneForUrgentJobs(t *testing.T) {
 	s := newSlots(2, metrics.New())
-	rel, ok := s.acquire(context.Background(), planner.Job{Kind: planner.KindRemoveOrphans})
+	rel, ok := s.acquire(context.Background(), planner.Job{Kind: planner.KindRemoveOrphans, Priority: planner.PriorityBackground})
 	if !ok {
 		t.Fatal("no slot")
 	}
 	second := make(chan struct{})
 	go func() {
-		r, ok := s.acquire(context.Background(), planner.Job{Kind: planner.KindRemoveOrphans})
+		r, ok := s.acquire(context.Background(), planner.Job{Kind: planner.KindRemoveOrphans, Priority: planner.PriorityBackground})
 		if ok {
 			close(second)
 			r()
@@ -113,14 +118,14 @@ func TestSlotsKeepOneForUrgentJobs(t *testing.T) {
 	}()
 	for {
 		s.mu.Lock()
-		n := len(s.queues[classBackground])
+		n := len(s.queues[planner.PriorityBackground])
 		s.mu.Unlock()
 		if n == 1 {
 			break
 		}
 		time.Sleep(time.Millisecond)
 	}
-	relU, ok := s.acquire(context.Background(), planner.Job{Kind: planner.KindCompact})
+	relU, ok := s.acquire(context.Background(), planner.Job{Kind: planner.KindCompact, Priority: planner.PriorityUrgent})
 	if !ok {
 		t.Fatal("the urgent job got no slot")
 	}

@@ -1,4 +1,4 @@
-package executor
+package pool
 
 import (
 	"context"
@@ -9,45 +9,10 @@ import (
 	"github.com/icereactor/reactor/planner"
 )
 
-// jobClass orders jobs waiting for a slot of the pool.
-type jobClass uint8
-
-const (
-	// classUrgent: the jobs that answer writes (compaction, position-delete
-	// rewrites) and the metadata jobs that gate a table's compaction when
-	// its history or manifest list is over its bound.
-	classUrgent jobClass = iota
-	// classBackground: maintenance on a cadence of hours or days
-	// (age-based expiry, deletion of expired files, orphan cleanup, sort
-	// and z-order rewrites), which a few minutes' wait does not hurt.
-	classBackground
-)
-
-func (c jobClass) String() string {
-	if c == classUrgent {
-		return "urgent"
-	}
-	return "background"
-}
-
 // backgroundSlack is how much later than an urgent job a background job
 // may start: a background job that has waited this long ranks as urgent
 // jobs queued at the same time (so none starves).
 const backgroundSlack = 10 * time.Minute
-
-func classOf(job planner.Job) jobClass {
-	switch job.Kind {
-	case planner.KindCompact, planner.KindRewritePositionDeletes, planner.KindRewriteManifests:
-		return classUrgent
-	case planner.KindExpireSnapshots:
-		for _, r := range job.Reasons {
-			if r.Threshold == "snapshot_count" {
-				return classUrgent
-			}
-		}
-	}
-	return classBackground
-}
 
 // slots hands the pool's local slots to waiting jobs: earliest deadline
 // first, a job's deadline being when it was queued (plus backgroundSlack
@@ -65,11 +30,11 @@ type slots struct {
 	mu                sync.Mutex
 	running           int
 	runningBackground int
-	queues            [2][]*slotWaiter // by class, FIFO
+	queues            [2][]*slotWaiter // by planner.Priority, FIFO
 }
 
 type slotWaiter struct {
-	class    jobClass
+	class    planner.Priority
 	kind     planner.JobKind
 	queued   time.Time
 	deadline time.Time
@@ -85,8 +50,8 @@ func newSlots(size int, met *metrics.Metrics) *slots {
 // acquire waits for a slot for job; false when ctx ended first.
 func (s *slots) acquire(ctx context.Context, job planner.Job) (release func(), ok bool) {
 	now := s.now()
-	w := &slotWaiter{class: classOf(job), kind: job.Kind, queued: now, deadline: now, grant: make(chan struct{})}
-	if w.class == classBackground {
+	w := &slotWaiter{class: job.Priority, kind: job.Kind, queued: now, deadline: now, grant: make(chan struct{})}
+	if w.class == planner.PriorityBackground {
 		w.deadline = now.Add(backgroundSlack)
 	}
 	s.mu.Lock()
@@ -109,7 +74,7 @@ func (s *slots) acquire(ctx context.Context, job planner.Job) (release func(), o
 	return func() {
 		s.mu.Lock()
 		s.running--
-		if w.class == classBackground {
+		if w.class == planner.PriorityBackground {
 			s.runningBackground--
 		}
 		s.dispatchLocked()
@@ -120,7 +85,7 @@ func (s *slots) acquire(ctx context.Context, job planner.Job) (release func(), o
 // dispatchLocked grants free slots to the best waiters.
 func (s *slots) dispatchLocked() {
 	for s.running < s.size {
-		u, b := s.head(classUrgent), s.head(classBackground)
+		u, b := s.head(planner.PriorityUrgent), s.head(planner.PriorityBackground)
 		bgFree := s.runningBackground < s.backgroundLimit
 		var next *slotWaiter
 		switch {
@@ -137,7 +102,7 @@ func (s *slots) dispatchLocked() {
 		s.queues[next.class] = s.queues[next.class][1:]
 		next.granted = true
 		s.running++
-		if next.class == classBackground {
+		if next.class == planner.PriorityBackground {
 			s.runningBackground++
 		}
 		close(next.grant)
@@ -145,7 +110,7 @@ func (s *slots) dispatchLocked() {
 	s.gaugesLocked()
 }
 
-func (s *slots) head(c jobClass) *slotWaiter {
+func (s *slots) head(c planner.Priority) *slotWaiter {
 	if len(s.queues[c]) == 0 {
 		return nil
 	}
@@ -164,7 +129,7 @@ func (s *slots) removeLocked(w *slotWaiter) {
 
 func (s *slots) gaugesLocked() {
 	for c := range s.queues {
-		s.met.JobQueue.WithLabelValues(jobClass(c).String()).Set(float64(len(s.queues[c])))
+		s.met.JobQueue.WithLabelValues(planner.Priority(c).String()).Set(float64(len(s.queues[c])))
 	}
 	s.met.JobsRunning.Set(float64(s.running))
 }

@@ -1,0 +1,36 @@
+package planner
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// The planner ranks the jobs it schedules: the ones that answer writes and
+// an expiry at the snapshot-count bound are urgent, an expiry by age is
+// background (the executor's pool orders its queue by it).
+func TestScheduledJobPriority(t *testing.T) {
+	yaml := schedYAML + "  snapshot_max_age: 3h\n  min_reader_margin: 30m\n  retain_last: 1\n"
+	t.Run("expiry by age", func(t *testing.T) {
+		f := newSchedFixture(t, yaml)
+		f.commit("a", 3)
+		f.at(4 * time.Hour)
+		jobs := f.takeJobs()
+		if len(jobs) != 1 || jobs[0].Kind != KindExpireSnapshots || jobs[0].Priority != PriorityBackground {
+			t.Fatalf("jobs = %+v, want one background expiry", jobs)
+		}
+	})
+	t.Run("expiry by count, then compaction", func(t *testing.T) {
+		f := newSchedFixture(t, strings.Replace(yaml, "quiet_period: 1h", "quiet_period: 0s", 1)+"  snapshot_count: 6\n")
+		f.commit("a", 6)
+		f.at(time.Minute)
+		jobs := f.takeJobs()
+		if len(jobs) != 1 || jobs[0].Kind != KindExpireSnapshots || jobs[0].Priority != PriorityUrgent {
+			t.Fatalf("jobs = %+v, want one urgent expiry", jobs)
+		}
+		f.p.Finished(f.ctx, jobs[0], Result{Outcome: Noop})
+		if jobs := f.takeJobs(); len(jobs) != 1 || jobs[0].Kind != KindCompact || jobs[0].Priority != PriorityUrgent {
+			t.Fatalf("after the expiry, jobs = %+v, want an urgent compaction", jobs)
+		}
+	})
+}
