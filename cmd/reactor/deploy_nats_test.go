@@ -121,6 +121,13 @@ func TestNATSPermissionsExampleMatchesReactorsSubjects(t *testing.T) {
 			t.Errorf("reactor may not publish %s", s)
 		}
 	}
+	// A restarted replica asks its predecessor's incarnation whether it is
+	// alive; the asked one answers to the asker's inbox.
+	aliveSubject := lease.AliveSubjectPrefix + "." + lease.DefaultBucket + ".pod-0.0123456789ab"
+	if !allowed(users["reactor"].Permissions.Publish, aliveSubject) || !allowed(users["reactor"].Permissions.Subscribe, aliveSubject) ||
+		!allowed(users["reactor"].Permissions.Publish, worker.InboxPrefix+".x.y") {
+		t.Errorf("reactor may not ask (%s) or answer (%s.>) liveness questions", aliveSubject, worker.InboxPrefix)
+	}
 	if !allowed(users["reactor"].Permissions.Subscribe, worker.InboxPrefix+".x.y") {
 		t.Errorf("reactor may not subscribe to its inbox %s.>", worker.InboxPrefix)
 	}
@@ -142,6 +149,8 @@ func TestNATSPermissionsExampleMatchesReactorsSubjects(t *testing.T) {
 		{"delete a commit event", "$JS.API.STREAM.MSG.DELETE." + triggers.DefaultCommitStream, false, ""},
 		{"take a table lease", "$KV." + lease.DefaultBucket + ".shard.3", false, "reactor"},
 		{"forward an event to a shard", triggers.ShardSubjectPrefix + "3", false, "reactor"},
+		{"ask a replica whether it is alive", aliveSubject, false, "reactor"},
+		{"answer as a replica", aliveSubject, true, "reactor"},
 		{"delete the lease bucket", "$JS.API.STREAM.DELETE." + leaseStream, false, ""},
 		{"acknowledge for reactor", "$JS.ACK." + triggers.DefaultCommitStream + "." + triggers.DefaultDurable + ".1.1.1.1.0", false, "reactor"},
 	}
@@ -307,6 +316,22 @@ func TestNATSPermissionsExampleOnARealServer(t *testing.T) {
 	if dl.Reason != events.ReasonMalformed || string(dl.Payload) != `{"namespace":"db"` {
 		t.Errorf("dead letter %+v", dl)
 	}
+	// A second reactor started by mistake under the first one's replica
+	// name (both default to the host name) asks it whether it is alive,
+	// gets its answer, and takes no table.
+	dupCtx, dupCancel := context.WithCancel(ctx)
+	var dupErr syncBuffer
+	dupDone := make(chan int, 1)
+	go func() {
+		dupDone <- execute(dupCtx, []string{"run", "--nats-url", urlFor("reactor"), "--data-dir", dir, "--thresholds", thresholdsFile,
+			"--http-addr", ""}, &syncBuffer{}, &dupErr)
+	}()
+	waitFor(t, "the duplicate refusing the name in use", func() bool {
+		return strings.Contains(dupErr.String(), "its replica name is in use")
+	}, &dupErr)
+	dupCancel()
+	within(t, dupDone, time.Minute, "the duplicate reactor to return")
+
 	if v := logs.violations(); len(v) > 0 {
 		t.Fatalf("permission violations while reactor, the pipeline and the monitor did their work:\n%s", strings.Join(v, "\n"))
 	}
