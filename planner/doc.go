@@ -1,10 +1,70 @@
-// Package planner owns reactor's picture of each table: per-partition
-// counters (data files, bytes, rows, small files, last write) kept current
-// by reading only the manifests each new snapshot added, and the decision of
-// which partitions need a job now — threshold crossed, not in a quiet period,
-// not cooling down, not already being worked on.
+// Package planner owns reactor's picture of each table and the decision of
+// which job it needs now: per-partition counters kept current by reading
+// only the manifests each new snapshot added, the thresholds measured
+// against them, and the jobs scheduled from them — one at a time per
+// table, in the order of docs/design.md#job-order.
 //
 // It reads table metadata and manifests through iceberg-go but never writes
 // to a table: running jobs is the executor's business, receiving events the
 // triggers'.
+//
+// # Parts
+//
+//   - The planner and its event path (planner.go, refresh.go): [New],
+//     [Planner.Apply] for a commit event, and the same split so a consumer
+//     can coalesce a burst — [Planner.CheckCommit] and
+//     [Planner.CommitCovered] answer without I/O, [Planner.Refresh] loads
+//     the table once for every event that arrived before it. [Planner.Observe]
+//     brings a table in without an event, [Planner.Discover] every table of
+//     the watched namespaces (at start), and [Planner.Forget] drops the
+//     tables this replica no longer owns.
+//   - Table state (state.go, snapshots.go, counters.go, tiers.go,
+//     compact.go): a table's counters advanced snapshot by snapshot from the
+//     manifests each one added (rebuilt from the current snapshot when the
+//     gap cannot be bridged); [Counters] per partition — data files, bytes,
+//     rows, small files per size tier ([TierCounts]), delete files and rows
+//     of each kind, sorted files, last write; the snapshot summary expiry is
+//     scheduled from; compact.go holds the memory-compact forms (partition
+//     tuples, instants, hash sets) an idle table is kept in.
+//   - Partitions (partition.go): [Keyer] renders partition tuples as the
+//     stable, readable keys ("category=books") the planner and the executor
+//     share.
+//   - Evaluation and scheduling (evaluate.go, explain.go, manifests.go):
+//     which partitions are over a threshold (small files by tier, delete
+//     files and rows, sort cadence) and free to run (quiet period,
+//     max_quiet_wait, cool-down, settled), the table-wide jobs (expiry by
+//     age and by snapshot_count, the deferred deletion pass, the manifest
+//     rewrite and its floor of one manifest per partition, orphan cleanup),
+//     metadata over its bounds first, and a timer for the next deadline
+//     instead of polling. [Explain] is the same evaluation for
+//     `reactor plan`, per threshold ([Check], [Plan]).
+//   - Tiers (tiers.go): the tier rule, [SelectTiered], which picks the merge
+//     a partition's small files are due; the executor plans with the same
+//     function, so the planner schedules exactly when a merge exists.
+//   - Jobs (job.go): [Job], its [JobKind] (compact, sort,
+//     rewrite_position_deletes, expire_snapshots, delete_expired_files,
+//     rewrite_manifests, remove_orphans), [Reason], its priority, and the
+//     [Result] a finished job reports; [SnapshotJobProperty] marks
+//     reactor's own snapshots so they never count as writes.
+//   - Finished jobs (finished.go): [Planner.Finished] applies cool-downs,
+//     settles partitions a job found nothing to do in, and records the
+//     state of what the job committed.
+//   - Manual jobs (manual.go): [ManualJob] builds the job of a one-shot
+//     command (`reactor compact`, `expire`, ...) from the same thresholds.
+//   - Notification routing (locations.go, objects.go): the location index
+//     from table locations to tables, built from the catalog for the watched
+//     namespaces and refreshed on a schedule and on a miss under a watched
+//     warehouse prefix ([ErrUnclaimed]: a new table's first objects are held,
+//     not dropped); [Planner.RouteObject] and [Planner.ApplyObject] turn an
+//     object event into a commit (a new metadata file), a tracked
+//     unconfirmed data file, or a removal; [Planner.OrphanCandidates] lists
+//     tracked files no snapshot came to reference.
+//   - Orphan hygiene (hidden.go, history.go): [HiddenPath] says which files
+//     are never orphan candidates, as Iceberg Java's remove_orphan_files
+//     sees them (a path component starting with "." or "_": .crc sidecars,
+//     _temporary, _SUCCESS, reactor's own _reactor/ lists; partition
+//     directories such as "_c=1" excepted); history.go collects the
+//     locations a table's history references.
+//   - Health (health.go): [Health], the per-table report after every job
+//     and on demand ([CheckHealth] for `reactor health`).
 package planner

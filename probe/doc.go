@@ -10,4 +10,13 @@
 // publishes on NATS, nothing else; it must not import the planner or the
 // executor: an instrument that trusted reactor's own bookkeeping could not
 // catch its mistakes.
+//
+// # Files
+//
+//   - table.go: [Measure], one [TableSample] of a table's current snapshot.
+//   - compacted.go: [ScanSample], a full scan against the same rows fully
+//     compacted.
+//   - jobs.go: [JobTally], reactor's job events added up.
+//   - latency.go: [Latencies], commit latency percentiles per interval.
+//   - cpu.go: [ProcessCPU], a process's CPU time from /proc.
 package probe

@@ -130,4 +130,16 @@
 // time zone). Other Arrow types, including dictionary-encoded columns, are
 // an error from Sort rather than a silent conversion, so keys stay
 // comparable across batches.
+//
+// # Files
+//
+//   - parse.go: [Order] and [Parse] (the syntax above); table.go:
+//     [FromTable], a table's Iceberg sort order as an Order.
+//   - bind.go: [Bound], an order checked against a table schema (the
+//     column types it accepts).
+//   - encode.go: reading bound columns from Arrow batches and the key
+//     encodings above.
+//   - sort.go: the linear sort and the z-order (keys in one arena).
+//   - runs.go: sorting in runs whose keys merge afterwards, for the
+//     executor's external sort of groups larger than memory.
 package sortorder

@@ -28,4 +28,12 @@
 // rendered statement only ever gets safer with time: its older_than
 // timestamps are absolute, computed from [Options.Now] and truncated towards
 // the past.
+//
+// # Files
+//
+//   - sparkcall.go: Render, the procedures and their options, and
+//     [ResultColumns].
+//   - where.go: the predicate that selects exactly a partition by its
+//     values, transform by transform.
+//   - quote.go: [QuoteIdent], [QuoteMultipart] and string literals.
 package sparkcall

@@ -17,4 +17,14 @@
 // It must not decide what to run or when (the planner does), must not
 // render statements itself (sparkcall does), and must not commit to the
 // table: Spark commits, and Spark retries its own commit conflicts.
+//
+// # Files
+//
+//   - route.go: [Decide], the spark rules applied to one job ([Decision]).
+//   - run.go: the [Runner]: a job's statements, its timeout, interruption
+//     and the confirmation of its end, the local fallback.
+//   - connect.go: the Spark Connect [Session] and [Dialer] ([Dial]), with
+//     Interrupt and ReleaseSession sent through the client's connection.
+//   - results.go: the procedures' result columns into the job's report, and
+//     how a statement ended.
 package sparkrun

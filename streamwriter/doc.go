@@ -6,4 +6,20 @@
 //
 // It owns the demo table's schema and the row checksum; it must not know
 // about the planner or the executor.
+//
+// # Files
+//
+//   - writer.go: [Writer], [New] and Commit: one append per batch, the
+//     commit event to a [Publisher].
+//   - table.go: the demo table's [Schema] and [CreateTable].
+//   - pace.go: [Writer.Pace], commits at a steady rate for a duration
+//     (the soak benchmark's and the demo's writer).
+//   - publish.go: [JetStreamPublisher], commit events through JetStream,
+//     retried, with a message id per snapshot.
+//   - deletes.go: merge-on-read deletes ([MergeOnReadProperties],
+//     DeleteRows), as a CDC pipeline writes them.
+//   - abandon.go: [Writer.Abandon], a write that crashed between writing its
+//     files and committing them (orphans to clean up).
+//   - checksum.go: [Tally], the row count and order-independent checksum
+//     every test and benchmark checks the table against.
 package streamwriter

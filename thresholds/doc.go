@@ -5,10 +5,13 @@
 //
 // # Document
 //
-// A document has three top-level keys (and concurrency, and spark: which
-// jobs run on a Spark cluster through Spark Connect, see [Spark]):
+// A document has seven top-level keys, every one optional (config.go):
 //
 //	namespaces: [db, prod.events]   # watched namespaces; empty or absent = every namespace
+//	concurrency: 2                  # jobs at once across tables (read at start)
+//	sort_memory: 256MiB             # decoded rows one sort/z-order group holds before spilling
+//	spill_dir: /tmp/reactor-spill   # where those spilled runs go
+//	spark: {}                       # which jobs run on a Spark cluster ([Spark], spark.go)
 //	defaults:                       # a Policy applied to every table
 //	  target_file_size: 512MiB
 //	tables:                         # per-table overrides, each a match plus a Policy
@@ -33,11 +36,39 @@
 //
 // # Resolution
 //
-// [Config.For] resolves the settings for one table field by field: the first
-// set value among the matching overrides (most specific first; see
-// [Config.For]) and then defaults; for the target file size, the table's
-// write.target-file-size-bytes property comes next; finally the built-in
-// default.
+// [Config.For] (effective.go) resolves the settings for one table field by
+// field into an [Effective]: the first set value among the matching
+// overrides (most specific first; match.go) and then defaults, then the
+// built-in default. Two families consult the table's properties: the
+// sizes (write.target-file-size-bytes, write.delete.target-file-size-bytes)
+// come after the document and before the built-ins, while the retention
+// properties (history.expire.max-snapshot-age-ms,
+// history.expire.min-snapshots-to-keep) win over the document, as Spark's
+// expire_snapshots treats them (docs/design.md#threshold-precedence).
+// The orphan margin is never below the highest orphan_margin_floor among
+// the matching levels.
+//
+// # Files
+//
+//   - config.go: [Config], [Override], [Policy], the Default* built-ins and
+//     [Builtin], [Parse] and [Load], the table properties consulted.
+//   - validate.go: [Config.Validate], every field's range and the rules
+//     across fields (orphan margins against floors, small_file_count against
+//     min_input_files, duplicate matches).
+//   - effective.go: [Config.For] and [Effective]; match.go: which overrides
+//     match a table and in what order.
+//   - size.go, duration.go: [Size] and [Duration], their YAML forms and
+//     [ParseSize], [ParseDuration].
+//   - spark.go: the spark section ([Spark], [SparkRule], [SparkKinds],
+//     [Config.SparkSettings]).
+//   - errors.go: [FieldError], one invalid field with its path.
+//   - limits.go: the limits checked before the YAML parser runs (size,
+//     nesting, values; [LimitError], [ReadFile]); hostile.go: what an error
+//     may quote and how many problems are listed, and the recovered panic
+//     ([InternalError]).
+//   - normalize.go: empty lists decoded as absent, so a document does not
+//     depend on the spelling.
+//   - example.yaml: a commented document covering every field.
 //
 // # Boundaries
 //

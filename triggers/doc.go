@@ -1,10 +1,44 @@
 // Package triggers owns reactor's NATS subscriptions: it consumes commit
-// events from a JetStream durable consumer, hands each decoded event to the
-// planner, and acknowledges it only once the planner has applied it, so a
-// crash or restart redelivers it. Input it can never apply is dead-lettered
-// (with the reason and the original payload) and acknowledged; a transient
-// fault (catalog down) is retried with backoff, never dropped.
+// events and bucket notifications from JetStream durable consumers, hands
+// each decoded event to the planner, and acknowledges it only once the
+// planner has applied it, so a crash or restart redelivers it. Input it can
+// never apply is dead-lettered (with the reason and the original payload)
+// and acknowledged; a transient fault (catalog down) is retried with
+// backoff, never dropped.
 //
 // It must not look inside tables or decide about jobs: that is the
 // planner's.
+//
+// # Parts
+//
+//   - Commit events (commits.go): [StartCommits] and [CommitConsumer] on the
+//     work-queue stream REACTOR_COMMITS; [EnsureStreams] creates it and the
+//     dead-letter stream; [Applier] is what it needs of the planner (checks
+//     without I/O, one refresh per table's waiting events).
+//   - Bucket notifications (notifications.go): [StartNotifications] and
+//     [NotificationConsumer] on REACTOR_NOTIFICATIONS, one or more
+//     [NotificationSource] each with its own key encoding (url for MinIO and
+//     AWS, raw for versitygw; never guessed); metadata files become commits,
+//     data files are tracked, records no known table claims wait in their
+//     own lane while the planner refreshes its location index
+//     ([ObjectApplier]).
+//   - Coalescing (coalesce.go): the [Coalescer] collapses the events of one
+//     table into one refresh of its newest metadata and refreshes different
+//     tables in parallel ([DefaultRefreshConcurrency] at once), tables taking
+//     turns, each event acknowledged after the round whose refresh covers it.
+//   - Forwarding between replicas (forward.go): an event of a table another
+//     replica owns ([Ownership], package lease) is copied byte for byte to
+//     its shard's subject on REACTOR_SHARDS and the original acknowledged
+//     once the copy is stored; [StartShardConsumers] consumes the shards this
+//     replica owns, moving with the lease.
+//   - Redelivery and holding (redelivery.go): a transient fault is
+//     negatively acknowledged with a doubling delay (250 ms to 30 s), logged
+//     once and then at most every 30 s; a notification waiting for its
+//     table (a new table) or its commit is held, at most 256 at once, until
+//     [DefaultNewTableGrace].
+//   - Dead letters (deadletter.go): the original payload as the body, what
+//     happened in headers (events.DeadLetter), sized to the server's
+//     max_payload, credentials masked; stored before the original is
+//     acknowledged, with a message id that makes a redelivery store nothing
+//     new.
 package triggers

@@ -1,26 +1,3 @@
-// Command reactor keeps Apache Iceberg tables healthy while streaming writers
-// commit to them: it consumes commit events from NATS JetStream, keeps
-// per-partition file counters, and compacts exactly the partitions that have
-// collected too many small files, retrying around the writers' commits.
-//
-// Usage:
-//
-//	reactor run [flags]      run the worker until SIGINT or SIGTERM
-//	reactor demo [flags]     run an embedded, self-checking demonstration
-//	reactor health TABLE     check one table's health now
-//	reactor plan TABLE       show what would be scheduled now, and why
-//	reactor compact TABLE    compact now (rewrite_data_files)
-//	reactor rewrite-deletes TABLE     merge position deletes (rewrite_position_delete_files)
-//	reactor expire TABLE     expire snapshots now (expire_snapshots)
-//	reactor orphans TABLE    find orphan files (remove_orphan_files)
-//	reactor rewrite-manifests TABLE   merge manifests (rewrite_manifests)
-//	reactor validate-config FILE      check a thresholds file
-//	reactor write TABLE      a small streaming writer, for trying reactor out
-//	reactor version          print version information
-//	reactor help [command]   show help
-//
-// Every subcommand accepts -h (or --help) to list its flags. The flags of
-// `reactor run` can also be set through REACTOR_* environment variables.
 package main
 
 import (
