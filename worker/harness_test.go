@@ -26,7 +26,7 @@ import (
 // (each with its own catalog handle, as two processes would have), and a
 // reactor worker.
 type harness struct {
-	t       *testing.T
+	t       testing.TB
 	ctx     context.Context
 	dir     string
 	nats    *embedded.NATS
@@ -75,7 +75,7 @@ defaults:
   commit_retry_time: 30s
 `
 
-func newHarness(t *testing.T, cfgYAML string, tableProps iceberg.Properties) *harness {
+func newHarness(t testing.TB, cfgYAML string, tableProps iceberg.Properties) *harness {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)

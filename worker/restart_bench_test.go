@@ -1,0 +1,88 @@
+package worker
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/icereactor/reactor/events"
+	"github.com/icereactor/reactor/lease"
+)
+
+// restartThresholds are the streaming defaults with a threshold a dozen
+// small commits cross.
+const restartThresholds = `
+defaults:
+  target_file_size: 1MiB
+  small_file_count: 5
+  min_input_files: 5
+`
+
+// BenchmarkRestartToFirstJob: a replica is killed (its leases left
+// behind, its NATS connection closed, as SIGKILL leaves them) while its
+// table crosses a threshold, and restarted under its name; the figure is
+// the time from the restart to the first job of that table starting, with
+// the default lease TTL (the wait this replaces was TTL + TTL/3). Run
+// alone and beside two survivors.
+//
+//	go test -run '^$' -bench BenchmarkRestartToFirstJob -benchtime 10x ./worker/
+func BenchmarkRestartToFirstJob(b *testing.B) {
+	for _, replicas := range []int{1, 3} {
+		b.Run(fmt.Sprintf("replicas=%d", replicas), func(b *testing.B) {
+			h := newHarness(b, restartThresholds, nil)
+			jobs := h.recordJobs()
+			name := func(i int) string { return fmt.Sprintf("pod-%d", i) }
+			workers := make([]*Worker, replicas)
+			for i := range workers {
+				h.workerCfg = func(c *Config) { c.Leases = LeaseConfig{Replica: name(i), TTL: lease.DefaultTTL} }
+				workers[i] = h.start()
+			}
+			owner := func() int {
+				for i, w := range workers {
+					if w != nil && w.Leases() != nil && w.Leases().Owns("db.events") {
+						return i
+					}
+				}
+				return -1
+			}
+			h.eventually("the table owned", func() bool { return owner() >= 0 })
+			var waits []time.Duration
+			for n := 0; n < b.N; n++ {
+				victim := owner()
+				workers[victim].kill()
+				workers[victim] = nil
+				before := len(jobs.all())
+				for range 6 {
+					h.commit("a", 20)
+				}
+				h.workerCfg = func(c *Config) { c.Leases = LeaseConfig{Replica: name(victim), TTL: lease.DefaultTTL} }
+				start := time.Now()
+				workers[victim] = h.start()
+				var first events.JobEvent
+				h.eventually("the first job after the restart", func() bool {
+					for _, ev := range jobs.all()[before:] {
+						if ev.Table == "db.events" && ev.Phase == events.JobStarted {
+							first = ev
+							return true
+						}
+					}
+					return false
+				})
+				waits = append(waits, first.Time.Sub(start))
+				h.eventually("the job's end", func() bool {
+					for _, ev := range jobs.all() {
+						if ev.JobID == first.JobID && ev.Terminal() {
+							return true
+						}
+					}
+					return false
+				})
+			}
+			slices.Sort(waits)
+			b.ReportMetric(float64(waits[len(waits)/2].Milliseconds()), "ms-median")
+			b.ReportMetric(float64(waits[len(waits)-1].Milliseconds()), "ms-max")
+			b.ReportMetric(float64(waits[len(waits)/2])/float64(lease.DefaultTTL+lease.DefaultTTL/3), "x-old-wait")
+		})
+	}
+}
