@@ -48,7 +48,7 @@ func (c Counters) DeleteRows() int64 {
 // fileSizes are the limits files are counted against.
 type fileSizes struct {
 	small int64 // below: a compaction candidate
-	tiny  int64 // below: a health problem (seed 000's "tiny files")
+	tiny  int64 // below: a health problem (the seeds' "tiny files")
 	fanIn int   // size ratio between two tiers of small files
 }
 

@@ -11,9 +11,9 @@ import (
 	"github.com/icereactor/reactor/thresholds"
 )
 
-// Health is a table's health report (seed 000's health-check step): what
-// maintenance is supposed to keep in bounds, measured, with the problems
-// that make the table unhealthy.
+// Health is a table's health report (the seeds' health-check step,
+// docs/design.md#origins): what maintenance is supposed to keep in bounds,
+// measured, with the problems that make the table unhealthy.
 type Health struct {
 	Table             string        `json:"table"`
 	SnapshotID        int64         `json:"snapshot_id"`
@@ -66,7 +66,7 @@ func buildHealth(name string, tc *tableCounters, snaps snapshotSummary, set thre
 		h.Problems = append(h.Problems, fmt.Sprintf("oldest snapshot is %s old (limit %s): expiry is not running",
 			h.OldestSnapshotAge.Round(time.Second), set.HealthMaxSnapshotAge))
 	}
-	// Seed 000's homework: after bin-pack the average file should be within
+	// The seeds' check: after bin-pack the average file should be within
 	// 80-120% of the target; below usually means partitions smaller than
 	// one target file, which is not a fault.
 	if h.DataFiles > 0 && set.TargetFileSize > 0 {

@@ -195,8 +195,8 @@ type Policy struct {
 	// MinReaderMargin is the longest legitimate reader: a file that left
 	// the table (expiry removed the last snapshot that referenced it) is
 	// deleted only once this long has passed since, whatever the
-	// retention (seed 000: a 6-hour horizon deleted files under a
-	// 15-minute reader). It protects files, not snapshots: retention bounds
+	// retention (docs/design.md#seed-reader-incident: a 6-hour horizon
+	// deleted files under a 15-minute reader). It protects files, not snapshots: retention bounds
 	// the metadata, this margin bounds what a reader can lose. The list of
 	// files waiting for it is stored under the table's metadata location
 	// and survives restarts. 0 deletes at the expiry. Default 48h.
@@ -213,7 +213,7 @@ type Policy struct {
 	// in the metadata every commit reads and writes (at 500, a writer's
 	// commit took twice as long as at 50). Default 100; >= 2.
 	SnapshotCount *int `yaml:"snapshot_count"`
-	// Health check (seed 000's DAG step): a table is unhealthy with more
+	// Health check (the seeds' health-check step): a table is unhealthy with more
 	// than HealthMaxTinyFiles files below TinyFileSize (default 200 below
 	// 16MiB), more than HealthMaxSnapshots snapshots (150: above snapshot_count,
 	// so unhealthy means expiry is not keeping up), or a snapshot
