@@ -32,9 +32,9 @@ const (
 	RewriteManifests           = "rewrite_manifests"
 )
 
-// ResultColumns returns the columns a procedure returns (seeds 000, 001,
-// 003; checked against Iceberg 1.12's Spark runtime by interop/run), or nil
-// for an unknown procedure.
+// ResultColumns returns the columns a procedure returns (as the seeds
+// document them, docs/design.md#origins; checked against Iceberg 1.12's
+// Spark runtime by interop/run), or nil for an unknown procedure.
 func ResultColumns(procedure string) []string {
 	return resultColumns()[procedure]
 }
