@@ -14,6 +14,7 @@ import (
 	"github.com/cenkalti/backoff/v4"
 
 	"github.com/icereactor/reactor/conflict"
+	"github.com/icereactor/reactor/executor/internal/commit"
 	"github.com/icereactor/reactor/planner"
 )
 
@@ -55,7 +56,7 @@ func (e *Executor) commitBatchReplay(ctx context.Context, log *slog.Logger, job 
 			candidates[d.FilePath()] = d
 		}
 	}
-	inputs := newRewriteInputs(planned.Metadata(), oldFiles)
+	inputs := commit.NewRewriteInputs(planned.Metadata(), oldFiles)
 	validatedID := planned.CurrentSnapshot().SnapshotID
 	props := iceberg.Properties{planner.SnapshotJobProperty: job.ID}
 	maps.Copy(props, extraProps)
@@ -87,14 +88,14 @@ func (e *Executor) commitBatchReplay(ctx context.Context, log *slog.Logger, job 
 			// Validation is monotonic along the ancestry: only snapshots
 			// committed since the last attempt need reading, so an attempt
 			// stays cheap however long the writer has been busy.
-			if err := checkSince(fs, tbl.Metadata(), validatedID, inputs); err != nil {
+			if err := commit.CheckSince(fs, tbl.Metadata(), validatedID, inputs); err != nil {
 				return backoff.Permanent(err)
 			}
 			validatedID = tbl.CurrentSnapshot().SnapshotID
 		}
 		// Only position deletes that are dead in the snapshot being
 		// committed on may go: a partition-scoped delete that still
-		// applies to a file outside the rewrite stays (pitfall 1).
+		// applies to a file outside the rewrite stays (docs/design.md#pitfall-resurrected-deletes).
 		dead, err := table.CollectDeadPositionDeletes(ctx, fs, tbl.CurrentSnapshot(), rewritten)
 		if err != nil {
 			return backoff.Permanent(fmt.Errorf("collect dead position deletes: %w", err))
@@ -206,7 +207,7 @@ func (e *Executor) findCommitted(ctx context.Context, job planner.Job) *table.Ta
 
 // stagedFiles lists the manifest list and manifests a staged transaction
 // wrote for its new snapshot: if the commit loses, nothing references them
-// and reactor deletes them itself (pitfall 6) instead of leaving them to
+// and reactor deletes them itself (docs/design.md#pitfall-failed-attempt-garbage) instead of leaving them to
 // orphan cleanup.
 func stagedFiles(txn *table.Transaction, fs iceio.IO) []string {
 	st, err := txn.StagedTable()

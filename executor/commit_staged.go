@@ -14,7 +14,24 @@ import (
 	"github.com/cenkalti/backoff/v4"
 
 	"github.com/icereactor/reactor/conflict"
+	"github.com/icereactor/reactor/executor/internal/commit"
 	"github.com/icereactor/reactor/planner"
+)
+
+// Reasons a rewrite can no longer be committed as it is (commit
+// validation, package commit): the outputs themselves are stale, so the
+// batch is abandoned and its outputs deleted. Callers match them with
+// errors.Is.
+var (
+	// ErrInputsGone: a concurrent commit removed one of the rewrite's
+	// input files (another rewrite or an overwrite got there first).
+	ErrInputsGone = commit.ErrInputsGone
+	// ErrNewDeletes: a concurrent commit added deletes that apply to the
+	// rewrite's inputs; committing the outputs would resurrect those rows.
+	ErrNewDeletes = commit.ErrNewDeletes
+	// ErrDiverged: the snapshot the rewrite was planned on is no longer an
+	// ancestor of the current one (rollback, or expired under us).
+	ErrDiverged = commit.ErrDiverged
 )
 
 // commitBatch commits the already written outputs of one batch, retrying
@@ -22,7 +39,7 @@ import (
 // the tombstones of the inputs and copies of the manifests that held them
 // are written once; an attempt after a conflict reads only the snapshots
 // committed since the previous one, re-validates against them and writes a
-// new manifest list (stagedRewrite). Format v1 and v3 tables go through
+// new manifest list (commit.Staged). Format v1 and v3 tables go through
 // commitBatchReplay.
 //
 // planned is the table the outputs were read from: validation starts there.
@@ -55,20 +72,20 @@ func (e *Executor) commitBatch(ctx context.Context, log *slog.Logger, job planne
 		}
 	}
 	maps.Copy(optional, eqDeletes)
-	inputs := newRewriteInputs(planned.Metadata(), oldFiles)
+	inputs := commit.NewRewriteInputs(planned.Metadata(), oldFiles)
 	if base := planned.CurrentSnapshot().SnapshotID; head.CurrentSnapshot().SnapshotID != base {
 		// Our own previous batch (partial progress) or a refresh: what was
 		// committed since the outputs were read must not conflict.
-		if err := checkSince(fs, head.Metadata(), base, inputs); err != nil {
+		if err := commit.CheckSince(fs, head.Metadata(), base, inputs); err != nil {
 			return nil, err
 		}
 	}
 	props := iceberg.Properties{planner.SnapshotJobProperty: job.ID}
 	maps.Copy(props, extraProps)
-	st := &stagedRewrite{
-		fs: fs, op: table.OpReplace, props: props,
-		addData: newFiles, always: always, optional: optional,
-		dataTracked: true, validate: inputs.conflictsWith,
+	st := &commit.Staged{
+		FS: fs, Op: table.OpReplace, Props: props,
+		AddData: newFiles, Always: always, Optional: optional,
+		DataTracked: true, Validate: inputs.ConflictsWith,
 	}
 	committed, err := e.commitStaged(ctx, log, job, head, fs, st, rep, "rewrite")
 	if err != nil {
@@ -82,14 +99,14 @@ func (e *Executor) commitBatch(ctx context.Context, log *slog.Logger, job planne
 	rep.AddedDataFiles += len(newFiles)
 	rep.RewrittenBytes += bytesIn
 	rep.AddedBytes += bytesOut
-	rep.RemovedDeleteFiles += st.removedDeleteFiles()
+	rep.RemovedDeleteFiles += st.RemovedDeleteFiles()
 	rep.CommittedSnapshotID = committed.CurrentSnapshot().SnapshotID
 	e.met.FilesRewritten.WithLabelValues(job.TableName).Add(float64(len(oldFiles)))
 	e.met.FilesAdded.WithLabelValues(job.TableName).Add(float64(len(newFiles)))
 	return committed, nil
 }
 
-// stagedCommits reports whether a rewrite commits through stagedRewrite:
+// stagedCommits reports whether a rewrite commits through commit.Staged:
 // format v2, and no deletion vectors to remove (v3 only, where a Puffin
 // file holds the vectors of several data files and removal goes by
 // referenced data file).
@@ -112,18 +129,18 @@ func stagedCommits(meta table.Metadata, results []table.CompactionGroupResult) b
 // wrote once are deleted only when the commit definitively did not land,
 // and never when its outcome is unknown (errUnknownCommitState).
 func (e *Executor) commitStaged(ctx context.Context, log *slog.Logger, job planner.Job, head *table.Table, fs iceio.IO,
-	st *stagedRewrite, rep *Report, what string) (*table.Table, error) {
-	sw, err := newSnapshotWriter(head, fs)
+	st *commit.Staged, rep *Report, what string) (*table.Table, error) {
+	sw, err := commit.NewSnapshotWriter(head, fs)
 	if err != nil {
 		return nil, err
 	}
-	st.sw = sw
+	st.Writer = sw
 	start := time.Now()
-	if err := st.prepare(ctx, head); err != nil {
-		rep.StagedMetadataCleanedUp += removePaths(fs, append(st.superseded, st.ownManifests()...), log)
+	if err := st.Prepare(ctx, head); err != nil {
+		rep.StagedMetadataCleanedUp += removePaths(fs, append(st.Superseded(), st.OwnManifests()...), log)
 		return nil, err
 	}
-	log.Debug("rewrite staged", "manifests_read", st.opened, "manifests_written", len(st.ownManifests()),
+	log.Debug("rewrite staged", "manifests_read", st.Opened(), "manifests_written", len(st.OwnManifests()),
 		"duration", time.Since(start).Round(time.Millisecond))
 	var (
 		committed    *table.Table
@@ -134,7 +151,7 @@ func (e *Executor) commitStaged(ctx context.Context, log *slog.Logger, job plann
 		attempt++
 		rep.Attempts++
 		attemptStart = time.Now()
-		opened := st.opened
+		opened := st.Opened()
 		// Every attempt, the first included, starts from the catalog's
 		// head: a busy writer has committed since the outputs were
 		// written, and reading its commits costs less than losing.
@@ -142,41 +159,42 @@ func (e *Executor) commitStaged(ctx context.Context, log *slog.Logger, job plann
 		if err != nil {
 			return err
 		}
-		if err := st.advance(tbl.Metadata()); err != nil {
+		if err := st.Advance(tbl.Metadata()); err != nil {
 			return backoff.Permanent(err)
 		}
-		manifests, err := st.manifestsFor(tbl.Metadata())
-		if errors.Is(err, errRescan) {
+		manifests, err := st.ManifestsFor(tbl.Metadata())
+		if errors.Is(err, commit.ErrRescan) {
 			log.Info("manifests changed under the rewrite; reading the current snapshot again", "attempt", attempt, "why", err)
-			if err := st.prepare(ctx, tbl); err != nil {
+			if err := st.Prepare(ctx, tbl); err != nil {
 				return backoff.Permanent(err)
 			}
-			manifests, err = st.manifestsFor(tbl.Metadata())
+			manifests, err = st.ManifestsFor(tbl.Metadata())
 		}
 		if err != nil {
 			return backoff.Permanent(err)
 		}
-		summary, err := st.summary(tbl.Metadata())
+		summary, err := st.Summary(tbl.Metadata())
 		if err != nil {
 			return backoff.Permanent(err)
 		}
-		res, err := e.commitOn(ctx, tbl, sw, attempt-1, manifests, summary)
-		log.Debug("commit attempt", "attempt", attempt, "manifests_read", st.opened-opened,
+		res, err := sw.Commit(ctx, e.cat, tbl, attempt-1, manifests, summary)
+		log.Debug("commit attempt", "attempt", attempt, "manifests_read", st.Opened()-opened,
 			"duration", time.Since(attemptStart).Round(time.Microsecond), "error", err)
 		switch {
 		case err == nil:
-			committed = res.committed
+			committed = res.Committed
 			return nil
-		case res.list == "":
+		case res.List == "":
 			return backoff.Permanent(fmt.Errorf("stage %s: %w", what, err))
 		case conflict.IsRetryable(err):
-			// Nothing references this attempt's list (pitfall 6).
-			rep.StagedMetadataCleanedUp += removePaths(fs, []string{res.list}, log)
+			// Nothing references this attempt's list
+			// (docs/design.md#pitfall-failed-attempt-garbage).
+			rep.StagedMetadataCleanedUp += removePaths(fs, []string{res.List}, log)
 			return e.commitFailure(job, rep, what, err)
 		}
 		// The catalog may or may not have taken the commit. Look before
 		// deciding; never delete what may be live.
-		if landed := e.findSnapshot(ctx, job, sw.snapshotID); landed != nil {
+		if landed := e.findSnapshot(ctx, job, sw.SnapshotID); landed != nil {
 			committed = landed
 			return nil
 		}
@@ -185,12 +203,12 @@ func (e *Executor) commitStaged(ctx context.Context, log *slog.Logger, job plann
 	err = e.retryCommitsInto(ctx, log, job, rep, op, func() (int, time.Time) { return attempt, attemptStart })
 	switch {
 	case err == nil:
-		rep.StagedMetadataCleanedUp += removePaths(fs, st.superseded, log)
+		rep.StagedMetadataCleanedUp += removePaths(fs, st.Superseded(), log)
 		return committed, nil
 	case errors.Is(err, errUnknownCommitState):
 		return nil, err
 	default:
-		rep.StagedMetadataCleanedUp += removePaths(fs, append(st.superseded, st.ownManifests()...), log)
+		rep.StagedMetadataCleanedUp += removePaths(fs, append(st.Superseded(), st.OwnManifests()...), log)
 		return nil, err
 	}
 }
@@ -206,21 +224,21 @@ func (e *Executor) findSnapshot(ctx context.Context, job planner.Job, id int64) 
 	return tbl
 }
 
-// commitDeleteMergesStaged is commitDeleteMerges through stagedRewrite:
+// commitDeleteMergesStaged is commitDeleteMerges through commit.Staged:
 // the sources must all still be live, and only delete manifests are read.
 func (e *Executor) commitDeleteMergesStaged(ctx context.Context, log *slog.Logger, job planner.Job, planned *table.Table, fs iceio.IO,
 	merges []*deleteMerge, rep *Report) (*table.Table, error) {
-	st := &stagedRewrite{
-		fs: fs, op: table.OpReplace,
-		props:  iceberg.Properties{planner.SnapshotJobProperty: job.ID},
-		always: map[string]iceberg.DataFile{},
+	st := &commit.Staged{
+		FS: fs, Op: table.OpReplace,
+		Props:  iceberg.Properties{planner.SnapshotJobProperty: job.ID},
+		Always: map[string]iceberg.DataFile{},
 	}
 	for _, m := range merges {
 		for _, src := range m.remove {
-			st.always[src.file.FilePath()] = src.file
+			st.Always[src.file.FilePath()] = src.file
 		}
 		for _, out := range m.outputs {
-			st.addDeletes = append(st.addDeletes, deleteAddition{file: out, seq: m.seq})
+			st.AddDeletes = append(st.AddDeletes, commit.DeleteAddition{File: out, Seq: m.seq})
 		}
 	}
 	return e.commitStaged(ctx, log, job, planned, fs, st, rep, "position-delete rewrite")

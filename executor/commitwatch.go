@@ -8,7 +8,7 @@ import (
 
 // commitWatch tells a commit retry when a writer has just committed to its
 // table: right after a writer's commit is the longest quiet moment before
-// its next one, so that is when a retry should land (DESIGN.md pitfall 4).
+// its next one, so that is when a retry should land (docs/design.md#pitfall-redo-never-wins).
 // It only learns of commits through CommitObserved; without commit events
 // a retry waits out its jittered backoff as before.
 type commitWatch struct {

@@ -118,7 +118,8 @@ func idlePartitions(job planner.Job, groups []table.CompactionTaskGroup, why str
 // planGroups plans bin-pack groups over the job's partitions only. Tasks are
 // selected by their exact partition tuple, never by a row filter, and their
 // residual is cleared: a rewrite replaces whole files, so it must read every
-// row of them (pitfall 2: a residual narrower than the file loses rows).
+// row of them (a residual narrower than the file loses rows:
+// docs/design.md#pitfall-residual-filters).
 func planGroups(ctx context.Context, tbl *table.Table, job planner.Job) ([]table.CompactionTaskGroup, int, error) {
 	want := make(map[string]bool, len(job.Partitions))
 	applyDeletes := map[string]bool{}

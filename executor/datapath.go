@@ -4,17 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"reflect"
 	"sync"
 
-	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icereactor/reactor/arrowpool"
+	"github.com/icereactor/reactor/executor/internal/datapath"
 )
 
 // The data path of a rewrite. A group's inputs are cut into units of
@@ -37,10 +34,6 @@ import (
 // jobPoolLimit bounds the freed buffers a job's pool keeps (each below a
 // mebibyte: pages, small batches).
 const jobPoolLimit = 64 << 20
-
-// readAhead is how many decoded batches a unit's reader may get ahead of
-// its writer.
-const readAhead = 2
 
 // tokens bound the units written at once across the executor.
 type tokens chan struct{}
@@ -100,11 +93,11 @@ func writeGroups(ctx context.Context, tbl *table.Table, groups []table.Compactio
 func (e *Executor) compactionGroupWriter(target int64, mem memory.Allocator) groupWriter {
 	return func(ctx context.Context, tbl *table.Table, g table.CompactionTaskGroup) (table.CompactionGroupResult, error) {
 		if !e.opts.icebergWriter {
-			f, err := ownWriterFor(ctx, tbl, g, target)
+			f, err := datapath.OwnWriterFor(ctx, tbl, g, target)
 			if err == nil {
-				return e.writeUnits(ctx, tbl, g, f, mem, splitUnits(g.Tasks, target))
+				return e.writeUnits(ctx, tbl, g, f, mem, datapath.SplitUnits(g.Tasks, target))
 			}
-			if !errors.Is(err, errNotOwnWriter) {
+			if !errors.Is(err, datapath.ErrNotOwnWriter) {
 				return table.CompactionGroupResult{}, err
 			}
 			e.log.Debug("group written by iceberg-go's writer", "partition", g.PartitionKey, "why", err)
@@ -119,83 +112,9 @@ func (e *Executor) compactionGroupWriter(target int64, mem memory.Allocator) gro
 	}
 }
 
-// ownWriterFor prepares reactor's writer for g, or says why it does not
-// apply (errNotOwnWriter).
-func ownWriterFor(ctx context.Context, tbl *table.Table, g table.CompactionTaskGroup, target int64) (*outputFormat, error) {
-	if len(g.Tasks) == 0 {
-		return nil, fmt.Errorf("%w: an empty group", errNotOwnWriter)
-	}
-	spec := tbl.Spec()
-	first := g.Tasks[0].File
-	for _, t := range g.Tasks {
-		if int(t.File.SpecID()) != spec.ID() || !reflect.DeepEqual(t.File.Partition(), first.Partition()) {
-			// iceberg-go's writer partitions the rows by the current spec.
-			return nil, fmt.Errorf("%w: inputs of another partition spec or tuple", errNotOwnWriter)
-		}
-	}
-	f, err := newOutputFormat(ctx, tbl, first, target)
-	if err != nil {
-		return nil, err
-	}
-	// The scan's schema decides nothing is converted on the way: its
-	// batches go to the writer as they are.
-	sc, _, err := tbl.Scan().ReadTasks(ctx, g.Tasks[:1])
-	if err != nil {
-		return nil, fmt.Errorf("read tasks: %w", err)
-	}
-	if err := sameColumns(sc, f.arrowSchema); err != nil {
-		return nil, err
-	}
-	return f, nil
-}
-
-func sameColumns(got, want *arrow.Schema) error {
-	if got.NumFields() != want.NumFields() {
-		return fmt.Errorf("%w: the scan reads %d columns, the table has %d", errNotOwnWriter, got.NumFields(), want.NumFields())
-	}
-	for i := range got.NumFields() {
-		g, w := got.Field(i), want.Field(i)
-		if g.Name != w.Name || !arrow.TypeEqual(g.Type, w.Type) {
-			return fmt.Errorf("%w: the scan reads column %s as %s, the table writes %s as %s", errNotOwnWriter, g.Name, g.Type, w.Name, w.Type)
-		}
-	}
-	return nil
-}
-
-// splitUnits cuts a group's tasks, in order, into units of about one
-// target file each, as even as the files allow. A group with deletes is
-// one unit: its output size is not its input size, so its files roll on
-// what is written, as iceberg-go's do.
-func splitUnits(tasks []table.FileScanTask, target int64) [][]table.FileScanTask {
-	var total int64
-	for _, t := range tasks {
-		if len(t.DeleteFiles)+len(t.EqualityDeleteFiles)+len(t.DeletionVectorFiles) > 0 {
-			return [][]table.FileScanTask{tasks}
-		}
-		total += t.File.FileSizeBytes()
-	}
-	n := int64(1)
-	if target > 0 {
-		n = (total + target - 1) / target
-	}
-	n = min(max(n, 1), int64(len(tasks)))
-	units := make([][]table.FileScanTask, 0, n)
-	var sum int64
-	start := 0
-	for i, t := range tasks {
-		sum += t.File.FileSizeBytes()
-		// Close a unit where the running total passes its share.
-		if int64(len(units)+1) < n && sum*n >= total*int64(len(units)+1) && i+1 < len(tasks) {
-			units = append(units, tasks[start:i+1])
-			start = i + 1
-		}
-	}
-	return append(units, tasks[start:])
-}
-
 // writeUnits writes each unit of g under a token, all at once, and
 // returns g's result with every file written (also on error, for cleanup).
-func (e *Executor) writeUnits(ctx context.Context, tbl *table.Table, g table.CompactionTaskGroup, f *outputFormat,
+func (e *Executor) writeUnits(ctx context.Context, tbl *table.Table, g table.CompactionTaskGroup, f *datapath.Format,
 	mem memory.Allocator, units [][]table.FileScanTask) (table.CompactionGroupResult, error) {
 	res := table.CompactionGroupResult{PartitionKey: g.PartitionKey, BytesBefore: g.TotalSizeBytes,
 		SafePosDeletes: table.CollectSafePositionDeletes(g.Tasks), SafeDeletionVectors: table.CollectSafeDeletionVectors(g.Tasks)}
@@ -216,7 +135,7 @@ func (e *Executor) writeUnits(ctx context.Context, tbl *table.Table, g table.Com
 				return
 			}
 			defer e.tokens.release()
-			files[i], errs[i] = writeUnit(ctx, tbl, f, mem, i, tasks)
+			files[i], errs[i] = datapath.WriteUnit(ctx, tbl, f, mem, i, tasks)
 			if errs[i] != nil {
 				cancel(errs[i])
 			}
@@ -233,90 +152,6 @@ func (e *Executor) writeUnits(ctx context.Context, tbl *table.Table, g table.Com
 		return res, cause
 	}
 	return res, errors.Join(errs...)
-}
-
-// writeUnit reads tasks (deletes applied) and writes their rows, in order,
-// into files of the target size: the scan decodes on its goroutines while
-// this one encodes.
-func writeUnit(ctx context.Context, tbl *table.Table, f *outputFormat, mem memory.Allocator, unit int,
-	tasks []table.FileScanTask) ([]iceberg.DataFile, error) {
-	readCtx := ctx
-	if !anyDeletes(tasks) {
-		readCtx = compute.WithAllocator(ctx, mem)
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	sc, records, err := tbl.Scan().ReadTasks(readCtx, tasks)
-	if err != nil {
-		return nil, fmt.Errorf("read tasks: %w", err)
-	}
-	if err := sameColumns(sc, f.arrowSchema); err != nil {
-		return nil, err
-	}
-	type item struct {
-		rec arrow.RecordBatch
-		err error
-	}
-	batches := make(chan item, readAhead)
-	var readers sync.WaitGroup
-	readers.Add(1)
-	go func() {
-		defer readers.Done()
-		defer close(batches)
-		for rec, err := range records {
-			select {
-			case batches <- item{rec, err}:
-			case <-ctx.Done():
-				if rec != nil {
-					rec.Release()
-				}
-				return
-			}
-			if err != nil {
-				return
-			}
-		}
-	}()
-	// Whatever happens below, the reader is stopped and what it decoded
-	// released before the unit returns.
-	defer func() {
-		cancel()
-		for it := range batches {
-			if it.rec != nil {
-				it.rec.Release()
-			}
-		}
-		readers.Wait()
-	}()
-	w := newRollingWriter(f, mem, unit)
-	for it := range batches {
-		if it.err != nil {
-			w.abort()
-			return w.files, fmt.Errorf("read: %w", it.err)
-		}
-		rec := array.NewRecordBatch(f.arrowSchema, it.rec.Columns(), it.rec.NumRows())
-		it.rec.Release()
-		err := w.write(rec)
-		rec.Release()
-		if err != nil {
-			w.abort()
-			return w.files, err
-		}
-	}
-	if err := ctx.Err(); err != nil {
-		w.abort()
-		return w.files, err
-	}
-	return w.close()
-}
-
-func anyDeletes(tasks []table.FileScanTask) bool {
-	for _, t := range tasks {
-		if len(t.DeleteFiles)+len(t.EqualityDeleteFiles)+len(t.DeletionVectorFiles) > 0 {
-			return true
-		}
-	}
-	return false
 }
 
 // newJobPool is the buffer pool of one job's data path.

@@ -13,6 +13,8 @@ import (
 	"github.com/cenkalti/backoff/v4"
 
 	"github.com/icereactor/reactor/conflict"
+	"github.com/icereactor/reactor/executor/internal/commit"
+	"github.com/icereactor/reactor/executor/internal/datapath"
 	"github.com/icereactor/reactor/planner"
 )
 
@@ -213,8 +215,8 @@ func (r reachCheck) appliesToNothing(df iceberg.DataFile, key string, seq int64)
 // sequence number at or below its own, named by its rows. Any partition is
 // considered (a file-scoped delete applies by path wherever it sits).
 func (r reachCheck) positionsReachNothing(df iceberg.DataFile, seq int64) (string, bool) {
-	ref := referencedDataFile(df)
-	lower, upper := df.LowerBoundValues()[filePathFieldID], df.UpperBoundValues()[filePathFieldID]
+	ref := commit.ReferencedDataFile(df)
+	lower, upper := df.LowerBoundValues()[datapath.FilePathFieldID], df.UpperBoundValues()[datapath.FilePathFieldID]
 	for _, t := range r.tasks {
 		path := t.File.FilePath()
 		switch {

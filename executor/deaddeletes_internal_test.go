@@ -6,6 +6,8 @@ import (
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
+
+	"github.com/icereactor/reactor/executor/internal/datapath"
 )
 
 func longBound(v int64) []byte {
@@ -51,7 +53,7 @@ func TestDeleteReachesNothing(t *testing.T) {
 	}
 	pos := func(lo, hi string) iceberg.DataFile {
 		return file(iceberg.EntryContentPosDeletes, "file:///t/data/category=p0/pos.parquet", "p0", func(b *iceberg.DataFileBuilder) {
-			b.LowerBoundValues(map[int][]byte{filePathFieldID: []byte(lo)}).UpperBoundValues(map[int][]byte{filePathFieldID: []byte(hi)})
+			b.LowerBoundValues(map[int][]byte{datapath.FilePathFieldID: []byte(lo)}).UpperBoundValues(map[int][]byte{datapath.FilePathFieldID: []byte(hi)})
 		})
 	}
 	type live struct {

@@ -1,6 +1,6 @@
 package executor_test
 
-// Benchmarks of delete maintenance (issue 4) on one partition written by a
+// Benchmarks of delete maintenance on one partition written by a
 // merge-on-read CDC writer: delBenchFiles data files of delBenchRows rows,
 // then delBenchDeletes DELETE commits of 20 (or 400) rows each (one small
 // position-delete file per commit, as iceberg-go writes them).

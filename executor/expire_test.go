@@ -302,7 +302,7 @@ func TestDeferredExpiryDeletion(t *testing.T) {
 	}
 }
 
-// Issue 18: expiries logged "deleting some unreachable files failed ... no
+// Expiries used to log "deleting some unreachable files failed ... no
 // such file or directory". iceberg-go's post-commit deletion deletes every
 // file a removed snapshot's manifests name, DELETED entries included, so
 // when a later expiry removes the compaction's snapshot it deletes, again,

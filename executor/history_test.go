@@ -18,7 +18,7 @@ import (
 // one-row file to partition z (one manifest each, as a streaming writer's
 // fast appends), staged 100 to a transaction: a writer's 1,000 separate
 // commits take minutes here, most of it re-reading the growing metadata
-// (DESIGN.md pitfall 11). It returns the tally of the rows it added.
+// (docs/design.md#pitfall-metadata-size). It returns the tally of the rows it added.
 func growHistory(t testing.TB, f *fixture, n int) streamwriter.Tally {
 	t.Helper()
 	id := f.writer.Written().Rows + 1 // the writer numbers rows from 1; no deletes here

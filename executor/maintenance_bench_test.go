@@ -1,6 +1,6 @@
 package executor_test
 
-// Benchmarks of snapshot expiry and orphan cleanup planning (issue 5) on a
+// Benchmarks of snapshot expiry and orphan cleanup planning on a
 // table with 10,000 snapshots and 100,000 data files, in the embedded SQLite
 // catalog on local disk.
 //
@@ -356,7 +356,7 @@ const trimmed = 100
 //     job on a new executor, whose index is built from the whole history.
 //     job-walk-s/op, trim-walk-s/op, pass-walk-s/op: the same jobs without
 //     history indexes, walking every manifest list and manifest of the
-//     history for each question, as reactor did before issue 16. After
+//     history for each question, as reactor did before it kept them. After
 //     each real run (untimed) the table is put back as it was: the catalog
 //     entry is reset to the old metadata file and the deleted files are
 //     re-linked from hard links taken before.
@@ -565,7 +565,7 @@ func BenchmarkExpiryPlanning(b *testing.B) {
 //     against the executor's history index (synced, untimed, before the
 //     first iteration, as the jobs before keep it in reactor run); no
 //     listing. tracking-walk-s/op: the same without history indexes,
-//     walking the whole history as reactor did before issue 16.
+//     walking the whole history as reactor did before it kept them.
 //   - listing-s/op: an OrphansFromListing job: iceberg-go's PlanOrphanFiles
 //     (its own walk of the history, in parallel, beside a walk of the
 //     table's directory tree).

@@ -15,14 +15,16 @@ import (
 	"github.com/cenkalti/backoff/v4"
 
 	"github.com/icereactor/reactor/conflict"
+	"github.com/icereactor/reactor/executor/internal/commit"
 	"github.com/icereactor/reactor/planner"
 )
 
 // rewriteManifests merges the table's data manifests into target-sized ones
 // clustered by partition, so every later scan, rewrite and commit reads a
-// handful of manifests instead of one per streaming append (DESIGN.md
-// pitfall 5). It writes no data. The merged manifests are written once (by
-// iceberg-go's RewriteManifests); after a lost race, while every manifest
+// handful of manifests instead of one per streaming append
+// (docs/design.md#pitfall-manifests-dominate). It writes no data. The
+// merged manifests are written once (by iceberg-go's RewriteManifests);
+// after a lost race, while every manifest
 // they replace is still in the table, a retry reads only the new head's
 // manifest list and commits a new list with the merged manifests in place
 // of those they replace (the writers' new manifests kept as they are), as
@@ -68,7 +70,7 @@ type manifestRewrite struct {
 
 	// The merge staged last: its snapshot id and summary, the manifests it
 	// wrote and those they replace.
-	sw         *snapshotWriter
+	sw         *commit.SnapshotWriter
 	props      iceberg.Properties
 	merged     []iceberg.ManifestFile
 	replaced   []iceberg.ManifestFile
@@ -131,11 +133,11 @@ func (mr *manifestRewrite) merge(ctx context.Context, tbl *table.Table) error {
 		return backoff.Permanent(fmt.Errorf("stage manifest rewrite: %w", err))
 	}
 	snap := staged.CurrentSnapshot()
-	sw, err := newSnapshotWriter(tbl, mr.fs)
+	sw, err := commit.NewSnapshotWriter(tbl, mr.fs)
 	if err != nil {
 		return backoff.Permanent(err)
 	}
-	sw.snapshotID = snap.SnapshotID // the merged manifests carry it
+	sw.SnapshotID = snap.SnapshotID // the merged manifests carry it
 	mr.sw, mr.merged, mr.replaced = sw, res.AddedManifests, res.RewrittenManifests
 	mr.props = maps.Clone(snap.Summary.Properties)
 	next, err := txn.Commit(ctx)
@@ -166,7 +168,7 @@ func (mr *manifestRewrite) merge(ctx context.Context, tbl *table.Table) error {
 func (mr *manifestRewrite) reuse(ctx context.Context, tbl *table.Table) (bool, error) {
 	head := tbl.CurrentSnapshot()
 	if head == nil {
-		return false, backoff.Permanent(fmt.Errorf("%w: table has no current snapshot", ErrDiverged))
+		return false, backoff.Permanent(fmt.Errorf("%w: table has no current snapshot", commit.ErrDiverged))
 	}
 	current, err := head.Manifests(mr.fs)
 	if err != nil {
@@ -192,24 +194,24 @@ func (mr *manifestRewrite) reuse(ctx context.Context, tbl *table.Table) (bool, e
 		return false, nil
 	}
 	props := maps.Clone(mr.props)
-	for _, k := range []string{sumTotalDataFiles, sumTotalDeleteFiles, sumTotalRecords, sumTotalFileSize, sumTotalPosDeletes, sumTotalEqDeletes} {
+	for _, k := range []string{commit.SumTotalDataFiles, commit.SumTotalDeleteFiles, commit.SumTotalRecords, commit.SumTotalFileSize, commit.SumTotalPosDeletes, commit.SumTotalEqDeletes} {
 		delete(props, k)
 	}
-	props[sumManifestsKept] = strconv.Itoa(len(current) - len(mr.replaced))
+	props[commit.SumManifestsKept] = strconv.Itoa(len(current) - len(mr.replaced))
 	var previous iceberg.Properties
 	if head.Summary != nil {
 		previous = head.Summary.Properties
 	}
-	summary := rebaseSummary(table.OpReplace, nil, props, previous)
-	res, err := mr.e.commitOn(ctx, tbl, mr.sw, mr.rep.Attempts-1, list, summary)
+	summary := commit.RebaseSummary(table.OpReplace, nil, props, previous)
+	res, err := mr.sw.Commit(ctx, mr.e.cat, tbl, mr.rep.Attempts-1, list, summary)
 	switch {
 	case err == nil:
-		mr.committed = res.committed
+		mr.committed = res.Committed
 		return true, nil
-	case res.list == "":
+	case res.List == "":
 		return true, backoff.Permanent(fmt.Errorf("stage manifest rewrite: %w", err))
 	}
-	return true, mr.failed(ctx, res.list, err)
+	return true, mr.failed(ctx, res.List, err)
 }
 
 // failed classifies a failed commit of the manifest list at list.
@@ -218,7 +220,7 @@ func (mr *manifestRewrite) failed(ctx context.Context, list string, err error) e
 		mr.rep.StagedMetadataCleanedUp += removePaths(mr.fs, []string{list}, mr.log)
 		return mr.e.commitFailure(mr.job, mr.rep, "manifest rewrite", err)
 	}
-	if landed := mr.e.findSnapshot(ctx, mr.job, mr.sw.snapshotID); landed != nil {
+	if landed := mr.e.findSnapshot(ctx, mr.job, mr.sw.SnapshotID); landed != nil {
 		mr.committed = landed
 		return nil
 	}

@@ -12,7 +12,7 @@ import (
 	"github.com/icereactor/reactor/streamwriter"
 )
 
-// Issue 18's first loop: a partition holds a file too large to rewrite
+// A job that looped without progress: a partition holds a file too large to rewrite
 // (C), a small file written after it (A) and an equality delete whose key
 // is in neither. The delete compaction used to rewrite A into an identical
 // file every cool-down while C and the delete stayed. Now A is left alone

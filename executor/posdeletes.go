@@ -15,21 +15,14 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/icereactor/reactor/conflict"
+	"github.com/icereactor/reactor/executor/internal/datapath"
 	"github.com/icereactor/reactor/planner"
 )
-
-// posFieldID is the reserved field id of a position delete's pos column.
-const posFieldID = 2147483545
 
 // mergedDeleteSuffix ends the name of every position-delete file this job
 // writes, so a person (or a test) looking at a data directory can tell
 // reactor's merged files from the writers' own.
 const mergedDeleteSuffix = "-merged-deletes.parquet"
-
-// deleteWriteBatchRows bounds the rows held in one Arrow batch (and so one
-// Parquet row group) while writing a merged file: a 64 MiB delete file holds
-// millions of (file_path, pos) rows and the paths dominate the memory.
-const deleteWriteBatchRows = 1 << 18
 
 // posDeleteSource is one live Parquet position-delete file with the data
 // sequence number of its manifest entry.
@@ -319,7 +312,7 @@ func planDeleteMerge(ctx context.Context, fs iceio.IO, tbl *table.Table, p plann
 			return nil, err
 		}
 		sr := sourceRows{src: src}
-		err := readPositionDeletes(ctx, fs, src.file.FilePath(), func(path string, pos int64) {
+		err := datapath.ReadPositionDeletes(ctx, fs, src.file.FilePath(), func(path string, pos int64) {
 			sr.total++
 			df, live := data[path]
 			switch {

@@ -12,6 +12,7 @@ import (
 	"github.com/cenkalti/backoff/v4"
 
 	"github.com/icereactor/reactor/conflict"
+	"github.com/icereactor/reactor/executor/internal/commit"
 	"github.com/icereactor/reactor/planner"
 )
 
@@ -92,7 +93,8 @@ func (e *Executor) commitDeleteMerges(ctx context.Context, log *slog.Logger, job
 			return nil
 		}
 		if conflict.IsRetryable(err) {
-			// Nothing references what this attempt staged (pitfall 6).
+			// Nothing references what this attempt staged
+			// (docs/design.md#pitfall-failed-attempt-garbage).
 			rep.StagedMetadataCleanedUp += removePaths(fs, staged, log)
 			return e.commitFailure(job, rep, "position-delete rewrite", err)
 		}
@@ -110,15 +112,15 @@ func (e *Executor) commitDeleteMerges(ctx context.Context, log *slog.Logger, job
 	return committed, nil
 }
 
-// sourcesRemovedSince reports ErrInputsGone when a snapshot committed after
+// sourcesRemovedSince reports commit.ErrInputsGone when a snapshot committed after
 // baseID removed one of the sources (another rewrite, a compaction that
-// found it dead, an expunge), and ErrDiverged when baseID is no longer an
+// found it dead, an expunge), and commit.ErrDiverged when baseID is no longer an
 // ancestor (a rollback may have dropped sources too). Only the manifests
 // each newer snapshot added are read.
 func sourcesRemovedSince(fs iceio.IO, meta table.Metadata, baseID int64, sources map[string]bool) error {
-	return entriesSince(fs, meta, baseID, true, func(snapID int64, entry iceberg.ManifestEntry) error {
+	return commit.EntriesSince(fs, meta, baseID, true, func(snapID int64, entry iceberg.ManifestEntry) error {
 		if entry.Status() == iceberg.EntryStatusDELETED && sources[entry.DataFile().FilePath()] {
-			return fmt.Errorf("%w: snapshot %d removed position-delete file %s", ErrInputsGone, snapID, entry.DataFile().FilePath())
+			return fmt.Errorf("%w: snapshot %d removed position-delete file %s", commit.ErrInputsGone, snapID, entry.DataFile().FilePath())
 		}
 		return nil
 	})

@@ -10,9 +10,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
@@ -60,11 +57,11 @@ func (e *Executor) sort(ctx context.Context, log *slog.Logger, job planner.Job) 
 		},
 		write: func(ctx context.Context, tbl *table.Table, g table.CompactionTaskGroup) (table.CompactionGroupResult, error) {
 			gr, st, err := e.writeSortedGroup(ctx, tbl, g, bound, job.Settings.TargetFileSize)
-			if st.spilled > 0 {
-				spilled.Add(int64(st.spilled))
+			if st.Spilled > 0 {
+				spilled.Add(int64(st.Spilled))
 				log.Info("group sorted in runs spilled to disk (larger than sort_memory)", "partition", g.PartitionKey,
-					"runs", st.spilled, "sort_memory", thresholds.Size(e.sortMemory()), "spill_dir", e.spillDir(),
-					"read_and_spill", st.readTook.Round(time.Millisecond), "merge_and_write", st.mergeTook.Round(time.Millisecond))
+					"runs", st.Spilled, "sort_memory", thresholds.Size(e.sortMemory()), "spill_dir", e.spillDir(),
+					"read_and_spill", st.ReadTook.Round(time.Millisecond), "merge_and_write", st.MergeTook.Round(time.Millisecond))
 			}
 			return gr, err
 		},
@@ -236,38 +233,6 @@ func leadingSortColumn(tbl *table.Table, set thresholds.Effective) int {
 		return 0
 	}
 	return f.ID
-}
-
-// concatBatches joins batches into one, allocating from mem.
-func concatBatches(mem memory.Allocator, schema *arrow.Schema, batches []arrow.RecordBatch) (arrow.RecordBatch, error) {
-	cols := make([]arrow.Array, schema.NumFields())
-	var rows int64
-	for _, b := range batches {
-		rows += b.NumRows()
-	}
-	for i := range cols {
-		parts := make([]arrow.Array, 0, len(batches))
-		for _, b := range batches {
-			parts = append(parts, b.Column(i))
-		}
-		if len(parts) == 0 {
-			cols[i] = array.MakeArrayOfNull(mem, schema.Field(i).Type, 0)
-			continue
-		}
-		col, err := array.Concatenate(parts, mem)
-		if err != nil {
-			for _, c := range cols[:i] {
-				c.Release()
-			}
-			return nil, err
-		}
-		cols[i] = col
-	}
-	rec := array.NewRecordBatch(schema, cols, rows)
-	for _, c := range cols {
-		c.Release()
-	}
-	return rec, nil
 }
 
 // unsortedView is tbl with no default sort order, for writing.

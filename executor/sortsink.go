@@ -12,6 +12,9 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 	"golang.org/x/sync/semaphore"
+
+	"github.com/icereactor/reactor/executor/internal/datapath"
+	"github.com/icereactor/reactor/executor/internal/extsort"
 )
 
 // sortSink writes a sort group's rows, arriving in order, into files of
@@ -23,7 +26,7 @@ import (
 type sortSink struct {
 	e            *Executor
 	tbl          *table.Table // the unsorted view the files are written for
-	f            *outputFormat
+	f            *datapath.Format
 	sc           *arrow.Schema // the rows' schema
 	mem          memory.Allocator
 	rowsPerFile  int64
@@ -56,7 +59,7 @@ type sortFile struct {
 	err   error
 }
 
-func newSortSink(ctx context.Context, e *Executor, tbl *table.Table, f *outputFormat, sc *arrow.Schema, mem memory.Allocator,
+func newSortSink(ctx context.Context, e *Executor, tbl *table.Table, f *datapath.Format, sc *arrow.Schema, mem memory.Allocator,
 	rowsPerFile, rowGroupRows int64) *sortSink {
 	s := &sortSink{e: e, tbl: tbl, f: f, sc: sc, mem: mem, rowsPerFile: max(rowsPerFile, 1), rowGroupRows: max(rowGroupRows, 1)}
 	s.ctx, s.cancel = context.WithCancelCause(ctx)
@@ -83,7 +86,7 @@ const sortQueueBatches = 1024
 func (s *sortSink) write(rec arrow.RecordBatch) error {
 	var perRow int64
 	if s.queued != nil && rec.NumRows() > 0 {
-		perRow = max(recordBytes(rec)/rec.NumRows(), 1)
+		perRow = max(extsort.RecordBytes(rec)/rec.NumRows(), 1)
 	}
 	for start := int64(0); start < rec.NumRows(); {
 		if err := context.Cause(s.ctx); err != nil {
@@ -119,7 +122,7 @@ func (s *sortSink) next() {
 	if s.cur != nil {
 		close(s.cur.in)
 	}
-	capacity := readAhead
+	capacity := datapath.ReadAhead
 	if s.queued != nil {
 		capacity = sortQueueBatches
 	}
@@ -157,26 +160,26 @@ func (s *sortSink) unqueue(weight int64) {
 // writeFile writes one file from in (releasing what it takes).
 func (s *sortSink) writeFile(index int, in <-chan sortBatch) ([]iceberg.DataFile, error) {
 	if s.f != nil {
-		w := newRollingWriter(s.f, s.mem, index)
-		w.target, w.props = math.MaxInt64, s.f.writerProperties(s.mem, s.rowGroupRows)
+		w := datapath.NewRollingWriter(s.f, s.mem, index)
+		w.Target, w.Props = math.MaxInt64, s.f.WriterProperties(s.mem, s.rowGroupRows)
 		for b := range in {
 			// The scan's columns under the table's Arrow schema (field
 			// ids), as compaction writes them.
-			withIDs := array.NewRecordBatch(s.f.arrowSchema, b.rec.Columns(), b.rec.NumRows())
+			withIDs := array.NewRecordBatch(s.f.ArrowSchema(), b.rec.Columns(), b.rec.NumRows())
 			b.rec.Release()
-			err := w.write(withIDs)
+			err := w.Write(withIDs)
 			withIDs.Release()
 			s.unqueue(b.weight)
 			if err != nil {
-				w.abort()
-				return w.files, err
+				w.Abort()
+				return w.Files(), err
 			}
 		}
 		if err := context.Cause(s.ctx); err != nil {
-			w.abort()
-			return w.files, err
+			w.Abort()
+			return w.Files(), err
 		}
-		return w.close()
+		return w.Close()
 	}
 	// iceberg-go's writer, for the tables reactor's does not write.
 	records := func(yield func(arrow.RecordBatch, error) bool) {

@@ -202,7 +202,7 @@ func Start(ctx context.Context, cfg Config) (_ *Worker, err error) {
 		// Every commit, every attempt, asks for the table's lease first.
 		CommitGuard: leaseGuard{w},
 		// The same bound holds the output files written at once, across
-		// jobs: each holds a buffered row group (README, "Memory").
+		// jobs: each holds a buffered row group (docs/operations.md#memory-and-pod-sizing).
 		Concurrency: w.concurrency,
 		SortMemory:  int64(cfg.Thresholds.SortMemoryOrDefault()), SpillDir: cfg.Thresholds.SpillDirOrDefault()})
 	if err != nil {

@@ -1,4 +1,4 @@
-package executor
+package commit
 
 import (
 	"context"
@@ -18,14 +18,15 @@ import (
 	"github.com/icereactor/reactor/planner"
 )
 
-// errRescan: the table's manifests changed in a way the incremental state
+// ErrRescan: the table's manifests changed in a way the incremental state
 // cannot follow (a manifest it never saw, a removed file it cannot place).
 // The commit re-reads the whole current snapshot once and goes on.
-var errRescan = errors.New("manifests changed beyond what the commits since the last attempt show")
+var ErrRescan = errors.New("manifests changed beyond what the commits since the last attempt show")
 
-// stagedRewrite is one snapshot that replaces files, built so that a
+// Staged is one snapshot that replaces files, built so that a
 // commit attempt costs about what a writer's own commit costs however long
-// the table's history is (DESIGN.md pitfalls 4 and 12).
+// the table's history is (docs/design.md#pitfall-redo-never-wins,
+// docs/design.md#pitfall-writer-wins-races).
 //
 // Its manifests are written once: the added files' manifests, the DELETED
 // tombstones of the removed files, and copies of the base manifests that
@@ -46,23 +47,25 @@ var errRescan = errors.New("manifests changed beyond what the commits since the 
 // the same change on the same head: same entries, sequence numbers,
 // summaries and manifest order (parity_test.go checks it). Format v2 only;
 // v1 and v3 tables commit through iceberg-go's producer.
-type stagedRewrite struct {
-	sw    *snapshotWriter
-	fs    iceio.IO
-	op    table.Operation
-	props iceberg.Properties
+type Staged struct {
+	// Writer writes the snapshot's manifests and lists; the caller sets
+	// it before Prepare.
+	Writer *SnapshotWriter
+	FS     iceio.IO
+	Op     table.Operation
+	Props  iceberg.Properties
 
-	addData    []iceberg.DataFile
-	addDeletes []deleteAddition
-	// always are removed files that must all still be live (rewrite inputs,
-	// merged delete sources); optional are delete files removed while dead.
-	always   map[string]iceberg.DataFile
-	optional map[string]iceberg.DataFile
-	// dataTracked: data manifests may hold removed files or resurrect an
+	AddData    []iceberg.DataFile
+	AddDeletes []DeleteAddition
+	// Always are removed files that must all still be live (rewrite inputs,
+	// merged delete sources); Optional are delete files removed while dead.
+	Always   map[string]iceberg.DataFile
+	Optional map[string]iceberg.DataFile
+	// DataTracked: data manifests may hold removed files or resurrect an
 	// optional removal. Otherwise only delete manifests are read.
-	dataTracked bool
-	// validate checks one entry a newer snapshot wrote (nil: none).
-	validate func(snapID int64, e iceberg.ManifestEntry) error
+	DataTracked bool
+	// Validate checks one entry a newer snapshot wrote (nil: none).
+	Validate func(snapID int64, e iceberg.ManifestEntry) error
 
 	// What the state describes: the snapshot seen last and its manifests.
 	seen     int64
@@ -90,11 +93,11 @@ type stagedRewrite struct {
 	opened int
 }
 
-// deleteAddition is a delete file a rewrite adds at a given data sequence
+// DeleteAddition is a delete file a rewrite adds at a given data sequence
 // number (the merged position deletes).
-type deleteAddition struct {
-	file iceberg.DataFile
-	seq  int64
+type DeleteAddition struct {
+	File iceberg.DataFile
+	Seq  int64
 }
 
 // manifestCopy is a base manifest rewritten without the removed files it
@@ -107,33 +110,33 @@ type manifestCopy struct {
 // reads reports whether manifests of content c that newer snapshots add
 // must be read: delete manifests always (new deletes may apply to what the
 // rewrite reads), data manifests when dataTracked.
-func (st *stagedRewrite) reads(c iceberg.ManifestContent) bool {
-	return c == iceberg.ManifestContentDeletes || st.dataTracked
+func (st *Staged) reads(c iceberg.ManifestContent) bool {
+	return c == iceberg.ManifestContentDeletes || st.DataTracked
 }
 
 // locates reports whether manifests of content c can hold a removed file:
 // only those are read from the base snapshot and may be replaced by copies;
 // the others pass through every attempt untouched.
-func (st *stagedRewrite) locates(c iceberg.ManifestContent) bool {
-	for _, df := range st.always {
+func (st *Staged) locates(c iceberg.ManifestContent) bool {
+	for _, df := range st.Always {
 		if (df.ContentType() == iceberg.EntryContentData) == (c == iceberg.ManifestContentData) {
 			return true
 		}
 	}
-	return c == iceberg.ManifestContentDeletes && len(st.optional) > 0
+	return c == iceberg.ManifestContentDeletes && len(st.Optional) > 0
 }
 
-func (st *stagedRewrite) candidate(path string) bool {
-	if _, ok := st.always[path]; ok {
+func (st *Staged) candidate(path string) bool {
+	if _, ok := st.Always[path]; ok {
 		return true
 	}
-	_, ok := st.optional[path]
+	_, ok := st.Optional[path]
 	return ok
 }
 
 // removals are the files the next attempt removes, by path.
-func (st *stagedRewrite) removals() []string {
-	out := slices.Collect(maps.Keys(st.always))
+func (st *Staged) removals() []string {
+	out := slices.Collect(maps.Keys(st.Always))
 	for p := range st.dead {
 		out = append(out, p)
 	}
@@ -142,9 +145,9 @@ func (st *stagedRewrite) removals() []string {
 }
 
 // RemovedDeleteFiles is how many delete files the next attempt removes.
-func (st *stagedRewrite) removedDeleteFiles() int {
+func (st *Staged) RemovedDeleteFiles() int {
 	n := len(st.dead)
-	for _, df := range st.always {
+	for _, df := range st.Always {
 		if df.ContentType() != iceberg.EntryContentData {
 			n++
 		}
@@ -152,19 +155,19 @@ func (st *stagedRewrite) removedDeleteFiles() int {
 	return n
 }
 
-// prepare reads the manifests of base's current snapshot that may hold a
+// Prepare reads the manifests of base's current snapshot that may hold a
 // removal candidate (by their partition summaries) once: where each
 // removed file lives, that every file that must go is live, and which
 // optional delete files are dead once the rewrite's data files are gone.
 // It writes the added files' manifests the first time. Earlier copies and
 // tombstones are superseded.
-func (st *stagedRewrite) prepare(ctx context.Context, base *table.Table) error {
+func (st *Staged) Prepare(ctx context.Context, base *table.Table) error {
 	meta := base.Metadata()
 	snap := meta.CurrentSnapshot()
 	if snap == nil {
 		return fmt.Errorf("%w: table has no current snapshot", ErrDiverged)
 	}
-	list, err := snap.Manifests(st.fs)
+	list, err := snap.Manifests(st.FS)
 	if err != nil {
 		return fmt.Errorf("read manifest list of snapshot %d: %w", snap.SnapshotID, err)
 	}
@@ -181,19 +184,19 @@ func (st *stagedRewrite) prepare(ctx context.Context, base *table.Table) error {
 	survivorKey := func(df iceberg.DataFile) string {
 		return fmt.Sprintf("%d|%s", df.SpecID(), keys.Key(df.SpecID(), df.Partition()))
 	}
-	needSurvivors := len(st.optional) > 0
+	needSurvivors := len(st.Optional) > 0
 	// Only manifests whose partition summaries admit a removal candidate's
 	// partition are read (and, for the survivors a partition-scoped delete
 	// needs, the same partitions; equality deletes may need every one).
 	dataParts, deleteParts := newPartitionFilter(meta), newPartitionFilter(meta)
-	for _, df := range st.always {
+	for _, df := range st.Always {
 		if df.ContentType() == iceberg.EntryContentData {
 			dataParts.add(df)
 		} else {
 			deleteParts.add(df)
 		}
 	}
-	for _, df := range st.optional {
+	for _, df := range st.Optional {
 		deleteParts.add(df)
 		dataParts.add(df)
 		if df.ContentType() == iceberg.EntryContentEqDeletes {
@@ -228,7 +231,7 @@ func (st *stagedRewrite) prepare(ctx context.Context, base *table.Table) error {
 			if err := gctx.Err(); err != nil {
 				return err
 			}
-			entries, err := m.FetchEntries(st.fs, true)
+			entries, err := m.FetchEntries(st.FS, true)
 			if err != nil {
 				return fmt.Errorf("read manifest %s: %w", m.FilePath(), err)
 			}
@@ -284,7 +287,7 @@ func (st *stagedRewrite) prepare(ctx context.Context, base *table.Table) error {
 		st.known[p] = true
 	}
 	st.opened += manifests
-	for path := range st.always {
+	for path := range st.Always {
 		if _, ok := st.live[path]; !ok {
 			return fmt.Errorf("%w: %s is not live in snapshot %d", ErrInputsGone, path, snap.SnapshotID)
 		}
@@ -305,10 +308,10 @@ func (st *stagedRewrite) prepare(ctx context.Context, base *table.Table) error {
 // position delete dies with its data file; a partition-scoped one when no
 // surviving data file of its (spec, partition) has a sequence number at or
 // below its own; an equality delete per compaction.DecideDeadEqualityDeletesWithSpecs.
-func (st *stagedRewrite) decideDead(meta table.Metadata, minSeq map[string]int64, survey *compaction.SurvivorSurvey) error {
+func (st *Staged) decideDead(meta table.Metadata, minSeq map[string]int64, survey *compaction.SurvivorSurvey) error {
 	keys := planner.NewKeyer(meta)
 	var eqCandidates []iceberg.ManifestEntry
-	for path := range st.optional {
+	for path := range st.Optional {
 		e, ok := st.live[path]
 		if !ok {
 			continue // gone already: nothing to remove
@@ -319,8 +322,8 @@ func (st *stagedRewrite) decideDead(meta table.Metadata, minSeq map[string]int64
 			if table.IsDeletionVector(df) {
 				continue
 			}
-			if target := referencedDataFile(df); target != "" {
-				if _, rewritten := st.always[target]; rewritten {
+			if target := ReferencedDataFile(df); target != "" {
+				if _, rewritten := st.Always[target]; rewritten {
 					st.dead[path] = e.SequenceNum()
 				}
 				continue
@@ -353,16 +356,16 @@ func (st *stagedRewrite) decideDead(meta table.Metadata, minSeq map[string]int64
 // writeAdded writes the manifests of the files the rewrite adds: data files
 // inherit the snapshot's sequence number, delete files carry their own;
 // one manifest per spec, data first, as iceberg-go orders them.
-func (st *stagedRewrite) writeAdded(meta table.Metadata) error {
+func (st *Staged) writeAdded(meta table.Metadata) error {
 	var out []iceberg.ManifestFile
 	bySpec := map[int32][]iceberg.DataFile{}
-	for _, df := range st.addData {
+	for _, df := range st.AddData {
 		bySpec[df.SpecID()] = append(bySpec[df.SpecID()], df)
 	}
 	for _, spec := range slices.Sorted(maps.Keys(bySpec)) {
-		mf, err := st.sw.writeManifest(meta, spec, iceberg.ManifestContentData, func(w *iceberg.ManifestWriter) error {
+		mf, err := st.Writer.writeManifest(meta, spec, iceberg.ManifestContentData, func(w *iceberg.ManifestWriter) error {
 			for _, df := range bySpec[spec] {
-				if err := w.Add(iceberg.NewManifestEntry(iceberg.EntryStatusADDED, &st.sw.snapshotID, nil, nil, df)); err != nil {
+				if err := w.Add(iceberg.NewManifestEntry(iceberg.EntryStatusADDED, &st.Writer.SnapshotID, nil, nil, df)); err != nil {
 					return err
 				}
 			}
@@ -374,15 +377,15 @@ func (st *stagedRewrite) writeAdded(meta table.Metadata) error {
 		}
 		out = append(out, mf)
 	}
-	delBySpec := map[int32][]deleteAddition{}
-	for _, d := range st.addDeletes {
-		delBySpec[d.file.SpecID()] = append(delBySpec[d.file.SpecID()], d)
+	delBySpec := map[int32][]DeleteAddition{}
+	for _, d := range st.AddDeletes {
+		delBySpec[d.File.SpecID()] = append(delBySpec[d.File.SpecID()], d)
 	}
 	for _, spec := range slices.Sorted(maps.Keys(delBySpec)) {
-		mf, err := st.sw.writeManifest(meta, spec, iceberg.ManifestContentDeletes, func(w *iceberg.ManifestWriter) error {
+		mf, err := st.Writer.writeManifest(meta, spec, iceberg.ManifestContentDeletes, func(w *iceberg.ManifestWriter) error {
 			for _, d := range delBySpec[spec] {
-				seq := d.seq
-				if err := w.Add(iceberg.NewManifestEntry(iceberg.EntryStatusADDED, &st.sw.snapshotID, &seq, nil, d.file)); err != nil {
+				seq := d.Seq
+				if err := w.Add(iceberg.NewManifestEntry(iceberg.EntryStatusADDED, &st.Writer.SnapshotID, &seq, nil, d.File)); err != nil {
 					return err
 				}
 			}

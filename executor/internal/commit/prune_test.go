@@ -1,4 +1,4 @@
-package executor
+package commit
 
 import (
 	"encoding/binary"

@@ -1,10 +1,11 @@
-package executor
+package datapath
 
 import (
 	"bufio"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"strconv"
 	"strings"
@@ -12,7 +13,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
-	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/apache/iceberg-go"
 	iceio "github.com/apache/iceberg-go/io"
@@ -42,14 +42,14 @@ const (
 	defaultBloomMaxBytes = 1 << 20
 )
 
-// errNotOwnWriter says why a group goes through iceberg-go's writer.
-var errNotOwnWriter = errors.New("not for reactor's writer")
+// ErrNotOwnWriter says why a group goes through iceberg-go's writer.
+var ErrNotOwnWriter = errors.New("not for reactor's writer")
 
-// outputFormat is how a group's output files are written: reactor's own
+// Format is how a group's output files are written: reactor's own
 // Parquet writer with iceberg-go's settings, file names, locations and
 // DataFile statistics (table.DataFileFromMetadata), so that a rewrite can
 // pool its buffers and write several files at once.
-type outputFormat struct {
+type Format struct {
 	fs            iceio.WriteFileIO
 	schema        *iceberg.Schema
 	arrowSchema   *arrow.Schema
@@ -63,35 +63,39 @@ type outputFormat struct {
 	target        int64
 }
 
-// newOutputFormat prepares the writer of one group whose inputs all carry
+// ArrowSchema is the Arrow schema of the table's rows as f writes them
+// (field ids included).
+func (f *Format) ArrowSchema() *arrow.Schema { return f.arrowSchema }
+
+// newFormat prepares the writer of one group whose inputs all carry
 // sample's partition, in the table's current spec, or says why iceberg-go's
 // writer must write it: a table property, type or layout reactor's writer
 // does not reproduce exactly.
-func newOutputFormat(ctx context.Context, tbl *table.Table, sample iceberg.DataFile, target int64) (*outputFormat, error) {
+func newFormat(ctx context.Context, tbl *table.Table, sample iceberg.DataFile, target int64) (*Format, error) {
 	meta := tbl.Metadata()
 	if meta.Version() >= 3 {
-		return nil, fmt.Errorf("%w: format v3 (row lineage)", errNotOwnWriter)
+		return nil, fmt.Errorf("%w: format v3 (row lineage)", ErrNotOwnWriter)
 	}
 	if meta.DefaultSortOrder() != table.UnsortedSortOrderID {
 		// iceberg-go sorts each batch by the table's default order.
-		return nil, fmt.Errorf("%w: the table has a default sort order", errNotOwnWriter)
+		return nil, fmt.Errorf("%w: the table has a default sort order", ErrNotOwnWriter)
 	}
 	props := tbl.Properties()
 	if f := props.Get(table.WriteFormatDefaultKey, "parquet"); !strings.EqualFold(f, "parquet") {
-		return nil, fmt.Errorf("%w: write format %s", errNotOwnWriter, f)
+		return nil, fmt.Errorf("%w: write format %s", ErrNotOwnWriter, f)
 	}
 	for k := range props {
 		if strings.HasPrefix(k, "write.parquet.") || strings.HasPrefix(k, "parquet.") {
 			switch k {
 			case propRowGroupBytes, propRowGroupRows, propPageBytes, propPageRows, propDictBytes, propPageVersion, propCodec, propCodecLevel:
 			default:
-				return nil, fmt.Errorf("%w: table property %s", errNotOwnWriter, k)
+				return nil, fmt.Errorf("%w: table property %s", ErrNotOwnWriter, k)
 			}
 		}
 	}
 	schema := tbl.Schema()
 	if sanitized, err := iceberg.SanitizeColumnNames(schema); err != nil || !sanitized.Equals(schema) {
-		return nil, fmt.Errorf("%w: column names iceberg-go sanitizes", errNotOwnWriter)
+		return nil, fmt.Errorf("%w: column names iceberg-go sanitizes", ErrNotOwnWriter)
 	}
 	if err := plainTypes(schema.Fields()); err != nil {
 		return nil, err
@@ -102,11 +106,11 @@ func newOutputFormat(ctx context.Context, tbl *table.Table, sample iceberg.DataF
 	}
 	fs, ok := wfs.(iceio.WriteFileIO)
 	if !ok {
-		return nil, fmt.Errorf("%w: the table's io cannot write", errNotOwnWriter)
+		return nil, fmt.Errorf("%w: the table's io cannot write", ErrNotOwnWriter)
 	}
 	sc, err := table.SchemaToArrowSchemaWithOptions(schema, table.ArrowSchemaOptions{IncludeFieldIDs: true, TableProperties: props})
 	if err != nil {
-		return nil, fmt.Errorf("%w: arrow schema: %w", errNotOwnWriter, err)
+		return nil, fmt.Errorf("%w: arrow schema: %w", ErrNotOwnWriter, err)
 	}
 	spec := tbl.Spec()
 	locProps := props
@@ -120,7 +124,7 @@ func newOutputFormat(ctx context.Context, tbl *table.Table, sample iceberg.DataF
 	if err != nil {
 		return nil, fmt.Errorf("location provider: %w", err)
 	}
-	f := &outputFormat{fs: fs, schema: schema, arrowSchema: sc, spec: spec, partition: sample.Partition(), loc: loc,
+	f := &Format{fs: fs, schema: schema, arrowSchema: sc, spec: spec, partition: sample.Partition(), loc: loc,
 		tableProps: props, formatVersion: meta.Version(), target: target}
 	if f.props, f.rowGroupBytes, err = parquetProperties(props, sc); err != nil {
 		return nil, err
@@ -134,7 +138,7 @@ func newOutputFormat(ctx context.Context, tbl *table.Table, sample iceberg.DataF
 func plainTypes(fields []iceberg.NestedField) error {
 	for _, f := range fields {
 		if err := plainType(f.Type); err != nil {
-			return fmt.Errorf("%w: column %s: %w", errNotOwnWriter, f.Name, err)
+			return fmt.Errorf("%w: column %s: %w", ErrNotOwnWriter, f.Name, err)
 		}
 	}
 	return nil
@@ -179,7 +183,7 @@ func parquetProperties(props iceberg.Properties, sc *arrow.Schema) ([]parquet.Wr
 		}
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n <= 0 {
-			return 0, fmt.Errorf("%w: table property %s=%q", errNotOwnWriter, key, v)
+			return 0, fmt.Errorf("%w: table property %s=%q", ErrNotOwnWriter, key, v)
 		}
 		return n, nil
 	}
@@ -201,29 +205,18 @@ func parquetProperties(props iceberg.Properties, sc *arrow.Schema) ([]parquet.Wr
 		version = parquet.DataPageV1
 	case "2":
 	default:
-		return nil, 0, fmt.Errorf("%w: table property %s=%q", errNotOwnWriter, propPageVersion, v)
+		return nil, 0, fmt.Errorf("%w: table property %s=%q", ErrNotOwnWriter, propPageVersion, v)
 	}
-	var codec compress.Compression
-	levels := [2]int{0, 0}
-	switch c := props.Get(propCodec, "zstd"); c {
-	case "zstd":
-		codec, levels = compress.Codecs.Zstd, [2]int{-5, 22}
-	case "snappy":
-		codec = compress.Codecs.Snappy
-	case "gzip":
-		codec, levels = compress.Codecs.Gzip, [2]int{-3, 9}
-	case "uncompressed":
-		codec = compress.Codecs.Uncompressed
-	case "lz4raw":
-		codec = compress.Codecs.Lz4Raw
-	default:
-		return nil, 0, fmt.Errorf("%w: compression codec %q", errNotOwnWriter, c)
+	c := props.Get(propCodec, "zstd")
+	codec, levels, ok := codecNamed(c)
+	if !ok {
+		return nil, 0, fmt.Errorf("%w: compression codec %q", ErrNotOwnWriter, c)
 	}
 	level := -1
 	if v, ok := props[propCodecLevel]; ok {
 		n, err := strconv.Atoi(v)
 		if err != nil || (n != -1 && levels != [2]int{} && (n < levels[0] || n > levels[1])) {
-			return nil, 0, fmt.Errorf("%w: table property %s=%q", errNotOwnWriter, propCodecLevel, v)
+			return nil, 0, fmt.Errorf("%w: table property %s=%q", ErrNotOwnWriter, propCodecLevel, v)
 		}
 		level = n
 	}
@@ -242,7 +235,7 @@ func parquetProperties(props iceberg.Properties, sc *arrow.Schema) ([]parquet.Wr
 	// every leaf column, as Iceberg Java does.
 	pqs, err := pqarrow.ToParquet(sc, parquet.NewWriterProperties(wp...), pqarrow.DefaultWriterProps())
 	if err != nil {
-		return nil, 0, fmt.Errorf("%w: parquet schema: %w", errNotOwnWriter, err)
+		return nil, 0, fmt.Errorf("%w: parquet schema: %w", ErrNotOwnWriter, err)
 	}
 	for i := range pqs.NumColumns() {
 		wp = append(wp, parquet.WithDictionaryCostFallbackFor(pqs.Column(i).Path(), true))
@@ -250,61 +243,82 @@ func parquetProperties(props iceberg.Properties, sc *arrow.Schema) ([]parquet.Wr
 	return wp, vals[0], nil
 }
 
-// countingFile counts what a Parquet writer wrote to a file.
-// Writes go through a buffer: the Parquet writer writes every page and
-// header on its own, a system call each on local disk.
-type countingFile struct {
-	file iceio.FileWriter
-	buf  *bufio.Writer
-	n    int64
+// CountingWriter counts the bytes written through it: a file's real size
+// without asking the object store for it afterwards. With a buffer, writes
+// go through it: the Parquet writer writes every page and header on its
+// own, a system call each on local disk.
+type CountingWriter struct {
+	w   io.WriteCloser
+	buf *bufio.Writer
+	// N is the bytes written so far.
+	N int64
 }
 
-func newCountingFile(f iceio.FileWriter) *countingFile {
-	return &countingFile{file: f, buf: bufio.NewWriterSize(f, 1<<20)}
+// NewCountingWriter counts what is written to w, through a buffer of
+// bufSize bytes (0: none).
+func NewCountingWriter(w io.WriteCloser, bufSize int) *CountingWriter {
+	c := &CountingWriter{w: w}
+	if bufSize > 0 {
+		c.buf = bufio.NewWriterSize(w, bufSize)
+	}
+	return c
 }
 
-func (c *countingFile) Write(p []byte) (int, error) {
-	n, err := c.buf.Write(p)
-	c.n += int64(n)
+func (c *CountingWriter) Write(p []byte) (int, error) {
+	var (
+		n   int
+		err error
+	)
+	if c.buf != nil {
+		n, err = c.buf.Write(p)
+	} else {
+		n, err = c.w.Write(p)
+	}
+	c.N += int64(n)
 	return n, err
 }
 
-// Close flushes and closes the file.
-func (c *countingFile) Close() error {
-	err := c.buf.Flush()
-	if cerr := c.file.Close(); err == nil {
+// Close flushes the buffer and closes the file.
+func (c *CountingWriter) Close() error {
+	var err error
+	if c.buf != nil {
+		err = c.buf.Flush()
+	}
+	if cerr := c.w.Close(); err == nil {
 		err = cerr
 	}
 	return err
 }
 
-// rollingWriter writes one stream of batches into files of the target
+// RollingWriter writes one stream of batches into files of the target
 // size, as iceberg-go's rolling writer does: a buffered row group is
 // closed once its bytes reach write.parquet.row-group-size-bytes (or its
 // rows the row-group limit), and a file once the bytes flushed to it
 // reach the target. Its buffers come from mem.
-type rollingWriter struct {
-	f     *outputFormat
+type RollingWriter struct {
+	f     *Format
 	mem   memory.Allocator
 	name  uuid.UUID
 	task  int
-	props *parquet.WriterProperties
-	// target is the file size it rolls at.
-	target int64
+	Props *parquet.WriterProperties
+	// Target is the file size it rolls at (the Format's target), Props its
+	// files' Parquet properties (the Format's, buffers from mem): a sort
+	// rolls its files on rows instead and sets both.
+	Target int64
 	files  []iceberg.DataFile
 	cur    *pqarrow.FileWriter
-	out    *countingFile
+	out    *CountingWriter
 	path   string
 	count  int
 }
 
-func newRollingWriter(f *outputFormat, mem memory.Allocator, task int) *rollingWriter {
-	return &rollingWriter{f: f, mem: mem, name: uuid.New(), task: task, props: f.writerProperties(mem, 0), target: f.target}
+func NewRollingWriter(f *Format, mem memory.Allocator, task int) *RollingWriter {
+	return &RollingWriter{f: f, mem: mem, name: uuid.New(), task: task, Props: f.WriterProperties(mem, 0), Target: f.target}
 }
 
-// writerProperties are f's Parquet properties with buffers from mem and,
+// WriterProperties are f's Parquet properties with buffers from mem and,
 // if rowGroupRows > 0, that row-group limit.
-func (f *outputFormat) writerProperties(mem memory.Allocator, rowGroupRows int64) *parquet.WriterProperties {
+func (f *Format) WriterProperties(mem memory.Allocator, rowGroupRows int64) *parquet.WriterProperties {
 	props := append([]parquet.WriterProperty{parquet.WithAllocator(mem)}, f.props...)
 	if rowGroupRows > 0 {
 		props = append(props, parquet.WithMaxRowGroupLength(rowGroupRows))
@@ -312,9 +326,9 @@ func (f *outputFormat) writerProperties(mem memory.Allocator, rowGroupRows int64
 	return parquet.NewWriterProperties(props...)
 }
 
-// write appends rec (the caller keeps its reference). Its columns must
+// Write appends rec (the caller keeps its reference). Its columns must
 // have the table schema's Arrow types.
-func (w *rollingWriter) write(rec arrow.RecordBatch) error {
+func (w *RollingWriter) Write(rec arrow.RecordBatch) error {
 	if rec.NumRows() == 0 {
 		return nil
 	}
@@ -331,21 +345,21 @@ func (w *rollingWriter) write(rec arrow.RecordBatch) error {
 	if err := w.cur.WriteBuffered(rec); err != nil {
 		return fmt.Errorf("write %s: %w", w.path, err)
 	}
-	if w.out.n >= w.target {
+	if w.out.N >= w.Target {
 		return w.closeFile()
 	}
 	return nil
 }
 
-func (w *rollingWriter) open() error {
+func (w *RollingWriter) open() error {
 	w.count++
 	w.path = w.f.loc.NewDataLocation(fmt.Sprintf("%05d-%d-%s-%05d.parquet", w.task, w.task, w.name, w.count))
 	file, err := w.f.fs.Create(w.path)
 	if err != nil {
 		return fmt.Errorf("create %s: %w", w.path, err)
 	}
-	w.out = newCountingFile(file)
-	w.cur, err = pqarrow.NewFileWriter(w.f.arrowSchema, w.out, w.props,
+	w.out = NewCountingWriter(file, 1<<20)
+	w.cur, err = pqarrow.NewFileWriter(w.f.arrowSchema, w.out, w.Props,
 		pqarrow.NewArrowWriterProperties(pqarrow.WithAllocator(w.mem), pqarrow.WithStoreSchema()))
 	if err != nil {
 		file.Close()
@@ -354,7 +368,7 @@ func (w *rollingWriter) open() error {
 	return nil
 }
 
-func (w *rollingWriter) closeFile() error {
+func (w *RollingWriter) closeFile() error {
 	fw := w.cur
 	w.cur = nil
 	if err := fw.Close(); err != nil {
@@ -365,7 +379,7 @@ func (w *rollingWriter) closeFile() error {
 		return fmt.Errorf("close %s: %w", w.path, err)
 	}
 	df, err := table.DataFileFromMetadata(table.DataFileArgs{Schema: w.f.schema, Spec: w.f.spec, Format: iceberg.ParquetFile,
-		Metadata: meta, FilePath: w.path, FileSize: w.out.n, Content: iceberg.EntryContentData,
+		Metadata: meta, FilePath: w.path, FileSize: w.out.N, Content: iceberg.EntryContentData,
 		PartitionValues: maps.Clone(w.f.partition), Properties: w.f.tableProps, FormatVersion: w.f.formatVersion})
 	if err != nil {
 		return fmt.Errorf("data file of %s: %w", w.path, err)
@@ -374,8 +388,8 @@ func (w *rollingWriter) closeFile() error {
 	return nil
 }
 
-// close finishes the last file and returns every file written.
-func (w *rollingWriter) close() ([]iceberg.DataFile, error) {
+// Close finishes the last file and returns every file written.
+func (w *RollingWriter) Close() ([]iceberg.DataFile, error) {
 	if w.cur != nil {
 		if err := w.closeFile(); err != nil {
 			return w.files, err
@@ -384,9 +398,13 @@ func (w *rollingWriter) close() ([]iceberg.DataFile, error) {
 	return w.files, nil
 }
 
-// abort drops the file being written; the finished ones are the caller's
+// Files are the files written and closed so far (the caller's to clean
+// up after an error).
+func (w *RollingWriter) Files() []iceberg.DataFile { return w.files }
+
+// Abort drops the file being written; the finished ones are the caller's
 // to clean up (they are returned with the error).
-func (w *rollingWriter) abort() {
+func (w *RollingWriter) Abort() {
 	if w.cur == nil {
 		return
 	}

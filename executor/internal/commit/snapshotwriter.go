@@ -1,4 +1,4 @@
-package executor
+package commit
 
 import (
 	"context"
@@ -9,26 +9,29 @@ import (
 	"time"
 
 	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/catalog"
 	iceio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 	"github.com/google/uuid"
+
+	"github.com/icereactor/reactor/executor/internal/datapath"
 )
 
-// snapshotWriter writes the files of one snapshot reactor commits: its
+// SnapshotWriter writes the files of one snapshot reactor commits: its
 // manifests, each written once and reused by every commit attempt, and one
 // manifest list per attempt (the only file whose content depends on the
 // snapshot the attempt builds on). Names follow iceberg-go's producer:
 // <commit-uuid>-m<n>.avro and snap-<snapshot-id>-<attempt>-<commit-uuid>.avro.
-type snapshotWriter struct {
+type SnapshotWriter struct {
 	fs         iceio.WriteFileIO
 	loc        table.LocationProvider
 	version    int
-	snapshotID int64
+	SnapshotID int64
 	commitUUID uuid.UUID
 	written    int // manifests written so far, numbering the next
 }
 
-func newSnapshotWriter(tbl *table.Table, fs iceio.IO) (*snapshotWriter, error) {
+func NewSnapshotWriter(tbl *table.Table, fs iceio.IO) (*SnapshotWriter, error) {
 	wfs, ok := fs.(iceio.WriteFileIO)
 	if !ok {
 		return nil, errors.New("table io cannot write files")
@@ -38,8 +41,8 @@ func newSnapshotWriter(tbl *table.Table, fs iceio.IO) (*snapshotWriter, error) {
 		return nil, fmt.Errorf("location provider: %w", err)
 	}
 	meta := tbl.Metadata()
-	sw := &snapshotWriter{fs: wfs, loc: loc, version: meta.Version(), commitUUID: uuid.New()}
-	sw.snapshotID = freshSnapshotID(meta)
+	sw := &SnapshotWriter{fs: wfs, loc: loc, version: meta.Version(), commitUUID: uuid.New()}
+	sw.SnapshotID = freshSnapshotID(meta)
 	return sw, nil
 }
 
@@ -61,7 +64,7 @@ func freshSnapshotID(meta table.Metadata) int64 {
 
 // writeManifest writes one manifest of this snapshot with the entries
 // write adds. A failed write removes its partial file.
-func (sw *snapshotWriter) writeManifest(meta table.Metadata, specID int32, content iceberg.ManifestContent,
+func (sw *SnapshotWriter) writeManifest(meta table.Metadata, specID int32, content iceberg.ManifestContent,
 	write func(*iceberg.ManifestWriter) error) (_ iceberg.ManifestFile, err error) {
 	spec := meta.PartitionSpecByID(int(specID))
 	if spec == nil {
@@ -73,14 +76,14 @@ func (sw *snapshotWriter) writeManifest(meta table.Metadata, specID int32, conte
 	if err != nil {
 		return nil, fmt.Errorf("create manifest: %w", err)
 	}
-	cw := &countingWriter{w: out}
+	cw := datapath.NewCountingWriter(out, 0)
 	defer func() {
 		if err != nil {
 			_ = cw.Close()
 			err = errors.Join(err, ignoreNotExist(sw.fs.Remove(path)))
 		}
 	}()
-	wr, err := iceberg.NewManifestWriter(sw.version, cw, *spec, meta.CurrentSchema(), sw.snapshotID,
+	wr, err := iceberg.NewManifestWriter(sw.version, cw, *spec, meta.CurrentSchema(), sw.SnapshotID,
 		iceberg.WithManifestWriterContent(content))
 	if err != nil {
 		return nil, fmt.Errorf("manifest writer: %w", err)
@@ -95,18 +98,18 @@ func (sw *snapshotWriter) writeManifest(meta table.Metadata, specID int32, conte
 	if err := cw.Close(); err != nil {
 		return nil, fmt.Errorf("close manifest %s: %w", path, err)
 	}
-	return wr.ToManifestFile(path, cw.n, iceberg.WithManifestFileContent(content))
+	return wr.ToManifestFile(path, cw.N, iceberg.WithManifestFileContent(content))
 }
 
 // listPath is where attempt's manifest list goes.
-func (sw *snapshotWriter) listPath(attempt int) string {
-	return sw.loc.NewMetadataLocation(fmt.Sprintf("snap-%d-%d-%s.avro", sw.snapshotID, attempt, sw.commitUUID))
+func (sw *SnapshotWriter) listPath(attempt int) string {
+	return sw.loc.NewMetadataLocation(fmt.Sprintf("snap-%d-%d-%s.avro", sw.SnapshotID, attempt, sw.commitUUID))
 }
 
 // writeList writes attempt's manifest list on parent at sequence number
 // seq. Manifests this snapshot wrote get seq here (their entries inherit
 // it), so the same manifest files serve every attempt.
-func (sw *snapshotWriter) writeList(path string, parent *table.Snapshot, seq int64, manifests []iceberg.ManifestFile) (err error) {
+func (sw *SnapshotWriter) writeList(path string, parent *table.Snapshot, seq int64, manifests []iceberg.ManifestFile) (err error) {
 	out, err := sw.fs.Create(path)
 	if err != nil {
 		return fmt.Errorf("create manifest list: %w", err)
@@ -124,7 +127,7 @@ func (sw *snapshotWriter) writeList(path string, parent *table.Snapshot, seq int
 	var lw *iceberg.ManifestListWriter
 	switch sw.version {
 	case 2:
-		lw, err = iceberg.NewManifestListWriterV2(out, sw.snapshotID, seq, parentID)
+		lw, err = iceberg.NewManifestListWriterV2(out, sw.SnapshotID, seq, parentID)
 	default:
 		err = fmt.Errorf("format version %d is committed through iceberg-go's own producer", sw.version)
 	}
@@ -144,72 +147,9 @@ func (sw *snapshotWriter) writeList(path string, parent *table.Snapshot, seq int
 	return out.Close()
 }
 
-// attemptResult is what one catalog commit of a staged snapshot left.
-type attemptResult struct {
-	committed *table.Table
-	// list is the manifest list the attempt wrote; "" when it failed
-	// before reaching the catalog (and wrote nothing that stays).
-	list string
-}
-
-// commitOn writes the manifest list of attempt on head and commits the
-// snapshot through the catalog, requiring that main still points at head's
-// current snapshot: the same updates and requirements iceberg-go's
-// transaction sends (add-snapshot, set-snapshot-ref main with its retention
-// carried over, the default name mapping when the table has none;
-// assert-table-uuid, assert-ref-snapshot-id).
-func (e *Executor) commitOn(ctx context.Context, head *table.Table, sw *snapshotWriter, attempt int,
-	manifests []iceberg.ManifestFile, summary table.Summary) (attemptResult, error) {
-	meta := head.Metadata()
-	parent := meta.CurrentSnapshot()
-	if parent == nil {
-		return attemptResult{}, fmt.Errorf("%w: table has no current snapshot", ErrDiverged)
-	}
-	if meta.SnapshotByID(sw.snapshotID) != nil {
-		return attemptResult{}, fmt.Errorf("snapshot id %d is taken", sw.snapshotID)
-	}
-	var props []table.Update
-	if meta.NameMapping() == nil {
-		mapping, err := json.Marshal(meta.CurrentSchema().NameMapping())
-		if err != nil {
-			return attemptResult{}, fmt.Errorf("name mapping: %w", err)
-		}
-		props = append(props, table.NewSetPropertiesUpdate(iceberg.Properties{table.DefaultNameMappingKey: string(mapping)}))
-	}
-	seq := meta.LastSequenceNumber() + 1
-	res := attemptResult{list: sw.listPath(attempt)}
-	if err := sw.writeList(res.list, parent, seq, manifests); err != nil {
-		return attemptResult{}, err
-	}
-	parentID := parent.SnapshotID
-	schemaID := meta.CurrentSchema().ID
-	snap := table.Snapshot{
-		SnapshotID:       sw.snapshotID,
-		ParentSnapshotID: &parentID,
-		SequenceNumber:   seq,
-		TimestampMs:      time.Now().UnixMilli(),
-		ManifestList:     res.list,
-		Summary:          &summary,
-		SchemaID:         &schemaID,
-	}
-	updates := append([]table.Update{table.NewAddSnapshotUpdate(&snap), mainRefUpdate(meta, sw.snapshotID)}, props...)
-	reqs := []table.Requirement{
-		table.AssertTableUUID(meta.TableUUID()),
-		table.AssertRefSnapshotID(table.MainBranch, &parentID),
-	}
-	newMeta, newLoc, err := e.cat.CommitTable(ctx, head.Identifier(), reqs, updates)
-	if err != nil {
-		return res, err
-	}
-	fsF := func(ctx context.Context) (iceio.IO, error) { return head.FS(ctx) }
-	res.committed = table.New(head.Identifier(), newMeta, newLoc, fsF, e.cat)
-	deleteOldMetadata(sw.fs, meta, newMeta)
-	return res, nil
-}
-
-// mainRefUpdate moves main to snapshotID keeping the branch's retention
+// MainRefUpdate moves main to snapshotID keeping the branch's retention
 // settings, as iceberg-go's producer does.
-func mainRefUpdate(meta table.Metadata, snapshotID int64) table.Update {
+func MainRefUpdate(meta table.Metadata, snapshotID int64) table.Update {
 	var maxRefAge, maxSnapshotAge int64
 	var minSnapshots int
 	for name, ref := range meta.Refs() {
@@ -229,11 +169,11 @@ func mainRefUpdate(meta table.Metadata, snapshotID int64) table.Update {
 	return table.NewSetSnapshotRefUpdate(table.MainBranch, snapshotID, table.BranchRef, maxRefAge, maxSnapshotAge, minSnapshots)
 }
 
-// deleteOldMetadata drops the metadata files the commit pushed out of the
+// DeleteOldMetadata drops the metadata files the commit pushed out of the
 // metadata log when the table asks for it
 // (write.metadata.delete-after-commit.enabled), as iceberg-go does after its
 // own commits.
-func deleteOldMetadata(fs iceio.IO, base, next table.Metadata) {
+func DeleteOldMetadata(fs iceio.IO, base, next table.Metadata) {
 	if !next.Properties().GetBool(table.MetadataDeleteAfterCommitEnabledKey, table.MetadataDeleteAfterCommitEnabledDefault) {
 		return
 	}
@@ -253,4 +193,67 @@ func ignoreNotExist(err error) error {
 		return nil
 	}
 	return err
+}
+
+// Attempt is what one catalog commit of a staged snapshot left.
+type Attempt struct {
+	Committed *table.Table
+	// List is the manifest list the attempt wrote; "" when it failed
+	// before reaching the catalog (and wrote nothing that stays).
+	List string
+}
+
+// Commit writes the manifest list of attempt on head and commits the
+// snapshot through the catalog, requiring that main still points at head's
+// current snapshot: the same updates and requirements iceberg-go's
+// transaction sends (add-snapshot, set-snapshot-ref main with its retention
+// carried over, the default name mapping when the table has none;
+// assert-table-uuid, assert-ref-snapshot-id).
+func (sw *SnapshotWriter) Commit(ctx context.Context, cat catalog.Catalog, head *table.Table, attempt int,
+	manifests []iceberg.ManifestFile, summary table.Summary) (Attempt, error) {
+	meta := head.Metadata()
+	parent := meta.CurrentSnapshot()
+	if parent == nil {
+		return Attempt{}, fmt.Errorf("%w: table has no current snapshot", ErrDiverged)
+	}
+	if meta.SnapshotByID(sw.SnapshotID) != nil {
+		return Attempt{}, fmt.Errorf("snapshot id %d is taken", sw.SnapshotID)
+	}
+	var props []table.Update
+	if meta.NameMapping() == nil {
+		mapping, err := json.Marshal(meta.CurrentSchema().NameMapping())
+		if err != nil {
+			return Attempt{}, fmt.Errorf("name mapping: %w", err)
+		}
+		props = append(props, table.NewSetPropertiesUpdate(iceberg.Properties{table.DefaultNameMappingKey: string(mapping)}))
+	}
+	seq := meta.LastSequenceNumber() + 1
+	res := Attempt{List: sw.listPath(attempt)}
+	if err := sw.writeList(res.List, parent, seq, manifests); err != nil {
+		return Attempt{}, err
+	}
+	parentID := parent.SnapshotID
+	schemaID := meta.CurrentSchema().ID
+	snap := table.Snapshot{
+		SnapshotID:       sw.SnapshotID,
+		ParentSnapshotID: &parentID,
+		SequenceNumber:   seq,
+		TimestampMs:      time.Now().UnixMilli(),
+		ManifestList:     res.List,
+		Summary:          &summary,
+		SchemaID:         &schemaID,
+	}
+	updates := append([]table.Update{table.NewAddSnapshotUpdate(&snap), MainRefUpdate(meta, sw.SnapshotID)}, props...)
+	reqs := []table.Requirement{
+		table.AssertTableUUID(meta.TableUUID()),
+		table.AssertRefSnapshotID(table.MainBranch, &parentID),
+	}
+	newMeta, newLoc, err := cat.CommitTable(ctx, head.Identifier(), reqs, updates)
+	if err != nil {
+		return res, err
+	}
+	fsF := func(ctx context.Context) (iceio.IO, error) { return head.FS(ctx) }
+	res.Committed = table.New(head.Identifier(), newMeta, newLoc, fsF, cat)
+	DeleteOldMetadata(sw.fs, meta, newMeta)
+	return res, nil
 }

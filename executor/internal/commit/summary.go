@@ -1,4 +1,4 @@
-package executor
+package commit
 
 import (
 	"fmt"
@@ -29,15 +29,15 @@ const (
 	sumRemovedFileSize       = "removed-files-size"
 	sumRemovedPosDeletes     = "removed-position-deletes"
 	sumRemovedPosDeleteFiles = "removed-position-delete-files"
-	sumTotalEqDeletes        = "total-equality-deletes"
-	sumTotalPosDeletes       = "total-position-deletes"
-	sumTotalDataFiles        = "total-data-files"
-	sumTotalDeleteFiles      = "total-delete-files"
-	sumTotalRecords          = "total-records"
-	sumTotalFileSize         = "total-files-size"
+	SumTotalEqDeletes        = "total-equality-deletes"
+	SumTotalPosDeletes       = "total-position-deletes"
+	SumTotalDataFiles        = "total-data-files"
+	SumTotalDeleteFiles      = "total-delete-files"
+	SumTotalRecords          = "total-records"
+	SumTotalFileSize         = "total-files-size"
 	sumChangedPartitionCount = "changed-partition-count"
 	sumPartitionPrefix       = "partitions."
-	sumManifestsKept         = "manifests-kept"
+	SumManifestsKept         = "manifests-kept"
 )
 
 // fileCounts is one side (added or removed) of a snapshot's file counts,
@@ -184,12 +184,12 @@ func partitionRecord(data map[int]any, typ *iceberg.StructType) partitionValues 
 	return out
 }
 
-// rebaseSummary turns a change summary (plus the job's own properties) into
+// RebaseSummary turns a change summary (plus the job's own properties) into
 // the full summary of a snapshot whose parent has summary previous: the
 // total-* fields are the parent's plus what was added minus what was
 // removed, and iceberg-go's environment properties (its version) come
 // last, exactly as iceberg-go's snapshot producer orders them.
-func rebaseSummary(op table.Operation, change, props, previous iceberg.Properties) table.Summary {
+func RebaseSummary(op table.Operation, change, props, previous iceberg.Properties) table.Summary {
 	out := maps.Clone(change)
 	if out == nil {
 		out = iceberg.Properties{}
@@ -197,8 +197,8 @@ func rebaseSummary(op table.Operation, change, props, previous iceberg.Propertie
 	maps.Copy(out, props)
 	if previous == nil {
 		previous = iceberg.Properties{
-			sumTotalDataFiles: "0", sumTotalDeleteFiles: "0", sumTotalRecords: "0",
-			sumTotalFileSize: "0", sumTotalPosDeletes: "0", sumTotalEqDeletes: "0",
+			SumTotalDataFiles: "0", SumTotalDeleteFiles: "0", SumTotalRecords: "0",
+			SumTotalFileSize: "0", SumTotalPosDeletes: "0", SumTotalEqDeletes: "0",
 		}
 	}
 	total := func(key, added, removed string) {
@@ -207,12 +207,12 @@ func rebaseSummary(op table.Operation, change, props, previous iceberg.Propertie
 			out[key] = strconv.FormatInt(n, 10)
 		}
 	}
-	total(sumTotalDataFiles, sumAddedDataFiles, sumDeletedDataFiles)
-	total(sumTotalDeleteFiles, sumAddedDeleteFiles, sumRemovedDeleteFiles)
-	total(sumTotalRecords, sumAddedRecords, sumDeletedRecords)
-	total(sumTotalFileSize, sumAddedFileSize, sumRemovedFileSize)
-	total(sumTotalPosDeletes, sumAddedPosDeletes, sumRemovedPosDeletes)
-	total(sumTotalEqDeletes, sumAddedEqDeletes, sumRemovedEqDeletes)
+	total(SumTotalDataFiles, sumAddedDataFiles, sumDeletedDataFiles)
+	total(SumTotalDeleteFiles, sumAddedDeleteFiles, sumRemovedDeleteFiles)
+	total(SumTotalRecords, sumAddedRecords, sumDeletedRecords)
+	total(SumTotalFileSize, sumAddedFileSize, sumRemovedFileSize)
+	total(SumTotalPosDeletes, sumAddedPosDeletes, sumRemovedPosDeletes)
+	total(SumTotalEqDeletes, sumAddedEqDeletes, sumRemovedEqDeletes)
 	maps.Copy(out, iceberg.EnvironmentContext())
 	return table.Summary{Operation: op, Properties: out}
 }

@@ -1,4 +1,4 @@
-package executor
+package commit
 
 import (
 	"fmt"
@@ -10,18 +10,18 @@ import (
 	"github.com/apache/iceberg-go/table"
 )
 
-// What one commit attempt of a stagedRewrite does: follow the commits
+// What one commit attempt of a Staged does: follow the commits
 // since the last attempt, and assemble the manifest list and summary for
 // the head it commits on.
 
-// advance brings the state from the snapshot seen last to meta's current
+// Advance brings the state from the snapshot seen last to meta's current
 // one, reading only what the snapshots in between wrote: each one's
 // manifest list and the manifests it added. Every entry they wrote is
 // validated; a removed file they deleted ends the rewrite (ErrInputsGone)
 // or, for an optional removal, drops it; a data file they added at or
 // below an optional removal's sequence number drops that removal too;
 // removed files they moved to new manifests are followed there.
-func (st *stagedRewrite) advance(meta table.Metadata) error {
+func (st *Staged) Advance(meta table.Metadata) error {
 	cur := meta.CurrentSnapshot()
 	if cur == nil {
 		return fmt.Errorf("%w: table has no current snapshot", ErrDiverged)
@@ -42,7 +42,7 @@ func (st *stagedRewrite) advance(meta table.Metadata) error {
 	var curList []iceberg.ManifestFile
 	for i := len(newer) - 1; i >= 0; i-- {
 		snap := newer[i]
-		list, err := snap.Manifests(st.fs)
+		list, err := snap.Manifests(st.FS)
 		if err != nil {
 			return fmt.Errorf("read manifest list of snapshot %d: %w", snap.SnapshotID, err)
 		}
@@ -63,8 +63,8 @@ func (st *stagedRewrite) advance(meta table.Metadata) error {
 	return nil
 }
 
-func (st *stagedRewrite) readNewManifest(snapID int64, m iceberg.ManifestFile) error {
-	entries, err := m.FetchEntries(st.fs, false)
+func (st *Staged) readNewManifest(snapID int64, m iceberg.ManifestFile) error {
+	entries, err := m.FetchEntries(st.FS, false)
 	if err != nil {
 		return fmt.Errorf("read manifest %s: %w", m.FilePath(), err)
 	}
@@ -74,14 +74,14 @@ func (st *stagedRewrite) readNewManifest(snapID int64, m iceberg.ManifestFile) e
 		df := e.DataFile()
 		path := df.FilePath()
 		if e.SnapshotID() == snapID {
-			if st.validate != nil {
-				if err := st.validate(snapID, e); err != nil {
+			if st.Validate != nil {
+				if err := st.Validate(snapID, e); err != nil {
 					return err
 				}
 			}
 			switch e.Status() {
 			case iceberg.EntryStatusDELETED:
-				if _, ok := st.always[path]; ok {
+				if _, ok := st.Always[path]; ok {
 					return fmt.Errorf("%w: snapshot %d removed %s", ErrInputsGone, snapID, path)
 				}
 				delete(st.dead, path) // someone else removed it: not ours to remove
@@ -108,7 +108,7 @@ func (st *stagedRewrite) readNewManifest(snapID int64, m iceberg.ManifestFile) e
 // number seq may be subject to. Partitions are not compared: a new data
 // file at or below an existing delete's sequence number is rare (a rewrite
 // that keeps sequence numbers), and keeping a dead delete is safe.
-func (st *stagedRewrite) resurrect(seq int64) {
+func (st *Staged) resurrect(seq int64) {
 	for path, dseq := range st.dead {
 		if seq < 0 || seq <= dseq {
 			delete(st.dead, path)
@@ -116,12 +116,12 @@ func (st *stagedRewrite) resurrect(seq int64) {
 	}
 }
 
-// manifestsFor is the manifest list of the next attempt on the snapshot the
+// ManifestsFor is the manifest list of the next attempt on the snapshot the
 // state has advanced to: the added files' manifests, the tombstones, then
 // that snapshot's manifests in order with each one that holds a removed
-// file replaced by its copy, and those holding no live file left out. errRescan when a manifest is unknown or a
+// file replaced by its copy, and those holding no live file left out. ErrRescan when a manifest is unknown or a
 // removed file is not found exactly once.
-func (st *stagedRewrite) manifestsFor(meta table.Metadata) ([]iceberg.ManifestFile, error) {
+func (st *Staged) ManifestsFor(meta table.Metadata) ([]iceberg.ManifestFile, error) {
 	remove := st.removals()
 	removing := make(map[string]bool, len(remove))
 	for _, p := range remove {
@@ -144,7 +144,7 @@ func (st *stagedRewrite) manifestsFor(meta table.Metadata) ([]iceberg.ManifestFi
 			continue
 		}
 		if !st.known[m.FilePath()] {
-			return nil, fmt.Errorf("%w: manifest %s", errRescan, m.FilePath())
+			return nil, fmt.Errorf("%w: manifest %s", ErrRescan, m.FilePath())
 		}
 		var held []string
 		for _, p := range st.holds[m.FilePath()] {
@@ -165,14 +165,14 @@ func (st *stagedRewrite) manifestsFor(meta table.Metadata) ([]iceberg.ManifestFi
 		found += len(held)
 	}
 	if found != len(remove) {
-		return nil, fmt.Errorf("%w: %d of %d removed files found", errRescan, found, len(remove))
+		return nil, fmt.Errorf("%w: %d of %d removed files found", ErrRescan, found, len(remove))
 	}
 	return out, nil
 }
 
 // copyOf returns m without the files held, writing it the first time (and
 // again if what it must leave out changed).
-func (st *stagedRewrite) copyOf(meta table.Metadata, m iceberg.ManifestFile, held []string) (*manifestCopy, error) {
+func (st *Staged) copyOf(meta table.Metadata, m iceberg.ManifestFile, held []string) (*manifestCopy, error) {
 	key := strings.Join(held, "\x00")
 	if c, ok := st.copies[m.FilePath()]; ok {
 		if c.removed == key {
@@ -184,7 +184,7 @@ func (st *stagedRewrite) copyOf(meta table.Metadata, m iceberg.ManifestFile, hel
 	entries, ok := st.held[m.FilePath()]
 	if !ok {
 		var err error
-		if entries, err = m.FetchEntries(st.fs, true); err != nil {
+		if entries, err = m.FetchEntries(st.FS, true); err != nil {
 			return nil, fmt.Errorf("read manifest %s: %w", m.FilePath(), err)
 		}
 		st.opened++
@@ -202,11 +202,11 @@ func (st *stagedRewrite) copyOf(meta table.Metadata, m iceberg.ManifestFile, hel
 		keep = append(keep, e)
 	}
 	if len(drop) > 0 {
-		return nil, fmt.Errorf("%w: manifest %s does not hold %d of its removed files", errRescan, m.FilePath(), len(drop))
+		return nil, fmt.Errorf("%w: manifest %s does not hold %d of its removed files", ErrRescan, m.FilePath(), len(drop))
 	}
 	c := &manifestCopy{removed: key}
 	if len(keep) > 0 {
-		mf, err := st.sw.writeManifest(meta, m.PartitionSpecID(), m.ManifestContent(), func(w *iceberg.ManifestWriter) error {
+		mf, err := st.Writer.writeManifest(meta, m.PartitionSpecID(), m.ManifestContent(), func(w *iceberg.ManifestWriter) error {
 			for _, e := range keep {
 				if err := w.Existing(e); err != nil {
 					return err
@@ -229,7 +229,7 @@ func (st *stagedRewrite) copyOf(meta table.Metadata, m iceberg.ManifestFile, hel
 // tombstones returns the DELETED entries of the removed files, one
 // manifest per (spec, content), written again only when the removals
 // changed.
-func (st *stagedRewrite) tombstones(meta table.Metadata, remove []string) ([]iceberg.ManifestFile, error) {
+func (st *Staged) tombstones(meta table.Metadata, remove []string) ([]iceberg.ManifestFile, error) {
 	key := strings.Join(remove, "\x00")
 	if st.tombs != nil && st.tombsKey == key {
 		return st.tombs, nil
@@ -257,10 +257,10 @@ func (st *stagedRewrite) tombstones(meta table.Metadata, remove []string) ([]ice
 	})
 	out := []iceberg.ManifestFile{}
 	for _, g := range order {
-		mf, err := st.sw.writeManifest(meta, g.spec, g.content, func(w *iceberg.ManifestWriter) error {
+		mf, err := st.Writer.writeManifest(meta, g.spec, g.content, func(w *iceberg.ManifestWriter) error {
 			for _, e := range groups[g] {
 				seq := e.SequenceNum()
-				tomb := iceberg.NewManifestEntry(iceberg.EntryStatusDELETED, &st.sw.snapshotID, &seq, e.FileSequenceNum(), e.DataFile())
+				tomb := iceberg.NewManifestEntry(iceberg.EntryStatusDELETED, &st.Writer.SnapshotID, &seq, e.FileSequenceNum(), e.DataFile())
 				if err := w.Delete(tomb); err != nil {
 					return err
 				}
@@ -277,13 +277,13 @@ func (st *stagedRewrite) tombstones(meta table.Metadata, remove []string) ([]ice
 	return out, nil
 }
 
-// summary is the next attempt's snapshot summary on meta's current
+// Summary is the next attempt's snapshot summary on meta's current
 // snapshot.
-func (st *stagedRewrite) summary(meta table.Metadata) (table.Summary, error) {
-	added := make([]iceberg.DataFile, 0, len(st.addData)+len(st.addDeletes))
-	added = append(added, st.addData...)
-	for _, d := range st.addDeletes {
-		added = append(added, d.file)
+func (st *Staged) Summary(meta table.Metadata) (table.Summary, error) {
+	added := make([]iceberg.DataFile, 0, len(st.AddData)+len(st.AddDeletes))
+	added = append(added, st.AddData...)
+	for _, d := range st.AddDeletes {
+		added = append(added, d.File)
 	}
 	var removed []iceberg.DataFile
 	for _, p := range st.removals() {
@@ -298,10 +298,10 @@ func (st *stagedRewrite) summary(meta table.Metadata) (table.Summary, error) {
 	if cur := meta.CurrentSnapshot(); cur != nil && cur.Summary != nil {
 		previous = cur.Summary.Properties
 	}
-	return rebaseSummary(st.op, change, st.props, previous), nil
+	return RebaseSummary(st.Op, change, st.Props, previous), nil
 }
 
-func (st *stagedRewrite) supersede(files []iceberg.ManifestFile) {
+func (st *Staged) supersede(files []iceberg.ManifestFile) {
 	for _, m := range files {
 		st.superseded = append(st.superseded, m.FilePath())
 	}
@@ -309,7 +309,7 @@ func (st *stagedRewrite) supersede(files []iceberg.ManifestFile) {
 
 // supersedeAll gives up the copies and tombstones (a rescan rebuilds them);
 // the added files' manifests stay.
-func (st *stagedRewrite) supersedeAll() {
+func (st *Staged) supersedeAll() {
 	for _, c := range st.copies {
 		st.supersede(c.files)
 	}
@@ -318,8 +318,8 @@ func (st *stagedRewrite) supersedeAll() {
 	st.tombs, st.tombsKey = nil, ""
 }
 
-// ownManifests lists every manifest of ours in use (not superseded).
-func (st *stagedRewrite) ownManifests() []string {
+// OwnManifests lists every manifest of ours in use (not superseded).
+func (st *Staged) OwnManifests() []string {
 	var out []string
 	for _, m := range st.added {
 		out = append(out, m.FilePath())
@@ -334,3 +334,10 @@ func (st *stagedRewrite) ownManifests() []string {
 	}
 	return out
 }
+
+// Opened counts the manifests and manifest lists st has read (the log
+// says what an attempt cost).
+func (st *Staged) Opened() int { return st.opened }
+
+// Superseded are the manifests st wrote that no attempt uses any more.
+func (st *Staged) Superseded() []string { return st.superseded }

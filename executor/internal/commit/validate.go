@@ -1,4 +1,4 @@
-package executor
+package commit
 
 import (
 	"bytes"
@@ -9,6 +9,7 @@ import (
 	iceio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/icereactor/reactor/executor/internal/datapath"
 	"github.com/icereactor/reactor/planner"
 )
 
@@ -27,11 +28,8 @@ var (
 	ErrDiverged = errors.New("table history diverged from the planned snapshot")
 )
 
-// filePathFieldID is the reserved field id of a position delete's file_path.
-const filePathFieldID = 2147483546
-
-// rewriteInputs describes the data files one commit replaces.
-type rewriteInputs struct {
+// RewriteInputs describes the data files one commit replaces.
+type RewriteInputs struct {
 	paths      map[string]struct{}
 	partitions map[string]struct{} // partition key of each input
 	keys       *planner.Keyer
@@ -39,8 +37,8 @@ type rewriteInputs struct {
 	meta       table.Metadata
 }
 
-func newRewriteInputs(meta table.Metadata, files []iceberg.DataFile) rewriteInputs {
-	in := rewriteInputs{paths: map[string]struct{}{}, partitions: map[string]struct{}{}, keys: planner.NewKeyer(meta), meta: meta}
+func NewRewriteInputs(meta table.Metadata, files []iceberg.DataFile) RewriteInputs {
+	in := RewriteInputs{paths: map[string]struct{}{}, partitions: map[string]struct{}{}, keys: planner.NewKeyer(meta), meta: meta}
 	for _, df := range files {
 		in.paths[df.FilePath()] = struct{}{}
 		in.partitions[in.keys.Key(df.SpecID(), df.Partition())] = struct{}{}
@@ -51,21 +49,21 @@ func newRewriteInputs(meta table.Metadata, files []iceberg.DataFile) rewriteInpu
 	return in
 }
 
-// checkSince re-validates a rewrite planned on snapshot baseID against the
+// CheckSince re-validates a rewrite planned on snapshot baseID against the
 // table's current snapshot: every snapshot committed since then is read
 // (only the manifests it added) and the rewrite is refused if one of them
 // removed an input or added a delete that may apply to an input. This is
 // the check iceberg-go runs between a transaction's base and the catalog
 // head, extended back to the snapshot the outputs were actually read from.
-func checkSince(fs iceio.IO, meta table.Metadata, baseID int64, in rewriteInputs) error {
-	return entriesSince(fs, meta, baseID, false, in.conflictsWith)
+func CheckSince(fs iceio.IO, meta table.Metadata, baseID int64, in RewriteInputs) error {
+	return EntriesSince(fs, meta, baseID, false, in.ConflictsWith)
 }
 
-// entriesSince calls visit with every manifest entry the snapshots
+// EntriesSince calls visit with every manifest entry the snapshots
 // committed after baseID (up to meta's current one) wrote, reading only the
 // manifests each of them added (only delete manifests with deletesOnly). A
 // baseID that is no longer an ancestor is ErrDiverged.
-func entriesSince(fs iceio.IO, meta table.Metadata, baseID int64, deletesOnly bool,
+func EntriesSince(fs iceio.IO, meta table.Metadata, baseID int64, deletesOnly bool,
 	visit func(snapID int64, entry iceberg.ManifestEntry) error) error {
 	cur := meta.CurrentSnapshot()
 	if cur == nil {
@@ -106,7 +104,7 @@ func entriesSince(fs iceio.IO, meta table.Metadata, baseID int64, deletesOnly bo
 	return nil
 }
 
-func (in rewriteInputs) conflictsWith(snapID int64, entry iceberg.ManifestEntry) error {
+func (in RewriteInputs) ConflictsWith(snapID int64, entry iceberg.ManifestEntry) error {
 	df := entry.DataFile()
 	switch df.ContentType() {
 	case iceberg.EntryContentData:
@@ -128,7 +126,7 @@ func (in rewriteInputs) conflictsWith(snapID int64, entry iceberg.ManifestEntry)
 		if entry.Status() != iceberg.EntryStatusADDED {
 			return nil
 		}
-		if ref := referencedDataFile(df); ref != "" {
+		if ref := ReferencedDataFile(df); ref != "" {
 			if _, ok := in.paths[ref]; ok {
 				return fmt.Errorf("%w: snapshot %d added position deletes %s for %s", ErrNewDeletes, snapID, df.FilePath(), ref)
 			}
@@ -145,7 +143,7 @@ func (in rewriteInputs) conflictsWith(snapID int64, entry iceberg.ManifestEntry)
 // including one whose fields were all voided by partition evolution: scan
 // planning applies such an equality delete to every data file, though its
 // partition tuple is not empty.
-func (in rewriteInputs) unpartitioned(df iceberg.DataFile) bool {
+func (in RewriteInputs) unpartitioned(df iceberg.DataFile) bool {
 	if len(df.Partition()) == 0 {
 		return true
 	}
@@ -153,19 +151,19 @@ func (in rewriteInputs) unpartitioned(df iceberg.DataFile) bool {
 	return spec != nil && spec.IsUnpartitioned()
 }
 
-func (in rewriteInputs) hasPartition(df iceberg.DataFile) bool {
+func (in RewriteInputs) hasPartition(df iceberg.DataFile) bool {
 	_, ok := in.partitions[in.keys.Key(df.SpecID(), df.Partition())]
 	return ok
 }
 
-// referencedDataFile is the single data file a position delete applies to,
+// ReferencedDataFile is the single data file a position delete applies to,
 // or "" when it is partition-scoped: referenced_data_file when set, else
 // equal file_path bounds (how writers that predate the field mark it).
-func referencedDataFile(df iceberg.DataFile) string {
+func ReferencedDataFile(df iceberg.DataFile) string {
 	if ref := df.ReferencedDataFile(); ref != nil && *ref != "" {
 		return *ref
 	}
-	lower, upper := df.LowerBoundValues()[filePathFieldID], df.UpperBoundValues()[filePathFieldID]
+	lower, upper := df.LowerBoundValues()[datapath.FilePathFieldID], df.UpperBoundValues()[datapath.FilePathFieldID]
 	if len(lower) == 0 || !bytes.Equal(lower, upper) {
 		return ""
 	}

@@ -1,4 +1,4 @@
-package executor
+package extsort
 
 import (
 	"bufio"
@@ -53,8 +53,8 @@ const maxFanIn = 64
 // bytes of rows, so maxFanIn of them fit the merge's share of the budget.
 const spillBatchDivisor = 4 * maxFanIn
 
-// sorter sorts one group.
-type sorter struct {
+// Sorter sorts one group.
+type Sorter struct {
 	ctx    context.Context
 	bound  sortorder.Bound
 	mem    memory.Allocator
@@ -76,7 +76,7 @@ type sorter struct {
 
 // spillRun sorts rec (or, for a z-order, only keeps it) and writes it to a
 // new run file.
-func (s *sorter) spillRun(rec arrow.RecordBatch) error {
+func (s *Sorter) spillRun(rec arrow.RecordBatch) error {
 	path := filepath.Join(s.dir, fmt.Sprintf("run-%05d.arrow", len(s.runs)))
 	if s.zorder {
 		if err := s.writeRun(path, rec, nil); err != nil {
@@ -101,14 +101,14 @@ func (s *sorter) spillRun(rec arrow.RecordBatch) error {
 
 // writeRun writes rec (with keys, if not nil) to path in batches of
 // batchRows rows.
-func (s *sorter) writeRun(path string, rec arrow.RecordBatch, keys *array.Binary) error {
+func (s *Sorter) writeRun(path string, rec arrow.RecordBatch, keys *array.Binary) error {
 	sc := s.sc
 	if keys != nil {
 		sc = s.runSc
 	}
 	n := rec.NumRows()
 	if s.batchRows == 0 && n > 0 {
-		s.batchRows = max(1024, s.budget/spillBatchDivisor*n/max(recordBytes(rec), 1))
+		s.batchRows = max(1024, s.budget/spillBatchDivisor*n/max(RecordBytes(rec), 1))
 	}
 	return writeRunFile(path, sc, s.mem, func(write func(arrow.RecordBatch) error) error {
 		for start := int64(0); start < n; start += s.batchRows {
@@ -160,7 +160,7 @@ func writeRunFile(path string, sc *arrow.Schema, mem memory.Allocator, fill func
 }
 
 // sortZRuns sorts every spilled z-order run with the group's quantiles.
-func (s *sorter) sortZRuns() error {
+func (s *Sorter) sortZRuns() error {
 	q := s.sample.Quantiles()
 	for i, path := range s.runs {
 		rec, err := s.readWhole(path)
@@ -188,7 +188,7 @@ func (s *sorter) sortZRuns() error {
 }
 
 // readWhole reads an unsorted run back as one batch.
-func (s *sorter) readWhole(path string) (arrow.RecordBatch, error) {
+func (s *Sorter) readWhole(path string) (arrow.RecordBatch, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -212,7 +212,7 @@ func (s *sorter) readWhole(path string) (arrow.RecordBatch, error) {
 		}
 		parts = append(parts, rec)
 	}
-	return concatBatches(s.mem, s.sc, parts)
+	return ConcatBatches(s.mem, s.sc, parts)
 }
 
 // runCursor is a spilled run being merged: its current batch and the
@@ -283,7 +283,7 @@ func (h *cursors) Pop() any {
 // round ends when a run's batch is used up, and its rows are gathered
 // from the runs' contiguous ranges in one take. With keep, emitted batches
 // carry the key column (for an intermediate run).
-func (s *sorter) merge(runs []string, roundRows int64, keep bool, emit func(arrow.RecordBatch) error) error {
+func (s *Sorter) merge(runs []string, roundRows int64, keep bool, emit func(arrow.RecordBatch) error) error {
 	var open []*runCursor
 	defer func() {
 		for _, c := range open {
@@ -351,7 +351,7 @@ type pick struct{ run, row int }
 
 // gather builds the batch of picks (run, row), in order: each run's picked
 // rows are a contiguous range of its current batch.
-func (s *sorter) gather(open []*runCursor, picks []pick, keep bool, emit func(arrow.RecordBatch) error) error {
+func (s *Sorter) gather(open []*runCursor, picks []pick, keep bool, emit func(arrow.RecordBatch) error) error {
 	if len(picks) == 0 {
 		return nil
 	}
@@ -394,7 +394,7 @@ func (s *sorter) gather(open []*runCursor, picks []pick, keep bool, emit func(ar
 		base += sp.end - sp.start
 		parts = append(parts, sliceColumns(sc, open[run].cur, ncols, int64(sp.start), int64(sp.end)))
 	}
-	joined, err := concatBatches(s.mem, sc, parts)
+	joined, err := ConcatBatches(s.mem, sc, parts)
 	if err != nil {
 		return err
 	}
@@ -451,7 +451,7 @@ func takeRows(ctx context.Context, rec arrow.RecordBatch, idx []int32) (arrow.Re
 
 // reduceRuns merges runs maxFanIn at a time into longer ones until at most
 // maxFanIn are left.
-func (s *sorter) reduceRuns() error {
+func (s *Sorter) reduceRuns() error {
 	for len(s.runs) > maxFanIn {
 		var next []string
 		for start := 0; start < len(s.runs); start += maxFanIn {
@@ -479,12 +479,44 @@ func (s *sorter) reduceRuns() error {
 	return nil
 }
 
-// recordBytes is the bytes of rec's buffers (slices count their whole
+// RecordBytes is the bytes of rec's buffers (slices count their whole
 // buffers: an overestimate, which only makes runs shorter).
-func recordBytes(rec arrow.RecordBatch) int64 {
+func RecordBytes(rec arrow.RecordBatch) int64 {
 	var n int64
 	for _, c := range rec.Columns() {
 		n += int64(c.Data().SizeInBytes())
 	}
 	return n
+}
+
+// ConcatBatches joins batches into one, allocating from mem.
+func ConcatBatches(mem memory.Allocator, schema *arrow.Schema, batches []arrow.RecordBatch) (arrow.RecordBatch, error) {
+	cols := make([]arrow.Array, schema.NumFields())
+	var rows int64
+	for _, b := range batches {
+		rows += b.NumRows()
+	}
+	for i := range cols {
+		parts := make([]arrow.Array, 0, len(batches))
+		for _, b := range batches {
+			parts = append(parts, b.Column(i))
+		}
+		if len(parts) == 0 {
+			cols[i] = array.MakeArrayOfNull(mem, schema.Field(i).Type, 0)
+			continue
+		}
+		col, err := array.Concatenate(parts, mem)
+		if err != nil {
+			for _, c := range cols[:i] {
+				c.Release()
+			}
+			return nil, err
+		}
+		cols[i] = col
+	}
+	rec := array.NewRecordBatch(schema, cols, rows)
+	for _, c := range cols {
+		c.Release()
+	}
+	return rec, nil
 }
