@@ -7,7 +7,54 @@
 // retried as soon as a writer has just committed, else with jittered
 // exponential backoff.
 //
+// The top level holds the jobs and the commit machinery, by file prefix:
+//
+//   - executor.go: [Executor], [Options] and [New] (one constructor: the
+//     catalog, logger, metrics, commit guard and data-path bounds), [Run]
+//     dispatching on the job kind, [Report] with its Spark-procedure
+//     counts, [JobLogger], [RecordFinished].
+//   - compact.go: bin-pack compaction and the rewrite every data rewrite
+//     shares (batches of groups, commit, cleanup of its own outputs); the
+//     groups written at once under the executor's write tokens.
+//   - compact_plan.go: the pure planning of a compaction (like iceberg-go's
+//     PlanCompaction): groups by exact partition tuple with residuals
+//     cleared, the tier rule's groups, groups that would change nothing.
+//   - compact_deaddeletes.go: delete files that provably apply to no live
+//     row, dropped in a metadata-only commit.
+//   - commit_staged.go: a rewrite's commit through the staged snapshot
+//     (package internal/commit), attempt by attempt; [ErrInputsGone],
+//     [ErrNewDeletes], [ErrDiverged].
+//   - commit_replay.go: the commit of tables the staged path does not take
+//     (format v1 and v3), through iceberg-go's transaction re-staged per
+//     attempt.
+//   - commit_retry.go: the retry loop (budget, backoff, a retry right after
+//     a writer's commit: [Executor.CommitObserved]); [CommitGuard], asked
+//     before every commit, and [ErrCommitRefused].
+//   - expire.go: snapshot expiry ([ExpiryCounts]) and the later deletion
+//     of what it unlinked; expire_intents.go: the intent files those
+//     deletions are recorded in ([Executor.DuePendingDeletes]);
+//     expire_unlinked.go: the files an expiry unlinks.
+//   - orphans.go: orphan cleanup from tracked candidates or a listing
+//     ([OrphanReport]); orphans_guard.go: the check of every candidate
+//     before its deletion (references, age, canonical location).
+//   - posdeletes.go: the position-delete rewrite of a partition (scan,
+//     merge plan); posdeletes_commit.go: the merged files written and
+//     committed.
+//   - sort.go: sort and z-order rewrites ([ResolveSortOrder]); sort_group.go:
+//     one group read and sorted (in memory, or by package internal/extsort);
+//     sort_sink.go: the sorted rows written into files, several at once.
+//   - manifests.go: the manifest rewrite.
+//   - history.go: the tables' history indexes, borrowed per job, and the
+//     questions expiry and orphan cleanup ask them.
+//
+// Pure leaves live under internal/: internal/commit (the staged snapshot,
+// its validation, pruning and summary), internal/datapath (reactor's
+// Parquet writer, the one codec list and the one counting writer, also for
+// position-delete files) and internal/extsort (the external merge sort).
+// The job pool, which orders and bounds running jobs, is package
+// executor/pool.
+//
 // It owns every write reactor makes to a table and the clean-up of its own
-// failed attempts. It must not decide what to compact (that is the
-// planner's) or read events (the triggers').
+// failed attempts. It must not decide what to compact or how urgent a job
+// is (that is the planner's) or read events (the triggers').
 package executor

@@ -34,11 +34,11 @@ type Executor struct {
 	// every delete).
 	referenceMaxAge time.Duration
 	opts            Options
-	// tokens bound the output files written at once (datapath.go);
+	// tokens bound the output files written at once (compact.go);
 	// sortSlot the groups sorted at once (one: sort_memory is per group).
 	tokens   tokens
 	sortSlot tokens
-	// hist are the tables' history indexes (references.go); nil: every
+	// hist are the tables' history indexes (history.go); nil: every
 	// question walks the whole history.
 	hist *histories
 }

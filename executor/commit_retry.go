@@ -1,0 +1,267 @@
+package executor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/table"
+	"github.com/cenkalti/backoff/v4"
+
+	"github.com/icereactor/reactor/conflict"
+	"github.com/icereactor/reactor/planner"
+)
+
+// retryCommits runs op until it succeeds, returns a backoff.Permanent
+// error, or the job's commit budget runs out. After a lost race the retry
+// goes as soon as a writer has just committed to the table: at once if a
+// commit was observed while the attempt ran, else at the next observed
+// commit, waiting at most the jittered backoff (20 ms growing x1.5 to
+// 500 ms), which is all it waits when no commit events arrive. An attempt
+// costs about what a writer's commit costs, so many cheap attempts at the
+// right moment beat a few patient ones. attempt reports the current attempt
+// number and its start for the log.
+func (e *Executor) retryCommits(ctx context.Context, log *slog.Logger, job planner.Job, op func() error,
+	attempt func() (int, time.Time)) error {
+	return e.retryCommitsInto(ctx, log, job, nil, op, attempt)
+}
+
+// retryCommitsInto is retryCommits counting, in rep when not nil, the
+// retries that went on an observed writer commit. Every attempt first asks
+// the commit guard (Options.CommitGuard): a refusal ends the loop with
+// ErrCommitRefused, nothing committed.
+func (e *Executor) retryCommitsInto(ctx context.Context, log *slog.Logger, job planner.Job, rep *Report, op func() error,
+	attempt func() (int, time.Time)) error {
+	bo := backoff.NewExponentialBackOff()
+	bo.InitialInterval = 20 * time.Millisecond
+	bo.RandomizationFactor = 0.5
+	bo.Multiplier = 1.5
+	bo.MaxInterval = 500 * time.Millisecond
+	bo.MaxElapsedTime = job.Settings.CommitRetryTime
+	bo.Reset()
+	for {
+		// A replica that lost the table's lease stops here, before the
+		// attempt: nothing of it is committed.
+		if err := e.checkCommit(job.TableName); err != nil {
+			return err
+		}
+		mark := e.watch.mark(job.TableName)
+		err := op()
+		if err == nil {
+			return nil
+		}
+		var permanent *backoff.PermanentError
+		if errors.As(err, &permanent) {
+			return permanent.Err
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		wait := bo.NextBackOff()
+		if wait == backoff.Stop {
+			return err
+		}
+		e.met.CommitRetries.WithLabelValues(job.TableName).Inc()
+		n, started := attempt()
+		cost := time.Since(started)
+		waitStart := time.Now()
+		observed := e.watch.wait(ctx, job.TableName, mark, wait)
+		if observed && rep != nil {
+			rep.RetriesAfterCommit++
+		}
+		log.Info("commit conflict; retrying", "attempt", n, "attempt_duration", cost,
+			"waited", time.Since(waitStart), "after_writer_commit", observed, "error", err)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
+}
+
+// retryOutcome turns retryCommits' error into a job result: a budget spent
+// on conflicts is GaveUp (the longer cool-down), anything else Failed.
+func retryOutcome(err error, attempts int) planner.Result {
+	if conflict.IsRetryable(err) {
+		return planner.Result{Outcome: planner.GaveUp, Err: fmt.Errorf("gave up after %d attempts: %w", attempts, err)}
+	}
+	return planner.Result{Outcome: planner.Failed, Err: err}
+}
+
+// loadForAttempt loads the job's table at the start of a commit attempt:
+// lock contention is retried like a conflict, anything else ends the job.
+func (e *Executor) loadForAttempt(ctx context.Context, job planner.Job) (*table.Table, error) {
+	tbl, err := e.cat.LoadTable(ctx, job.Table)
+	if err == nil {
+		return tbl, nil
+	}
+	if conflict.IsTransient(err) {
+		return nil, err
+	}
+	return nil, backoff.Permanent(fmt.Errorf("load table: %w", err))
+}
+
+// commitFailure classifies a failed catalog commit for retryCommits: a lost
+// race is counted and retried, lock contention retried, anything else ends
+// the job.
+func (e *Executor) commitFailure(job planner.Job, rep *Report, what string, err error) error {
+	switch {
+	case conflict.Is(err):
+		rep.Conflicts++
+		e.met.CommitConflicts.WithLabelValues(job.TableName).Inc()
+		return err
+	case conflict.IsTransient(err):
+		return err
+	default:
+		return backoff.Permanent(fmt.Errorf("commit %s: %w", what, err))
+	}
+}
+
+// CommitGuard says whether this process may commit to a table now: with
+// replicas, whether it holds the table's lease (package lease). It returns
+// when the permission could run out; a commit must not outlive it.
+type CommitGuard interface {
+	CommitDeadline(table string) (time.Time, error)
+}
+
+// ErrCommitRefused: the guard refused a commit before it reached the
+// catalog, so nothing of the attempt was committed and its files may go.
+var ErrCommitRefused = errors.New("commit refused: this replica may not commit to the table")
+
+// guardWith makes every commit of the executor ask g first (see
+// Options.CommitGuard).
+func (e *Executor) guardWith(g CommitGuard) {
+	e.guard = g
+	e.cat = &guardedCatalog{Catalog: e.cat, guard: g}
+}
+
+// checkCommit asks the guard (nil: always allowed).
+func (e *Executor) checkCommit(table string) error {
+	if e.guard == nil {
+		return nil
+	}
+	if _, err := e.guard.CommitDeadline(table); err != nil {
+		return fmt.Errorf("%w: %w", ErrCommitRefused, err)
+	}
+	return nil
+}
+
+// guardedCatalog asks its guard before every CommitTable and hands out
+// tables that commit through it, so that a transaction's Commit (which
+// goes to the catalog the table was loaded from) is guarded too.
+type guardedCatalog struct {
+	catalog.Catalog
+	guard CommitGuard
+}
+
+func (g *guardedCatalog) LoadTable(ctx context.Context, ident table.Identifier) (*table.Table, error) {
+	tbl, err := g.Catalog.LoadTable(ctx, ident)
+	if err != nil {
+		return nil, err
+	}
+	return g.wrap(tbl), nil
+}
+
+func (g *guardedCatalog) wrap(tbl *table.Table) *table.Table {
+	return table.New(tbl.Identifier(), tbl.Metadata(), tbl.MetadataLocation(), tbl.FS, g)
+}
+
+func (g *guardedCatalog) CommitTable(ctx context.Context, ident table.Identifier, reqs []table.Requirement,
+	updates []table.Update) (table.Metadata, string, error) {
+	deadline, err := g.guard.CommitDeadline(strings.Join(ident, "."))
+	if err != nil {
+		return nil, "", fmt.Errorf("%w: %w", ErrCommitRefused, err)
+	}
+	ctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	return g.Catalog.CommitTable(ctx, ident, reqs, updates)
+}
+
+// unknownUnlessRefused marks a commit error whose outcome the catalog did
+// not tell as unknown (its files must stay), unless the guard refused the
+// commit before it reached the catalog (nothing committed: they may go).
+func unknownUnlessRefused(err error) error {
+	if errors.Is(err, ErrCommitRefused) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", errUnknownCommitState, err)
+}
+
+// commitWatch tells a commit retry when a writer has just committed to its
+// table: right after a writer's commit is the longest quiet moment before
+// its next one, so that is when a retry should land (docs/design.md#pitfall-redo-never-wins).
+// It only learns of commits through CommitObserved; without commit events
+// a retry waits out its jittered backoff as before.
+type commitWatch struct {
+	mu     sync.Mutex
+	tables map[string]*tableCommits
+}
+
+type tableCommits struct {
+	seen uint64        // commits observed so far
+	next chan struct{} // closed at the next observed commit
+}
+
+func (w *commitWatch) entry(name string) *tableCommits {
+	if w.tables == nil {
+		w.tables = map[string]*tableCommits{}
+	}
+	tc, ok := w.tables[name]
+	if !ok {
+		tc = &tableCommits{next: make(chan struct{})}
+		w.tables[name] = tc
+	}
+	return tc
+}
+
+func (w *commitWatch) observed(name string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	tc := w.entry(name)
+	tc.seen++
+	close(tc.next)
+	tc.next = make(chan struct{})
+}
+
+// mark returns how many commits of name were observed so far.
+func (w *commitWatch) mark(name string) uint64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.entry(name).seen
+}
+
+// wait returns once a commit of name is observed after mark (at once when
+// one already was), after at most timeout, or when ctx ends. It reports
+// whether a commit was observed.
+func (w *commitWatch) wait(ctx context.Context, name string, mark uint64, timeout time.Duration) bool {
+	w.mu.Lock()
+	tc := w.entry(name)
+	if tc.seen > mark {
+		w.mu.Unlock()
+		return true
+	}
+	next := tc.next
+	w.mu.Unlock()
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	select {
+	case <-next:
+		return true
+	case <-timer.C:
+		return false
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// CommitObserved tells the executor that a commit to table (its qualified
+// name, "namespace.table") was just observed: a commit event or a new
+// metadata file. A commit of that table that lost a race and is waiting to
+// retry attempts at once. It never blocks; the worker wires the planner's
+// commit observations to it.
+func (e *Executor) CommitObserved(table string) {
+	e.watch.observed(table)
+}
