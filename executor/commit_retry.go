@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"sync"
 	"time"
 
@@ -15,6 +14,7 @@ import (
 
 	"github.com/icereactor/reactor/conflict"
 	"github.com/icereactor/reactor/planner"
+	"github.com/icereactor/reactor/tablename"
 )
 
 // retryCommits runs op until it succeeds, returns a backoff.Permanent
@@ -171,7 +171,7 @@ func (g *guardedCatalog) wrap(tbl *table.Table) *table.Table {
 
 func (g *guardedCatalog) CommitTable(ctx context.Context, ident table.Identifier, reqs []table.Requirement,
 	updates []table.Update) (table.Metadata, string, error) {
-	deadline, err := g.guard.CommitDeadline(strings.Join(ident, "."))
+	deadline, err := g.guard.CommitDeadline(tablename.Format(ident))
 	if err != nil {
 		return nil, "", fmt.Errorf("%w: %w", ErrCommitRefused, err)
 	}

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -15,6 +14,7 @@ import (
 	"github.com/icereactor/reactor/deletions"
 	"github.com/icereactor/reactor/history"
 	"github.com/icereactor/reactor/location"
+	"github.com/icereactor/reactor/tablename"
 )
 
 // Which files a table's history references, asked by expiry (what did
@@ -43,7 +43,7 @@ func metadataRefs(ids map[string]bool, tbl *table.Table) {
 	}
 }
 
-func tableName(tbl *table.Table) string { return strings.Join(tbl.Identifier(), ".") }
+func tableName(tbl *table.Table) string { return tablename.Format(tbl.Identifier()) }
 
 // referencedBy reports, for identities, whether tbl's history references
 // them; done gives back what it borrowed.

@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"slices"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/icereactor/reactor/tablename"
 	"github.com/icereactor/reactor/thresholds"
 )
 
@@ -199,7 +199,7 @@ func partitionDue(c Counters, set thresholds.Effective, now time.Time, settled .
 // writes; cool-downs do not apply (a fresh reactor has none). Orphan
 // cleanup is not assessed: it needs a listing (reactor orphans --dry-run).
 func Explain(ctx context.Context, tbl *table.Table, cfg *thresholds.Config, now time.Time) (Plan, error) {
-	name := strings.Join(tbl.Identifier(), ".")
+	name := tablename.Format(tbl.Identifier())
 	set := cfg.For(name, tbl.Properties())
 	var tc tableCounters
 	if _, err := tc.advance(ctx, tbl, sizesOf(set)); err != nil {

@@ -3,11 +3,11 @@ package planner
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/icereactor/reactor/tablename"
 	"github.com/icereactor/reactor/thresholds"
 )
 
@@ -99,7 +99,7 @@ func (p *Planner) Health(name string) (Health, bool) {
 // CheckHealth computes a table's health from its current snapshot, reading
 // every manifest once: what `reactor health TABLE` runs, without a worker.
 func CheckHealth(ctx context.Context, tbl *table.Table, cfg *thresholds.Config, now time.Time) (Health, error) {
-	name := strings.Join(tbl.Identifier(), ".")
+	name := tablename.Format(tbl.Identifier())
 	set := cfg.For(name, tbl.Properties())
 	var tc tableCounters
 	if _, err := tc.advance(ctx, tbl, sizesOf(set)); err != nil {

@@ -12,6 +12,8 @@ import (
 
 	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
+
+	"github.com/icereactor/reactor/tablename"
 )
 
 // ErrOutsideTables: an object that lies under no watched table's location.
@@ -208,7 +210,7 @@ func (p *Planner) refreshLocations(ctx context.Context, full bool) (int, error) 
 				}
 				return n, fmt.Errorf("%w: list tables of %s: %w", ErrCatalogUnavailable, strings.Join(ns, "."), err)
 			}
-			if tl, ok := known[strings.Join(ident, ".")]; ok {
+			if tl, ok := known[tablename.Format(ident)]; ok {
 				locs[tl.bucket] = append(locs[tl.bucket], tl)
 				n++
 				continue
@@ -217,7 +219,7 @@ func (p *Planner) refreshLocations(ctx context.Context, full bool) (int, error) 
 			if err != nil {
 				if !errors.Is(err, catalog.ErrNoSuchTable) { // else dropped while listing
 					p.log.Warn("table left out of the location index; its objects will be ignored until the next rebuild",
-						"table", strings.Join(ident, "."), "error", err)
+						"table", tablename.Format(ident), "error", err)
 				}
 				continue
 			}
@@ -229,7 +231,7 @@ func (p *Planner) refreshLocations(ctx context.Context, full bool) (int, error) 
 				bucket: bucket,
 				prefix: strings.TrimSuffix(key, "/") + "/",
 				ident:  ident,
-				name:   strings.Join(ident, "."),
+				name:   tablename.Format(ident),
 			})
 			n++
 		}
@@ -399,7 +401,7 @@ func (p *Planner) Discover(ctx context.Context) (int, error) {
 				}
 				return n, fmt.Errorf("%w: list tables of %s: %w", ErrCatalogUnavailable, strings.Join(ns, "."), err)
 			}
-			name := strings.Join(ident, ".")
+			name := tablename.Format(ident)
 			p.mu.Lock()
 			_, known := p.tables[name]
 			p.mu.Unlock()

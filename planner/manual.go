@@ -10,6 +10,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 	"github.com/google/uuid"
 
+	"github.com/icereactor/reactor/tablename"
 	"github.com/icereactor/reactor/thresholds"
 )
 
@@ -39,7 +40,7 @@ type ManualOptions struct {
 // thresholds select. The executor applies every safety rule to it as to a
 // scheduled job (min_reader_margin, orphan margins, commit validation).
 func ManualJob(ctx context.Context, tbl *table.Table, cfg *thresholds.Config, kind JobKind, opts ManualOptions, now time.Time) (Job, error) {
-	name := strings.Join(tbl.Identifier(), ".")
+	name := tablename.Format(tbl.Identifier())
 	set := cfg.For(name, tbl.Properties())
 	job := Job{
 		ID: uuid.NewString(), Kind: kind, Table: tbl.Identifier(), TableName: name, Settings: set,

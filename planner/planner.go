@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"sort"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -18,6 +17,7 @@ import (
 	"github.com/icereactor/reactor/deletions"
 	"github.com/icereactor/reactor/events"
 	"github.com/icereactor/reactor/metrics"
+	"github.com/icereactor/reactor/tablename"
 	"github.com/icereactor/reactor/thresholds"
 )
 
@@ -249,7 +249,7 @@ func (p *Planner) commitObserved(name string) {
 // and evaluates its partitions. Apply calls it after loading the table; the
 // executor's pool calls it (through Finished) with the table it committed.
 func (p *Planner) Observe(ctx context.Context, tbl *table.Table) error {
-	name := strings.Join(tbl.Identifier(), ".")
+	name := tablename.Format(tbl.Identifier())
 	st := p.state(tbl.Identifier(), name)
 	st.mu.Lock()
 	defer st.mu.Unlock()

@@ -11,6 +11,7 @@ import (
 
 	"github.com/icereactor/reactor/events"
 	"github.com/icereactor/reactor/location"
+	"github.com/icereactor/reactor/tablename"
 )
 
 // The event path, split so a consumer can coalesce: CheckCommit and
@@ -63,7 +64,7 @@ func (p *Planner) CommitSeen(name string) { p.commitObserved(name) }
 // it loaded. A table the catalog does not know is ErrUnknownTable; any
 // other failure is transient (ErrCatalogUnavailable).
 func (p *Planner) Refresh(ctx context.Context, ident table.Identifier) (*table.Table, error) {
-	name := strings.Join(ident, ".")
+	name := tablename.Format(ident)
 	if !p.ownsTable(name) {
 		return nil, fmt.Errorf("%w: %s", ErrNotOwned, name)
 	}

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -18,6 +17,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icereactor/reactor/embedded"
+	"github.com/icereactor/reactor/tablename"
 )
 
 // ScanSample compares a full scan of a table with a full scan of the same
@@ -147,7 +147,7 @@ func (c *Compacted) Compare(ctx context.Context, load func(context.Context) (*ta
 	props := map[string]string{
 		table.PropertyFormatVersion:         strconv.Itoa(live.Metadata().Version()),
 		table.WriteTargetFileSizeBytesKey:   strconv.FormatInt(targetFileSize, 10),
-		"reactor.probe.compacted-copy-of":   strings.Join(live.Identifier(), "."),
+		"reactor.probe.compacted-copy-of":   tablename.Format(live.Identifier()),
 		"reactor.probe.compacted-copy-rows": strconv.FormatInt(s.Rows, 10),
 	}
 	cp, err := c.cat.CreateTable(ctx, ident, live.Schema(), catalog.WithPartitionSpec(&spec), catalog.WithProperties(props))

@@ -9,7 +9,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"strings"
 
 	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
@@ -27,6 +26,7 @@ type tableCommand struct {
 	thresholdsFile *string
 	json           *bool
 	table          string
+	ident          table.Identifier
 }
 
 func newTableCommand(name, description string) *tableCommand {
@@ -54,9 +54,11 @@ func (c *tableCommand) parse(args []string, stdout io.Writer) error {
 	if err := applyEnv(c.fs, os.Getenv); err != nil {
 		return &usageError{err: err}
 	}
-	if c.table == "" || !strings.Contains(c.table, ".") || strings.HasPrefix(c.table, ".") || strings.HasSuffix(c.table, ".") {
-		return usageErrorf("want one TABLE as namespace.table, got %q", c.table)
+	ident, err := parseTableName(c.table)
+	if err != nil {
+		return err
 	}
+	c.ident = ident
 	return nil
 }
 
@@ -88,9 +90,7 @@ func (c *tableCommand) open(ctx context.Context, log *slog.Logger) (cat catalog.
 			_ = cl.Close()
 		}
 	}
-	i := strings.LastIndex(c.table, ".")
-	ident := append(strings.Split(c.table[:i], "."), c.table[i+1:])
-	tbl, err = cat.LoadTable(ctx, ident)
+	tbl, err = cat.LoadTable(ctx, c.ident)
 	if err != nil {
 		close()
 		if errors.Is(err, catalog.ErrNoSuchTable) || errors.Is(err, catalog.ErrNoSuchNamespace) {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/icereactor/reactor/redact"
 	"github.com/icereactor/reactor/streamwriter"
+	"github.com/icereactor/reactor/tablename"
 	"github.com/icereactor/reactor/triggers"
 	"github.com/icereactor/reactor/worker"
 )
@@ -139,11 +140,11 @@ func parseWriteConfig(args []string, getenv func(string) string, stdout io.Write
 // parseTableName splits namespace.table (the namespace may be nested:
 // a.b.table) into an identifier.
 func parseTableName(name string) (table.Identifier, error) {
-	i := strings.LastIndex(name, ".")
-	if i <= 0 || i == len(name)-1 || strings.Contains(name, "..") {
+	ident, err := tablename.Parse(name)
+	if err != nil {
 		return nil, usageErrorf("want one TABLE as namespace.table, got %q", name)
 	}
-	return append(strings.Split(name[:i], "."), name[i+1:]), nil
+	return ident, nil
 }
 
 // commitPublishSubject turns the subject reactor run consumes into the one
@@ -265,7 +266,7 @@ func ensureWriteTable(ctx context.Context, cat catalog.Catalog, ident table.Iden
 		}
 		return checkWriteSchema(tbl)
 	}
-	log.Info("created table", "table", strings.Join(ident, "."), "partitioned_by", "identity(category)")
+	log.Info("created table", "table", tablename.Format(ident), "partitioned_by", "identity(category)")
 	return nil
 }
 

@@ -29,6 +29,7 @@ import (
 
 	"github.com/icereactor/reactor/planner"
 	"github.com/icereactor/reactor/sparkcall"
+	"github.com/icereactor/reactor/tablename"
 	"github.com/icereactor/reactor/thresholds"
 )
 
@@ -99,12 +100,11 @@ func run() int {
 		return 1
 	}
 	tableArg := fs.Arg(0)
-	i := strings.LastIndex(tableArg, ".")
-	if i <= 0 {
-		fmt.Fprintln(os.Stderr, "want namespace.table")
+	ident, err := tablename.Parse(tableArg)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
-	ident := append(strings.Split(tableArg[:i], "."), tableArg[i+1:])
 	tbl, err := cat.LoadTable(ctx, ident)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "load table:", err)
