@@ -46,6 +46,15 @@ const (
 	KindRemoveOrphans JobKind = "remove_orphans"
 )
 
+// Kinds lists every job kind, in the order a table's jobs run when all are
+// due with nothing over its bound: the one list the thresholds' tests, the
+// demo summary and the Spark routing tests go by, so a new kind cannot be
+// left out of them (kinds_test.go checks every Kind constant is here).
+func Kinds() []JobKind {
+	return []JobKind{KindCompact, KindRewritePositionDeletes, KindSort, KindExpireSnapshots, KindDeleteExpiredFiles,
+		KindRewriteManifests, KindRemoveOrphans}
+}
+
 // Where an orphan-cleanup job gets its candidates.
 const (
 	// OrphansFromTracking: the data files bucket notifications reported

@@ -127,8 +127,7 @@ func TestExplain(t *testing.T) {
 // The kinds the thresholds file accepts are planner kinds with a Spark
 // procedure: the two packages name them alike.
 func TestSparkKindsArePlannerKinds(t *testing.T) {
-	all := []planner.JobKind{planner.KindCompact, planner.KindSort, planner.KindRewritePositionDeletes, planner.KindExpireSnapshots,
-		planner.KindRemoveOrphans, planner.KindRewriteManifests, planner.KindDeleteExpiredFiles}
+	all := planner.Kinds()
 	for _, k := range thresholds.SparkKinds() {
 		if !slices.Contains(all, planner.JobKind(k)) {
 			t.Errorf("thresholds.SparkKinds has %q, not a planner job kind", k)

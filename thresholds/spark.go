@@ -29,6 +29,10 @@ const (
 // planner names), the values spark.rules[].kinds accepts.
 // delete_expired_files has no Spark form: Spark's expire_snapshots deletes
 // at once.
+// The kinds themselves are planner.Kinds (this package cannot import the
+// planner, which imports it); sparkrun's TestSparkKindsArePlannerKinds
+// fails when a planner kind is neither here nor named as having no Spark
+// form.
 func SparkKinds() []string {
 	return []string{"compact", "sort", "rewrite_position_deletes", "expire_snapshots", "remove_orphans", "rewrite_manifests"}
 }

@@ -104,10 +104,8 @@ func (d *demo) readBack(ctx context.Context) (streamwriter.Contents, error) {
 // jobsByKind lists finished jobs by kind in the order reactor runs them,
 // with the ones that did not succeed called out.
 func jobsByKind(t probe.JobTally) string {
-	order := []planner.JobKind{planner.KindCompact, planner.KindRewritePositionDeletes, planner.KindSort,
-		planner.KindExpireSnapshots, planner.KindDeleteExpiredFiles, planner.KindRewriteManifests, planner.KindRemoveOrphans}
 	var parts []string
-	for _, k := range order {
+	for _, k := range planner.Kinds() {
 		kind := string(k)
 		ok, noop, gaveUp, failed := t.Count(kind, "succeeded"), t.Count(kind, "noop"), t.Count(kind, "gave_up"), t.Count(kind, "failed")
 		if ok+noop+gaveUp+failed == 0 {
