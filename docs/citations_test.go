@@ -9,11 +9,12 @@ import (
 	"testing"
 )
 
-// designCitation is how code cites the design page: docs/design.md#anchor.
+// designCitation is how code cites the design page: its path, "#" and an
+// anchor.
 var designCitation = regexp.MustCompile(`docs/design\.md#([A-Za-z0-9_-]+)`)
 
-// TestCodeCitesDesignAnchors checks that every docs/design.md#anchor a Go
-// file cites is an anchor of design.md.
+// TestCodeCitesDesignAnchors checks that every anchor of design.md a Go
+// file cites is there.
 func TestCodeCitesDesignAnchors(t *testing.T) {
 	design, err := readPage("design.md")
 	if err != nil {
