@@ -30,25 +30,19 @@ import (
 	"time"
 
 	iceio "github.com/apache/iceberg-go/io"
+
+	"github.com/icereactor/reactor/history"
 )
 
 // DirName is where, under a table's location, batches are written.
 const DirName = "metadata/_reactor/pending-deletes"
 
-// File kinds, named as Spark's expire_snapshots counts them.
-const (
-	KindData           = "data"
-	KindPositionDelete = "position_delete"
-	KindEqualityDelete = "equality_delete"
-	KindManifest       = "manifest"
-	KindManifestList   = "manifest_list"
-	KindStatistics     = "statistics"
-)
-
 // File is one file waiting for deletion.
 type File struct {
 	Path string `json:"path"`
-	Kind string `json:"kind"`
+	// Kind is spelled as Spark's expire_snapshots counts files
+	// (history.Kind's String: "data", "position_delete", ...).
+	Kind history.Kind `json:"kind"`
 }
 
 // Batch is the files one job unlinked from a table.

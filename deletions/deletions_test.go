@@ -8,6 +8,8 @@ import (
 	"time"
 
 	iceio "github.com/apache/iceberg-go/io"
+
+	"github.com/icereactor/reactor/history"
 )
 
 func TestBatchesRoundTripInDueOrder(t *testing.T) {
@@ -18,9 +20,9 @@ func TestBatchesRoundTripInDueOrder(t *testing.T) {
 	}
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	late := Batch{Table: "db.t", JobID: "job-2", LeftAt: now, Due: now.Add(2 * time.Hour),
-		Files: []File{{Path: loc + "/data/b.parquet", Kind: KindData}}}
+		Files: []File{{Path: loc + "/data/b.parquet", Kind: history.Data}}}
 	early := Batch{Table: "db.t", JobID: "job/1 with spaces..", LeftAt: now, Due: now.Add(time.Hour),
-		Files: []File{{Path: loc + "/data/a.parquet", Kind: KindData}, {Path: loc + "/metadata/snap-1.avro", Kind: KindManifestList}}}
+		Files: []File{{Path: loc + "/data/a.parquet", Kind: history.Data}, {Path: loc + "/metadata/snap-1.avro", Kind: history.ManifestList}}}
 	for _, b := range []Batch{late, early} {
 		if _, err := Write(fs, loc, b); err != nil {
 			t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 	"github.com/cenkalti/backoff/v4"
 
 	"github.com/icereactor/reactor/deletions"
+	"github.com/icereactor/reactor/history"
 	"github.com/icereactor/reactor/location"
 	"github.com/icereactor/reactor/planner"
 )
@@ -44,19 +45,19 @@ func (x ExpiryCounts) Files() int {
 		x.DeletedManifests + x.DeletedManifestLists + x.DeletedStatisticsFiles
 }
 
-func (x *ExpiryCounts) count(kind string) {
+func (x *ExpiryCounts) count(kind history.Kind) {
 	switch kind {
-	case deletions.KindData:
+	case history.Data:
 		x.DeletedDataFiles++
-	case deletions.KindPositionDelete:
+	case history.PositionDelete:
 		x.DeletedPositionDeleteFiles++
-	case deletions.KindEqualityDelete:
+	case history.EqualityDelete:
 		x.DeletedEqualityDeleteFiles++
-	case deletions.KindManifest:
+	case history.Manifest:
 		x.DeletedManifests++
-	case deletions.KindManifestList:
+	case history.ManifestList:
 		x.DeletedManifestLists++
-	case deletions.KindStatistics:
+	case history.Statistics:
 		x.DeletedStatisticsFiles++
 	}
 }
@@ -65,7 +66,7 @@ func (x *ExpiryCounts) count(kind string) {
 // retention (never removing a ref head) and deletes nothing itself: the
 // files no remaining snapshot references are written to the table's
 // pending-deletion list, due min_reader_margin after the commit, which is
-// when no reader that could still see them is left (seed 000's incident).
+// when no reader that could still see them is left (docs/design.md#seed-reader-incident).
 // An attempt reads only the table's metadata, so it costs about what a
 // writer's commit costs and retries cheaply against a busy writer; the
 // history walk that finds the unlinked files runs once, after the commit.

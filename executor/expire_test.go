@@ -11,6 +11,7 @@ import (
 
 	"github.com/icereactor/reactor/deletions"
 	"github.com/icereactor/reactor/executor"
+	"github.com/icereactor/reactor/history"
 	"github.com/icereactor/reactor/planner"
 )
 
@@ -97,7 +98,7 @@ func TestExpiryDeletesOnlyUnreachableFiles(t *testing.T) {
 // A reader holding a snapshot while expiry runs: however short the
 // retention, the expiry commits (the metadata stays bounded) but the files
 // it unlinks wait for min_reader_margin, so the slow reader reads every row
-// (the seed 000 incident made impossible). With no margin the same read
+// (docs/design.md#seed-reader-incident made impossible). With no margin the same read
 // fails: the test can tell.
 func TestExpiryRespectsReaderMargin(t *testing.T) {
 	for _, tc := range []struct {
@@ -272,7 +273,7 @@ func TestDeferredExpiryDeletion(t *testing.T) {
 	for loc := range f.dataFiles("a") {
 		live = loc
 	}
-	batch.Files = append(batch.Files, deletions.File{Path: live, Kind: deletions.KindData})
+	batch.Files = append(batch.Files, deletions.File{Path: live, Kind: history.Data})
 	batch.Due = time.Now().Add(-time.Second)
 	dueRef, err := deletions.Write(fs, tbl.Location(), batch)
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icereactor/reactor/deletions"
+	"github.com/icereactor/reactor/history"
 )
 
 // unlinkedFiles lists the files an expiry from pre to post unlinks: the
@@ -38,13 +39,13 @@ func unlinkedFiles(ctx context.Context, fs iceio.IO, pre, post table.Metadata) (
 	}
 	var out []deletions.File
 	seen := map[string]bool{}
-	add := func(path, kind string) {
+	add := func(path string, kind history.Kind) {
 		if path != "" && !seen[path] {
 			seen[path] = true
 			out = append(out, deletions.File{Path: path, Kind: kind})
 		}
 	}
-	candidates := map[string]string{} // live file -> kind
+	candidates := map[string]history.Kind{} // live file -> kind
 	maxSeq := int64(-1)
 	for _, snap := range pre.Snapshots() {
 		if retainedIDs[snap.SnapshotID] {
@@ -53,7 +54,7 @@ func unlinkedFiles(ctx context.Context, fs iceio.IO, pre, post table.Metadata) (
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		add(snap.ManifestList, deletions.KindManifestList)
+		add(snap.ManifestList, history.ManifestList)
 		manifests, err := snap.Manifests(fs)
 		if err != nil {
 			return nil, fmt.Errorf("manifest list of snapshot %d: %w", snap.SnapshotID, err)
@@ -62,13 +63,13 @@ func unlinkedFiles(ctx context.Context, fs iceio.IO, pre, post table.Metadata) (
 			if _, ok := retained[m.FilePath()]; ok || seen[m.FilePath()] {
 				continue
 			}
-			add(m.FilePath(), deletions.KindManifest)
+			add(m.FilePath(), history.Manifest)
 			for entry, err := range m.Entries(fs, true) {
 				if err != nil {
 					return nil, fmt.Errorf("manifest %s: %w", m.FilePath(), err)
 				}
 				df := entry.DataFile()
-				candidates[df.FilePath()] = fileKind(df)
+				candidates[df.FilePath()] = history.KindOf(df)
 				if seq := entry.SequenceNum(); seq >= 0 {
 					maxSeq = max(maxSeq, seq)
 				} else {
@@ -102,16 +103,6 @@ func unlinkedFiles(ctx context.Context, fs iceio.IO, pre, post table.Metadata) (
 		add(f.Path, f.Kind)
 	}
 	return out, nil
-}
-
-func fileKind(df iceberg.DataFile) string {
-	switch df.ContentType() {
-	case iceberg.EntryContentPosDeletes:
-		return deletions.KindPositionDelete
-	case iceberg.EntryContentEqDeletes:
-		return deletions.KindEqualityDelete
-	}
-	return deletions.KindData
 }
 
 // reachableFiles are the files a table's snapshots reference, by kind.

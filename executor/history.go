@@ -87,9 +87,9 @@ func (e *Executor) expiryUnlinked(ctx context.Context, fs iceio.IO, pre, post *t
 	}
 	out := make([]deletions.File, 0, len(ch.Unlinked))
 	for _, f := range ch.Unlinked {
-		out = append(out, deletions.File{Path: f.Path, Kind: deletionKind(f.Kind)})
+		out = append(out, deletions.File{Path: f.Path, Kind: f.Kind})
 	}
-	order := map[string]int{deletions.KindManifestList: 0, deletions.KindManifest: 1}
+	order := map[history.Kind]int{history.ManifestList: 0, history.Manifest: 1}
 	slices.SortStableFunc(out, func(a, b deletions.File) int {
 		ka, oka := order[a.Kind]
 		kb, okb := order[b.Kind]
@@ -105,20 +105,6 @@ func (e *Executor) expiryUnlinked(ctx context.Context, fs iceio.IO, pre, post *t
 		return cmp.Compare(a.Path, b.Path)
 	})
 	return append(out, unlinkedStatistics(pre.Metadata(), post.Metadata())...), nil
-}
-
-func deletionKind(k history.Kind) string {
-	switch k {
-	case history.ManifestList:
-		return deletions.KindManifestList
-	case history.Manifest:
-		return deletions.KindManifest
-	case history.PositionDeletes:
-		return deletions.KindPositionDelete
-	case history.EqualityDeletes:
-		return deletions.KindEqualityDelete
-	}
-	return deletions.KindData
 }
 
 // unlinkedStatistics are the statistics files of the snapshots pre has and
@@ -140,7 +126,7 @@ func unlinkedStatistics(pre, post table.Metadata) []deletions.File {
 	add := func(snapshot int64, path string) {
 		if path != "" && !retained[snapshot] && !kept[path] && !seen[path] {
 			seen[path] = true
-			out = append(out, deletions.File{Path: path, Kind: deletions.KindStatistics})
+			out = append(out, deletions.File{Path: path, Kind: history.Statistics})
 		}
 	}
 	for sf := range pre.Statistics() {

@@ -181,7 +181,7 @@ func (h *historyTable) compareUnlinked(step string, retainLast int) {
 	key := func(fs []deletions.File) []string {
 		var out []string
 		for _, f := range fs {
-			out = append(out, f.Kind+" "+f.Path)
+			out = append(out, f.Kind.String()+" "+f.Path)
 		}
 		slices.Sort(out)
 		return out

@@ -17,6 +17,10 @@
 // manifests stay in the index until the counts drop, so removing them never
 // reads a file that expiry may already have deleted.
 //
+// Kind (kind.go) is reactor's one file-kind enum: the index's references,
+// the pending deletions, expiry's counts and the delete-file metrics use
+// it, with the external spellings (String, MetricLabel) unchanged.
+//
 // It reads through the table's IO and must not write, delete or decide
 // anything: callers compare, the executor deletes. It does not know the
 // metadata files or statistics files of a table (they are in the metadata
@@ -34,33 +38,6 @@ import (
 
 	"github.com/icereactor/reactor/location"
 )
-
-// Kind is what a referenced file is.
-type Kind uint8
-
-const (
-	ManifestList Kind = iota + 1
-	Manifest
-	Data
-	PositionDeletes
-	EqualityDeletes
-)
-
-func (k Kind) String() string {
-	switch k {
-	case ManifestList:
-		return "manifest_list"
-	case Manifest:
-		return "manifest"
-	case Data:
-		return "data"
-	case PositionDeletes:
-		return "position_deletes"
-	case EqualityDeletes:
-		return "equality_deletes"
-	}
-	return fmt.Sprintf("kind(%d)", uint8(k))
-}
 
 // File is a referenced file: its location as the table's metadata spells
 // it, and its kind.
@@ -268,7 +245,7 @@ func (x *Index) read(ctx context.Context, fs iceio.IO, snaps []table.Snapshot, r
 				return fmt.Errorf("manifest %s: %w", m.FilePath(), err)
 			}
 			df := entry.DataFile()
-			live = append(live, newRef(df.FilePath(), kindOf(df)))
+			live = append(live, newRef(df.FilePath(), KindOf(df)))
 		}
 		fresh[m.FilePath()].live = live
 		return nil
@@ -284,16 +261,6 @@ func (x *Index) read(ctx context.Context, fs iceio.IO, snaps []table.Snapshot, r
 		}
 	}
 	return facts, nil
-}
-
-func kindOf(df iceberg.DataFile) Kind {
-	switch df.ContentType() {
-	case iceberg.EntryContentPosDeletes:
-		return PositionDeletes
-	case iceberg.EntryContentEqDeletes:
-		return EqualityDeletes
-	}
-	return Data
 }
 
 // refBytes estimates a ref's memory: its strings, their headers, and its

@@ -16,6 +16,7 @@ import (
 
 	"github.com/icereactor/reactor/deletions"
 	"github.com/icereactor/reactor/events"
+	"github.com/icereactor/reactor/history"
 	"github.com/icereactor/reactor/metrics"
 	"github.com/icereactor/reactor/tablename"
 	"github.com/icereactor/reactor/thresholds"
@@ -295,8 +296,8 @@ func (p *Planner) observeLocked(ctx context.Context, st *tableState, tbl *table.
 	tot := st.counters.totals()
 	p.met.DataFiles.WithLabelValues(st.name).Set(float64(tot.DataFiles))
 	p.met.SmallFiles.WithLabelValues(st.name).Set(float64(tot.SmallFiles))
-	p.met.DeleteFiles.WithLabelValues(st.name, "position").Set(float64(tot.PositionDeleteFiles))
-	p.met.DeleteFiles.WithLabelValues(st.name, "equality").Set(float64(tot.EqualityDeleteFiles))
+	p.met.DeleteFiles.WithLabelValues(st.name, history.PositionDelete.MetricLabel()).Set(float64(tot.PositionDeleteFiles))
+	p.met.DeleteFiles.WithLabelValues(st.name, history.EqualityDelete.MetricLabel()).Set(float64(tot.EqualityDeleteFiles))
 	p.met.DeleteFiles.WithLabelValues(st.name, "deletion_vector").Set(float64(tot.DeletionVectors))
 	ratio := 0.0
 	if tot.DataFiles > 0 {
