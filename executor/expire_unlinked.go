@@ -105,7 +105,8 @@ func unlinkedFiles(ctx context.Context, fs iceio.IO, pre, post table.Metadata) (
 	return out, nil
 }
 
-// reachableFiles are the files a table's snapshots reference, by kind.
+// reachableFiles are the files a table's snapshots reference, by kind
+// (history.Walk: the whole history, for the jobs that keep no index).
 type reachableFiles struct {
 	manifestLists, manifests, data, posDeletes, eqDeletes, stats map[string]bool
 }
@@ -116,40 +117,21 @@ func reachable(ctx context.Context, fs iceio.IO, meta table.Metadata) (reachable
 	for sf := range meta.Statistics() {
 		r.stats[sf.StatisticsPath] = true
 	}
-	for _, snap := range meta.Snapshots() {
-		if err := ctx.Err(); err != nil {
-			return r, err
+	err := history.Walk(ctx, fs, meta.Snapshots(), history.WalkOptions{}, func(f history.File) {
+		switch f.Kind {
+		case history.ManifestList:
+			r.manifestLists[f.Path] = true
+		case history.Manifest:
+			r.manifests[f.Path] = true
+		case history.PositionDelete:
+			r.posDeletes[f.Path] = true
+		case history.EqualityDelete:
+			r.eqDeletes[f.Path] = true
+		default:
+			r.data[f.Path] = true
 		}
-		r.manifestLists[snap.ManifestList] = true
-		manifests, err := snap.Manifests(fs)
-		if err != nil {
-			return r, fmt.Errorf("manifest list of snapshot %d: %w", snap.SnapshotID, err)
-		}
-		for _, m := range manifests {
-			if r.manifests[m.FilePath()] {
-				continue
-			}
-			r.manifests[m.FilePath()] = true
-			for entry, err := range m.Entries(fs, false) {
-				if err != nil {
-					return r, fmt.Errorf("manifest %s: %w", m.FilePath(), err)
-				}
-				if entry.Status() == iceberg.EntryStatusDELETED {
-					continue
-				}
-				df := entry.DataFile()
-				switch df.ContentType() {
-				case iceberg.EntryContentPosDeletes:
-					r.posDeletes[df.FilePath()] = true
-				case iceberg.EntryContentEqDeletes:
-					r.eqDeletes[df.FilePath()] = true
-				default:
-					r.data[df.FilePath()] = true
-				}
-			}
-		}
-	}
-	return r, nil
+	})
+	return r, err
 }
 
 // unreachableIn lists the files r references that o does not.

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/apache/iceberg-go"
 	iceio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 
@@ -310,34 +309,24 @@ func (r *references) add(ctx context.Context, fs iceio.IO, tbl *table.Table) err
 		}
 		return nil
 	}
+	var snaps []table.Snapshot
 	for _, snap := range meta.Snapshots() {
-		if err := ctx.Err(); err != nil {
-			return err
+		if !r.snapshots[snap.SnapshotID] {
+			snaps = append(snaps, snap)
 		}
-		if r.snapshots[snap.SnapshotID] {
-			continue
-		}
-		r.ids[location.Identity(snap.ManifestList)] = true
-		manifests, err := snap.Manifests(fs)
-		if err != nil {
-			return fmt.Errorf("manifest list of snapshot %d: %w", snap.SnapshotID, err)
-		}
-		for _, m := range manifests {
-			if r.manifests[m.FilePath()] {
-				continue
+	}
+	// The manifests read by an earlier add are known; DELETED entries are
+	// left out (referenced by an older snapshot, if any).
+	if err := history.Walk(ctx, fs, snaps, history.WalkOptions{SkipManifest: func(path string) bool { return r.manifests[path] }},
+		func(f history.File) {
+			r.ids[location.Identity(f.Path)] = true
+			if f.Kind == history.Manifest {
+				r.manifests[f.Path] = true
 			}
-			r.ids[location.Identity(m.FilePath())] = true
-			for entry, err := range m.Entries(fs, false) {
-				if err != nil {
-					return fmt.Errorf("manifest %s: %w", m.FilePath(), err)
-				}
-				if entry.Status() == iceberg.EntryStatusDELETED {
-					continue // removed by this snapshot: referenced by an older one, if any
-				}
-				r.ids[location.Identity(entry.DataFile().FilePath())] = true
-			}
-			r.manifests[m.FilePath()] = true
-		}
+		}); err != nil {
+		return err
+	}
+	for _, snap := range snaps {
 		r.snapshots[snap.SnapshotID] = true
 	}
 	return nil

@@ -21,6 +21,11 @@
 // the pending deletions, expiry's counts and the delete-file metrics use
 // it, with the external spellings (String, MetricLabel) unchanged.
 //
+// Walk (walk.go) is the same read without an index, sequential and whole,
+// for the callers that keep none (executor without history indexes, the
+// planner's check of tracked orphan candidates); both read a manifest's
+// files through one function.
+//
 // It reads through the table's IO and must not write, delete or decide
 // anything: callers compare, the executor deletes. It does not know the
 // metadata files or statistics files of a table (they are in the metadata
@@ -240,12 +245,10 @@ func (x *Index) read(ctx context.Context, fs iceio.IO, snaps []table.Snapshot, r
 	if err := parallel(ctx, len(toRead), readers, func(i int) error {
 		m := toRead[i]
 		var live []ref
-		for entry, err := range m.Entries(fs, true) {
-			if err != nil {
-				return fmt.Errorf("manifest %s: %w", m.FilePath(), err)
-			}
-			df := entry.DataFile()
+		if err := manifestFiles(fs, m, false, func(df iceberg.DataFile) {
 			live = append(live, newRef(df.FilePath(), KindOf(df)))
+		}); err != nil {
+			return err
 		}
 		fresh[m.FilePath()].live = live
 		return nil

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/icereactor/reactor/location"
 )
 
 // partitionValues is a partition tuple kept compactly: field ids with their
@@ -78,14 +80,15 @@ func (r *recentHashes) has(v uint64) bool {
 	return ok
 }
 
-// locationHash is a 64-bit hash of a location's identity (see
-// normalizeLocation). Sets of hashes stand in for sets of locations where a
-// collision can only cost a missed optimisation, never a decision: a file
+// locationHash is a 64-bit hash of a location's identity
+// (location.Identity: the key the planner compares and tracks locations
+// by, whatever spelling a writer, a listing or a notification used). Sets
+// of hashes stand in for sets of locations where a collision can only cost a missed optimisation, never a decision: a file
 // taken for confirmed is not tracked (a listing still finds an orphan), a
 // sorted file miscounted changes when a sort is next considered.
 func locationHash(loc string) uint64 {
 	h := fnv.New64a()
-	_, _ = h.Write([]byte(normalizeLocation(loc)))
+	_, _ = h.Write([]byte(location.Identity(loc)))
 	return h.Sum64()
 }
 

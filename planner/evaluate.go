@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/icereactor/reactor/deletions"
+	"github.com/icereactor/reactor/location"
 )
 
 // evaluateLocked schedules one job for every partition of the table that is
@@ -317,7 +318,7 @@ func (p *Planner) orphanJobLocked(st *tableState, now time.Time, deferUntil func
 	if !set.OrphanDelete {
 		fresh := false
 		for _, c := range cands {
-			fresh = fresh || !st.dryRunReported[normalizeLocation(c.Location)]
+			fresh = fresh || !st.dryRunReported[location.Identity(c.Location)]
 		}
 		if !fresh {
 			return nil // a dry run reported all of them already

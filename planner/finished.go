@@ -4,6 +4,8 @@ package planner
 
 import (
 	"context"
+
+	"github.com/icereactor/reactor/location"
 )
 
 // Finished records a job's result: cool-downs, and when it committed, the
@@ -64,12 +66,12 @@ func (p *Planner) Finished(ctx context.Context, job Job, res Result) {
 				st.dryRunReported = map[string]bool{}
 			}
 			for _, c := range job.OrphanCandidates {
-				st.dryRunReported[normalizeLocation(c.Location)] = true
+				st.dryRunReported[location.Identity(c.Location)] = true
 			}
 		}
 		for _, loc := range res.Settled {
-			delete(st.unconfirmed, normalizeLocation(loc))
-			delete(st.dryRunReported, normalizeLocation(loc))
+			delete(st.unconfirmed, location.Identity(loc))
+			delete(st.dryRunReported, location.Identity(loc))
 		}
 		p.deferOrphansLocked(st, res.Deferred)
 	}

@@ -1,8 +1,12 @@
 package planner
 
-import "strings"
+import (
+	"strings"
 
-// HiddenPath reports whether the file at location, under the table
+	"github.com/icereactor/reactor/location"
+)
+
+// HiddenPath reports whether the file at loc, under the table
 // location tableLocation, is hidden the way Iceberg Java's
 // remove_orphan_files sees it: a path component below the table location
 // that starts with "." (Hadoop's .crc checksum sidecars, editor files) or
@@ -10,10 +14,10 @@ import "strings"
 // jobs), except partition directories such as "_c=1". Such files are never
 // orphan candidates: Spark's cleanup would not report them either, and a
 // .crc file beside a live data file belongs to it.
-func HiddenPath(tableLocation, location string) bool {
-	rel := location
-	if base := strings.TrimSuffix(normalizeLocation(tableLocation), "/") + "/"; strings.HasPrefix(normalizeLocation(location), base) {
-		rel = strings.TrimPrefix(normalizeLocation(location), base)
+func HiddenPath(tableLocation, loc string) bool {
+	rel := loc
+	if base := strings.TrimSuffix(location.Identity(tableLocation), "/") + "/"; strings.HasPrefix(location.Identity(loc), base) {
+		rel = strings.TrimPrefix(location.Identity(loc), base)
 	}
 	return hiddenRelative(rel)
 }

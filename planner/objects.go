@@ -125,12 +125,12 @@ var ErrNotYetVisible = errors.New("metadata file not visible in the catalog yet"
 // NNNNN-uuid.metadata.json) than the current one. A name without a version
 // counts as visible: nothing tells otherwise.
 func metadataVisible(tbl *table.Table, loc string) bool {
-	id := normalizeLocation(loc)
-	if normalizeLocation(tbl.MetadataLocation()) == id {
+	id := location.Identity(loc)
+	if location.Identity(tbl.MetadataLocation()) == id {
 		return true
 	}
 	for entry := range tbl.Metadata().PreviousFiles() {
-		if normalizeLocation(entry.MetadataFile) == id {
+		if location.Identity(entry.MetadataFile) == id {
 			return true
 		}
 	}
@@ -173,7 +173,7 @@ func metadataCovered(applied, loc string) bool {
 	if applied == "" {
 		return false
 	}
-	if normalizeLocation(loc) == applied {
+	if location.Identity(loc) == applied {
 		return true
 	}
 	notified, ok := metadataVersion(loc)
@@ -181,7 +181,7 @@ func metadataCovered(applied, loc string) bool {
 		return false
 	}
 	current, ok := metadataVersion(applied)
-	return ok && notified <= current && sameDirectory(applied, normalizeLocation(loc))
+	return ok && notified <= current && sameDirectory(applied, location.Identity(loc))
 }
 
 // sameDirectory reports whether two locations share their parent.
@@ -194,7 +194,7 @@ func (p *Planner) trackData(tl tableLocation, ev events.ObjectEvent) ObjectOutco
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	canonical, _ := location.Canonical(ev.Location()) // ApplyObject refused the others
-	loc := normalizeLocation(canonical)
+	loc := location.Identity(canonical)
 	switch ev.Action {
 	case events.ObjectRemoved:
 		delete(st.unconfirmed, loc)
@@ -251,7 +251,7 @@ func (p *Planner) trackData(tl tableLocation, ev events.ObjectEvent) ObjectOutco
 // or early eventTime costs one look, not a job per cool-down.
 func (p *Planner) deferOrphansLocked(st *tableState, deferred map[string]time.Time) {
 	for loc, modified := range deferred {
-		key := normalizeLocation(loc)
+		key := location.Identity(loc)
 		f, ok := st.unconfirmed[key]
 		if !ok || modified.IsZero() {
 			continue
@@ -269,7 +269,7 @@ func (st *tableState) confirmLocked(paths []string) {
 		return
 	}
 	for _, path := range paths {
-		delete(st.unconfirmed, normalizeLocation(path))
+		delete(st.unconfirmed, location.Identity(path))
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icereactor/reactor/events"
+	"github.com/icereactor/reactor/location"
 )
 
 // newIndexedPlanner returns a planner whose location index knows one table,
@@ -90,7 +91,7 @@ func TestTrackedEventTimes(t *testing.T) {
 		}
 	}
 	st := p.tables["db.t"]
-	created := func(key string) time.Time { return st.unconfirmed[normalizeLocation("s3://b/"+key)].created }
+	created := func(key string) time.Time { return st.unconfirmed[location.Identity("s3://b/"+key)].created }
 	for _, key := range []string{"wh/db/t/data/future.parquet", "wh/db/t/data/zero.parquet"} {
 		if c := created(key); c.Before(before) || c.After(time.Now()) {
 			t.Errorf("%s tracked from %v, want its arrival", key, c)

@@ -17,6 +17,7 @@ import (
 	"github.com/icereactor/reactor/deletions"
 	"github.com/icereactor/reactor/events"
 	"github.com/icereactor/reactor/history"
+	"github.com/icereactor/reactor/location"
 	"github.com/icereactor/reactor/metrics"
 	"github.com/icereactor/reactor/tablename"
 	"github.com/icereactor/reactor/thresholds"
@@ -273,7 +274,7 @@ func (p *Planner) observeLocked(ctx context.Context, st *tableState, tbl *table.
 	if !stats.stale {
 		st.snapshots = summarizeSnapshots(tbl.Metadata())
 		if loc := tbl.MetadataLocation(); loc != "" {
-			st.counters.metadataLocation = normalizeLocation(loc)
+			st.counters.metadataLocation = location.Identity(loc)
 		}
 	}
 	if !st.pendingLoaded {

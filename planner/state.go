@@ -8,8 +8,6 @@ import (
 	"github.com/apache/iceberg-go"
 	iceio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
-
-	"github.com/icereactor/reactor/location"
 )
 
 // maxBridge bounds how many snapshots an incremental update walks back to
@@ -403,12 +401,6 @@ func (tc *tableCounters) totals() Counters {
 	}
 	return t
 }
-
-// normalizeLocation is the key the planner compares and tracks locations
-// by: their identity (see package location), the same on every side of
-// every comparison whatever spelling a writer, a listing or a notification
-// used.
-func normalizeLocation(loc string) string { return location.Identity(loc) }
 
 func countDataManifests(ms []iceberg.ManifestFile) int {
 	n := 0

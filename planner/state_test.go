@@ -11,6 +11,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icereactor/reactor/embedded"
+	"github.com/icereactor/reactor/location"
 	"github.com/icereactor/reactor/streamwriter"
 	"github.com/icereactor/reactor/thresholds"
 )
@@ -204,7 +205,7 @@ func TestRecentHashes(t *testing.T) {
 }
 
 func TestMetadataCovered(t *testing.T) {
-	applied := normalizeLocation("s3://b/w/db/t/metadata/00005-aaa.metadata.json")
+	applied := location.Identity("s3://b/w/db/t/metadata/00005-aaa.metadata.json")
 	for _, tt := range []struct {
 		loc  string
 		want bool
