@@ -175,11 +175,6 @@ func (p *Planner) tableWideLocked(st *tableState, now time.Time, deferUntil func
 	case due && (reason.Threshold == "snapshot_count" || !now.Before(st.expireCooldownUntil)):
 		p.scheduleLocked(st, KindExpireSnapshots, nil, []Reason{reason}, now, func(j *Job) {
 			j.ExpireOlderThan, j.ExpireRetainLast = olderThan, retainLast
-			if reason.Threshold == "snapshot_count" {
-				// The history is over its bound: every commit reads and
-				// rewrites it, so this expiry comes before data work.
-				j.Priority = PriorityUrgent
-			}
 		})
 		return true
 	case due:
@@ -351,7 +346,7 @@ func (p *Planner) scheduleLocked(st *tableState, kind JobKind, parts []Partition
 		Reasons:        reasons,
 		Settings:       st.settings,
 		ScheduledAt:    now,
-		Priority:       kindPriority(kind),
+		Priority:       priorityOf(kind, reasons),
 		BaseSnapshotID: st.counters.snapshotID,
 	}
 	job.InputFiles, job.InputBytes = st.counters.input(parts)

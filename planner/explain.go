@@ -205,6 +205,14 @@ func Explain(ctx context.Context, tbl *table.Table, cfg *thresholds.Config, now 
 	if _, err := tc.advance(ctx, tbl, sizesOf(set)); err != nil {
 		return Plan{}, fmt.Errorf("read %s: %w", name, err)
 	}
+	return explain(&tc, tbl.Metadata(), tbl.Identifier(), set, now), nil
+}
+
+// explain is Explain's evaluation, pure as iceberg-go's PlanCompaction is:
+// what the counters read from the snapshot (tc) and its metadata (meta)
+// are over, and the jobs that follows, with no I/O.
+func explain(tc *tableCounters, meta table.Metadata, ident table.Identifier, set thresholds.Effective, now time.Time) Plan {
+	name := tablename.Format(ident)
 	plan := Plan{Table: name, SnapshotID: tc.snapshotID, Settings: set}
 	jobs := map[JobKind]*PlannedJob{}
 	for _, ps := range tc.sortedPartitions() {
@@ -232,13 +240,13 @@ func Explain(ctx context.Context, tbl *table.Table, cfg *thresholds.Config, now 
 		plan.Partitions = append(plan.Partitions, pp)
 	}
 	// The order reactor runs them in.
-	for _, kind := range []JobKind{KindCompact, KindRewritePositionDeletes, KindSort} {
+	for _, kind := range Kinds() {
 		if j := jobs[kind]; j != nil {
 			plan.Jobs = append(plan.Jobs, *j)
 		}
 	}
 
-	snaps := summarizeSnapshots(tbl.Metadata())
+	snaps := summarizeSnapshots(meta)
 	due, reason, olderThan, retainLast, next := snaps.expiry(now, set)
 	ageCheck := Check{Threshold: "snapshot_max_age", Limit: int64(set.SnapshotMaxAge / time.Second), Unit: "seconds"}
 	if n := snaps.count(); n > 0 {
@@ -270,12 +278,13 @@ func Explain(ctx context.Context, tbl *table.Table, cfg *thresholds.Config, now 
 	}
 	for i := range plan.Jobs {
 		j := &plan.Jobs[i]
-		j.job.Kind, j.job.Table, j.job.TableName, j.job.Reasons = j.Kind, tbl.Identifier(), name, j.Reasons
+		j.job.Kind, j.job.Table, j.job.TableName, j.job.Reasons = j.Kind, ident, name, j.Reasons
 		j.job.Settings, j.job.ScheduledAt, j.job.BaseSnapshotID = set, now, tc.snapshotID
+		j.job.Priority = priorityOf(j.Kind, j.Reasons)
 		j.job.InputFiles, j.job.InputBytes = tc.input(j.job.Partitions)
 		j.InputFiles, j.InputBytes = j.job.InputFiles, j.job.InputBytes
 	}
-	return plan, nil
+	return plan
 }
 
 // sortedPartitions lists the partitions by key.

@@ -47,9 +47,10 @@ const (
 )
 
 // Kinds lists every job kind, in the order a table's jobs run when all are
-// due with nothing over its bound: the one list the thresholds' tests, the
-// demo summary and the Spark routing tests go by, so a new kind cannot be
-// left out of them (kinds_test.go checks every Kind constant is here).
+// due with nothing over its bound: the one list Explain, the demo summary
+// and the Spark routing test (which keeps thresholds.SparkKinds in step) go
+// by, so a new kind cannot be left out of them (kinds_test.go checks every
+// Kind constant is here).
 func Kinds() []JobKind {
 	return []JobKind{KindCompact, KindRewritePositionDeletes, KindSort, KindExpireSnapshots, KindDeleteExpiredFiles,
 		KindRewriteManifests, KindRemoveOrphans}
@@ -105,12 +106,21 @@ func (p Priority) String() string {
 	return "background"
 }
 
-// kindPriority is a kind's priority unless the threshold that made the job
-// due raises it (expiry at the snapshot-count bound: tableWideLocked).
-func kindPriority(kind JobKind) Priority {
+// priorityOf is the priority of a job of kind made due by reasons: the
+// kind's, raised for an expiry at the snapshot-count bound (the history is
+// over its bound, and every commit reads and rewrites it, so the expiry
+// comes before data work). The planner decides it here, once, for the jobs
+// it schedules and the ones it explains.
+func priorityOf(kind JobKind, reasons []Reason) Priority {
 	switch kind {
 	case KindCompact, KindRewritePositionDeletes, KindRewriteManifests:
 		return PriorityUrgent
+	case KindExpireSnapshots:
+		for _, r := range reasons {
+			if r.Threshold == "snapshot_count" {
+				return PriorityUrgent
+			}
+		}
 	}
 	return PriorityBackground
 }

@@ -44,7 +44,7 @@ func ManualJob(ctx context.Context, tbl *table.Table, cfg *thresholds.Config, ki
 	set := cfg.For(name, tbl.Properties())
 	job := Job{
 		ID: uuid.NewString(), Kind: kind, Table: tbl.Identifier(), TableName: name, Settings: set,
-		ScheduledAt: now, Priority: kindPriority(kind), DryRun: opts.DryRun,
+		ScheduledAt: now, Priority: priorityOf(kind, nil), DryRun: opts.DryRun,
 	}
 	if s := tbl.CurrentSnapshot(); s != nil {
 		job.BaseSnapshotID = s.SnapshotID
