@@ -20,5 +20,7 @@
 //
 // It owns the content of a rewrite's snapshot and its validation against
 // concurrent commits. It must not decide what to rewrite or when to retry
-// (the executor's), and deletes no file it did not write.
+// (the executor's). The only files it deletes are the partial ones of its
+// own failed writes and the metadata files a table asks to drop after a
+// commit (write.metadata.delete-after-commit.enabled, as iceberg-go does).
 package commit
