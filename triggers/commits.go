@@ -50,6 +50,11 @@ type CommitOptions struct {
 	// the others are forwarded to their shard stream (see
 	// ShardSubjectPrefix).
 	Ownership Ownership
+	// StreamReplicas is how many copies a NATS cluster keeps of the
+	// commit, dead-letter and shard streams (default 1; 3 on a
+	// three-node cluster, so losing a node loses no event). A single
+	// server refuses more than 1.
+	StreamReplicas int
 }
 
 // DefaultMaxAckPending is the consumers' window of unacknowledged events:
@@ -81,6 +86,9 @@ func (o *CommitOptions) defaults() {
 	o.RetryBase, o.RetryMax = retryDefaults(o.RetryBase, o.RetryMax)
 	if o.MaxAckPending <= 0 {
 		o.MaxAckPending = DefaultMaxAckPending
+	}
+	if o.StreamReplicas <= 0 {
+		o.StreamReplicas = 1
 	}
 }
 
@@ -126,6 +134,7 @@ func EnsureStreams(ctx context.Context, js jetstream.JetStream, opts CommitOptio
 		Subjects:    []string{opts.Subject},
 		Retention:   jetstream.WorkQueuePolicy,
 		Storage:     jetstream.FileStorage,
+		Replicas:    opts.StreamReplicas,
 	}); err != nil {
 		return fmt.Errorf("create stream %s for subject %q: %w", opts.Stream, opts.Subject, err)
 	}
@@ -136,6 +145,7 @@ func EnsureStreams(ctx context.Context, js jetstream.JetStream, opts CommitOptio
 		Retention:   jetstream.LimitsPolicy,
 		MaxAge:      14 * 24 * time.Hour,
 		Storage:     jetstream.FileStorage,
+		Replicas:    opts.StreamReplicas,
 		// Longer than the consumers' AckWait: a message whose
 		// acknowledgement was lost comes back after it, and its dead
 		// letter (same message id) must then be recognised.

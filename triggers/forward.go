@@ -39,14 +39,16 @@ const (
 	headerOrigin = "Reactor-Origin-Subject"
 )
 
-// EnsureShardStream creates (or updates) the shard stream.
-func EnsureShardStream(ctx context.Context, js jetstream.JetStream) error {
+// EnsureShardStream creates (or updates) the shard stream with replicas
+// copies on a NATS cluster (at least 1).
+func EnsureShardStream(ctx context.Context, js jetstream.JetStream, replicas int) error {
 	if _, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
 		Name:        DefaultShardStream,
 		Description: "events forwarded to the replica owning their table, by shard",
 		Subjects:    []string{ShardSubjectPrefix + "*"},
 		Retention:   jetstream.WorkQueuePolicy,
 		Storage:     jetstream.FileStorage,
+		Replicas:    max(replicas, 1),
 		// A copy sent again after its original was redelivered is
 		// recognised by its message id.
 		Duplicates: 10 * time.Minute,
@@ -162,7 +164,7 @@ type ShardConsumers struct {
 // the leases. objects may be nil (notifications disabled).
 func StartShardConsumers(ctx context.Context, js jetstream.JetStream, commits *CommitConsumer, objects *NotificationConsumer,
 	log *slog.Logger) (*ShardConsumers, error) {
-	if err := EnsureShardStream(ctx, js); err != nil {
+	if err := EnsureShardStream(ctx, js, commits.opts.StreamReplicas); err != nil {
 		return nil, err
 	}
 	return &ShardConsumers{ctx: ctx, js: js, commits: commits, objects: objects, log: log, running: map[int]jetstream.ConsumeContext{}}, nil

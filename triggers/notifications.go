@@ -36,7 +36,10 @@ type NotificationSource struct {
 
 // NotificationOptions configure the notification consumer.
 type NotificationOptions struct {
-	Sources           []NotificationSource
+	Sources []NotificationSource
+	// StreamReplicas: as CommitOptions.StreamReplicas, for the
+	// notification stream.
+	StreamReplicas    int
 	Stream            string
 	Durable           string
 	DeadLetterSubject string
@@ -154,6 +157,7 @@ func StartNotifications(ctx context.Context, js jetstream.JetStream, opts Notifi
 		Subjects:    subjects,
 		Retention:   jetstream.WorkQueuePolicy,
 		Storage:     jetstream.FileStorage,
+		Replicas:    max(opts.StreamReplicas, 1),
 	}); err != nil {
 		return nil, fmt.Errorf("create stream %s for subjects %q: %w", opts.Stream, subjects, err)
 	}

@@ -2,8 +2,11 @@ package worker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
+
+	"github.com/cenkalti/backoff/v4"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -92,10 +95,43 @@ func (h *leaseHandler) Acquired(ctx context.Context, shards []int) {
 		return
 	}
 	if err := h.cons.Start(ctx, shards); err != nil && ctx.Err() == nil {
-		h.w.log.Error("could not consume the shard streams of acquired tables; their forwarded events wait",
-			"shards", shards, "error", err)
+		// A NATS cluster electing a leader refuses consumer creation for
+		// a few seconds: keep trying beside the handler's queue, or the
+		// shards' forwarded events would wait until the leases move again.
+		h.w.log.Warn("could not consume the shard streams of acquired tables yet; retrying", "shards", shards, "error", err)
+		h.w.bg.Add(1)
+		go func() {
+			defer h.w.bg.Done()
+			h.retryShardConsumers(ctx, shards)
+		}()
 	}
 	h.w.rediscover()
+}
+
+// retryShardConsumers starts the shard consumers of those shards still
+// owned, with backoff (250 ms doubling to 5 s), until all are consumed or
+// the worker stops.
+func (h *leaseHandler) retryShardConsumers(ctx context.Context, shards []int) {
+	bo := backoff.NewExponentialBackOff()
+	bo.InitialInterval, bo.MaxInterval, bo.MaxElapsedTime = 250*time.Millisecond, 5*time.Second, 0
+	attempts := 1
+	err := backoff.Retry(func() error {
+		attempts++
+		m := h.w.leaseManager()
+		if m == nil {
+			return backoff.Permanent(errors.New("no lease manager"))
+		}
+		var owned []int
+		for _, s := range shards {
+			if m.OwnsShard(s) {
+				owned = append(owned, s)
+			}
+		}
+		return h.cons.Start(ctx, owned)
+	}, backoff.WithContext(bo, ctx))
+	if err == nil {
+		h.w.log.Info("consuming the shard streams of acquired tables", "shards", shards, "attempts", attempts)
+	}
 }
 
 func (h *leaseHandler) Releasing(ctx context.Context, shards []int) {

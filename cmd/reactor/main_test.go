@@ -190,10 +190,24 @@ func TestParseRunConfig(t *testing.T) {
 			}
 		}},
 		{name: "lease defaults", check: func(t *testing.T, c runConfig) {
-			if c.leases.Replica != "" || c.leases.TTL != lease.DefaultTTL || c.leases.Shards != lease.DefaultShards {
+			if c.leases.Replica != "" || c.leases.TTL != lease.DefaultTTL || c.leases.Shards != lease.DefaultShards ||
+				c.leases.KVReplicas != 1 || c.commits.StreamReplicas != 1 {
 				t.Errorf("leases = %+v", c.leases)
 			}
 		}},
+		{name: "a three-node cluster: streams and the lease bucket at 3", args: []string{"--stream-replicas", "3"},
+			check: func(t *testing.T, c runConfig) {
+				if c.commits.StreamReplicas != 3 || c.notifications.StreamReplicas != 3 || c.leases.KVReplicas != 3 {
+					t.Errorf("commits %d, notifications %d, lease bucket %d", c.commits.StreamReplicas, c.notifications.StreamReplicas, c.leases.KVReplicas)
+				}
+			}},
+		{name: "the lease bucket's replicas given apart", env: map[string]string{"REACTOR_STREAM_REPLICAS": "3", "REACTOR_LEASE_BUCKET_REPLICAS": "5"},
+			check: func(t *testing.T, c runConfig) {
+				if c.commits.StreamReplicas != 3 || c.leases.KVReplicas != 5 {
+					t.Errorf("commits %d, lease bucket %d", c.commits.StreamReplicas, c.leases.KVReplicas)
+				}
+			}},
+		{name: "no stream replicas", args: []string{"--stream-replicas", "0"}, wantErr: "--stream-replicas must be between 1 and 5"},
 		{name: "a replica name no KV key can hold", args: []string{"--replica", "pod.1"}, wantErr: "--replica"},
 		{name: "a lease TTL too short to renew", args: []string{"--lease-ttl", "1s"}, wantErr: "--lease-ttl must be at least 3s"},
 		{name: "no lease shards", args: []string{"--lease-shards", "0"}, wantErr: "--lease-shards"},

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -81,7 +82,9 @@ func parseRunConfig(args []string, getenv func(string) string, stdout io.Writer)
 	replica := fs.String("replica", "", "`name` of this replica in the table lease bucket (empty: the host name, a pod's name on Kubernetes); stable across restarts, unique among live processes: a restart under the same name resumes its tables at once, a second live process under it takes none")
 	leaseTTL := fs.Duration("lease-ttl", lease.DefaultTTL, "how long a table lease outlives its owner's last renewal: a killed replica's tables move within about this long")
 	leaseShards := fs.Int("lease-shards", lease.DefaultShards, "`n` shards the tables hash to for the leases; every replica of a fleet must use the same number")
-	leaseKVReplicas := fs.Int("lease-bucket-replicas", 1, "stream replicas of the lease bucket on a clustered NATS (1 or 3)")
+	streamReplicas := fs.Int("stream-replicas", 1,
+		"copies a NATS cluster keeps of reactor's streams (commits, notifications, dead letters, shards): 3 on a three-node cluster; a single server takes only 1")
+	leaseKVReplicas := fs.Int("lease-bucket-replicas", 1, "stream replicas of the lease bucket on a clustered NATS (1 or 3; default: --stream-replicas)")
 	annotateEnv(fs)
 
 	if err := parseFlags(fs, args, stdout); err != nil {
@@ -105,7 +108,18 @@ func parseRunConfig(args []string, getenv func(string) string, stdout io.Writer)
 		httpAddr:      strings.TrimSpace(*httpAddr),
 		shutdownGrace: *grace,
 	}
-	cfg.leases = worker.LeaseConfig{Replica: strings.TrimSpace(*replica), TTL: *leaseTTL, Shards: *leaseShards, KVReplicas: *leaseKVReplicas}
+	if *streamReplicas < 1 || *streamReplicas > 5 {
+		return runConfig{}, usageErrorf("--stream-replicas must be between 1 and 5, got %d", *streamReplicas)
+	}
+	cfg.commits.StreamReplicas = *streamReplicas
+	cfg.notifications.StreamReplicas = *streamReplicas
+	bucketReplicas := *streamReplicas
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == "lease-bucket-replicas" {
+			bucketReplicas = *leaseKVReplicas
+		}
+	})
+	cfg.leases = worker.LeaseConfig{Replica: strings.TrimSpace(*replica), TTL: *leaseTTL, Shards: *leaseShards, KVReplicas: bucketReplicas}
 	var err error
 	if cfg.logLevel, err = parseLogLevel(*logLevel); err != nil {
 		return runConfig{}, err
