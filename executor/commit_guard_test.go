@@ -3,6 +3,8 @@ package executor_test
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -81,5 +83,54 @@ func TestLostLeaseCommitsNothing(t *testing.T) {
 			}
 			t.Logf("attempts %d, conflicts %d, outputs cleaned %d", rep.Attempts, rep.Conflicts, rep.OutputFilesCleanedUp)
 		})
+	}
+}
+
+// budgetGuard allows a number of checks, then refuses every one (a
+// replica whose lease lapses in the middle of a deletion pass).
+type budgetGuard struct{ left atomic.Int64 }
+
+func (g *budgetGuard) CommitDeadline(table string) (time.Time, error) {
+	if g.left.Add(-1) < 0 {
+		return time.Time{}, fmt.Errorf("lease of %s not renewed", table)
+	}
+	return time.Now().Add(time.Minute), nil
+}
+
+// Orphan deletion asks the lease before every file: a replica that loses
+// it in the middle of a pass deletes no file after the loss, and the job
+// fails with ErrCommitRefused.
+func TestOrphanDeletionStopsWithinOneFileOfALostLease(t *testing.T) {
+	f := newFixture(t, nil)
+	for range 2 {
+		f.commit("a", 10)
+	}
+	dir := strings.TrimPrefix(f.load().Location(), "file://")
+	var strays []string
+	for i := range 5 {
+		p := filepath.Join(dir, "data", "category=a", fmt.Sprintf("00000-%d-failed-write.parquet", i))
+		writeFile(t, p)
+		strays = append(strays, p)
+	}
+	ageTree(t, dir)
+	rows := f.contents().Total
+	g := &budgetGuard{}
+	g.left.Store(2)
+	executor.GuardCommits(f.exec, g)
+	res, rep := f.exec.Run(f.ctx, f.orphanJob(true, planner.OrphansFromListing))
+	if res.Outcome != planner.Failed || !errors.Is(res.Err, executor.ErrCommitRefused) {
+		t.Fatalf("outcome %v (%v), want failed with ErrCommitRefused", res.Outcome, res.Err)
+	}
+	left := 0
+	for _, p := range strays {
+		if fileExists(t, p) {
+			left++
+		}
+	}
+	if left != 3 || rep.Orphans.DeletedFiles != 2 {
+		t.Fatalf("%d of 5 orphans left, %d reported deleted; want 3 left after the 2 checks the lease allowed", left, rep.Orphans.DeletedFiles)
+	}
+	if got := f.contents().Total; got != rows {
+		t.Errorf("rows %v, want %v", got, rows)
 	}
 }

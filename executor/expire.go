@@ -16,6 +16,7 @@ import (
 	"github.com/icereactor/reactor/history"
 	"github.com/icereactor/reactor/location"
 	"github.com/icereactor/reactor/planner"
+	"github.com/icereactor/reactor/tablename"
 )
 
 // ErrReaderMarginViolated: the staged expiry would remove a branch or tag
@@ -276,6 +277,11 @@ func (e *Executor) deleteUnlinked(ctx context.Context, log *slog.Logger, tbl *ta
 			or.StillReferenced++
 			log.Info("an unlinked file is referenced again; kept", "path", f.Path)
 			continue
+		}
+		// The lease, per file: a replica cut off mid-pass stops within
+		// one deletion; the batch stays for the table's next owner.
+		if err := e.checkCommit(tablename.Format(tbl.Identifier())); err != nil {
+			return gone, err
 		}
 		if err := fs.Remove(f.Path); err != nil {
 			if errors.Is(err, iofs.ErrNotExist) {

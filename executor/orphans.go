@@ -142,6 +142,11 @@ func (e *Executor) removeTrackedOrphans(ctx context.Context, log *slog.Logger, t
 			if or.DryRun {
 				continue
 			}
+			// The lease, per file: a replica cut off mid-pass stops
+			// within one deletion, not at the end of the pass.
+			if err := e.checkCommit(job.TableName); err != nil {
+				return settled, deferred, err
+			}
 			if err := g.fs.Remove(j.canonical); err != nil && !errors.Is(err, iofs.ErrNotExist) {
 				return settled, deferred, fmt.Errorf("delete orphan %s: %w", j.canonical, err)
 			}
@@ -191,6 +196,9 @@ func (e *Executor) removeListedOrphans(ctx context.Context, log *slog.Logger, tb
 			or.OrphanBytes += j.size
 			if or.DryRun {
 				continue
+			}
+			if err := e.checkCommit(job.TableName); err != nil {
+				return err
 			}
 			if err := g.fs.Remove(j.canonical); err != nil && !errors.Is(err, iofs.ErrNotExist) {
 				return fmt.Errorf("delete orphan %s: %w", j.canonical, err)
