@@ -8,8 +8,26 @@
 // which fails once anyone else has taken the key), and gives up what is
 // over its share when a replica joins (Delete at that revision).
 //
+// A replica is a stable name (the pod's) and each process start an
+// incarnation of it, answering on a liveness subject of its own. A
+// restart proves its predecessor gone by asking that subject (NATS's
+// no-responders) and adopts its leases at once; a second live process
+// under a name in use takes nothing (Refused says why).
+//
+// Files:
+//   - manager.go: Options, Start, ownership queries (Owns, MayRun,
+//     CheckCommit, CommitDeadline, Held, Owners) and the lease values.
+//   - identity.go: names and incarnations, the liveness probe and
+//     responder, claiming the name, adopting a gone incarnation's shards,
+//     the connection epoch a commit needs.
+//   - renew.go: the watcher, the renewal loop, losing lapsed leases,
+//     renewing the member key, standing down when superseded.
+//   - share.go: the even share, taking free shards, the handover wait for
+//     expired ones, releasing for a rebalance and on shutdown (Release,
+//     Stop, Pause, Resume).
+//
 // It decides nothing about tables beyond ownership: the worker tells the
 // planner which tables it owns, routes events of other tables to their
-// owner, and the executor asks CheckCommit before every commit. It must
-// not touch tables, events or jobs itself.
+// owner, and the executor asks CommitDeadline before every commit and
+// every deletion. It must not touch tables, events or jobs itself.
 package lease
