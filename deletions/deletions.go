@@ -3,10 +3,10 @@
 //
 // Expiry unlinks files from a table (the snapshots that referenced them are
 // gone) but a reader that planned before the expiry may still be reading
-// them: seed 000's incident. So expiry deletes nothing itself; it writes a
-// batch here, due min_reader_margin after its commit, and a later pass
-// deletes what is due, after checking every file against the table's
-// history again. A batch is an immutable JSON file under the table's own
+// them (docs/design.md#seed-reader-incident). So expiry deletes nothing
+// itself; it writes a batch here, due min_reader_margin after its commit,
+// and a later pass deletes what is due, after checking every file against
+// the table's history again. A batch is an immutable JSON file under the table's own
 // metadata directory (metadata/_reactor/pending-deletes/), so the list
 // survives restarts and crashes of reactor, needs nothing but the table's
 // storage, and is never an orphan candidate: a path component starting with

@@ -49,10 +49,10 @@ func positionDeleteFiles(t *testing.T, f *fixture) []string {
 	return out
 }
 
-// Pitfall 1: a partition with one right-sized file and several small files
-// sharing one position-delete file. The compaction rewrites only the small
-// files; the delete file still applies to the right-sized one and must stay,
-// so no deleted row comes back.
+// A partition with one right-sized file and several small files sharing one
+// position-delete file. The compaction rewrites only the small files; the
+// delete file still applies to the right-sized one and must stay, so no
+// deleted row comes back (docs/design.md#pitfall-resurrected-deletes).
 func TestCompactionKeepsSharedPositionDeletesOfSkippedFiles(t *testing.T) {
 	f := newFixture(t, iceberg.Properties{table.WriteDeleteModeKey: table.WriteModeMergeOnRead})
 	f.commit("a", 3000) // ids 1..3000: the right-sized file
@@ -125,8 +125,8 @@ func TestCompactionRemovesDeadPositionDeletes(t *testing.T) {
 	}
 }
 
-// Pitfall 2: a partition-targeted rewrite never drops a row, and never
-// touches another partition.
+// A partition-targeted rewrite never drops a row, and never touches another
+// partition (docs/design.md#pitfall-residual-filters).
 func TestPartitionTargetedRewriteKeepsEveryRow(t *testing.T) {
 	f := newFixture(t, nil)
 	for i := range 8 {
@@ -156,9 +156,9 @@ func TestPartitionTargetedRewriteKeepsEveryRow(t *testing.T) {
 	}
 }
 
-// Pitfall 3: the SQL catalog reports a concurrent commit as a plain
-// "requirement failed" error. The executor must treat it as a conflict:
-// retry (not fail), count it, and commit on the next attempt.
+// The SQL catalog reports a concurrent commit as a plain "requirement failed"
+// error (docs/design.md#pitfall-sql-conflicts). The executor must treat it as
+// a conflict: retry (not fail), count it, and commit on the next attempt.
 func TestSQLCatalogConflictIsRetried(t *testing.T) {
 	f := newFixture(t, nil)
 	for range 6 {

@@ -5,7 +5,7 @@
 #   REACTOR_INTEROP_CACHE   cache directory (default ~/.cache/reactor-interop)
 #
 # Pinned versions: Iceberg's Spark runtime for Spark 4.1 / Scala 2.13 at the
-# version seed 003 names, and the PySpark of the same Spark minor (the
+# version the seeds name (docs/design.md#origins), and the PySpark of the same Spark minor (the
 # newest 4.1 patch release on PyPI). sqlite-jdbc is the driver Spark's
 # JdbcCatalog uses for the SQLite file reactor's SQL catalog uses.
 

@@ -37,7 +37,8 @@ func (p *Planner) evaluateLocked(st *tableState) {
 	}
 	// Metadata over its bounds comes first: a compaction committing on a
 	// history that keeps growing loses every race against the writer, and
-	// the writer's own commits slow down with it (issue 13).
+	// the writer's own commits slow down with it
+	// (docs/design.md#pitfall-metadata-size).
 	if st.running == nil && st.metadataOverBounds() && p.tableWideLocked(st, now, deferUntil, true) {
 		return
 	}

@@ -14,9 +14,12 @@ import (
 // JobKind names what a job does.
 type JobKind string
 
-// Job kinds. A table's due jobs run in this order (DESIGN.md: compaction,
-// then position-delete rewrite, then expiry, then manifest rewrite, then
-// orphan cleanup).
+// Job kinds. A table's due jobs run one at a time, in this order
+// (evaluate.go; docs/design.md#job-order): metadata over its bounds first
+// (snapshot_count or manifest_count reached: expiry, then manifest
+// rewrite); otherwise compaction, then position-delete rewrite, then sort,
+// then the table-wide jobs: expiry, the deferred deletion of what expiry
+// unlinked, manifest rewrite, orphan cleanup.
 const (
 	// KindCompact is bin-pack compaction of whole partitions.
 	KindCompact JobKind = "compact"

@@ -57,8 +57,8 @@ const (
 	// which take well under a second.
 	demoMinReaderMargin = 3 * time.Second
 	// demoBacklog commits are written before reactor starts: the table a
-	// streaming job left behind before anyone maintained it (seed 000's
-	// worked example starts from 60 micro-batches).
+	// streaming job left behind before anyone maintained it (the seeds'
+	// worked example starts from 60 micro-batches, docs/design.md#origins).
 	demoBacklog = 60
 	// demoWriters commit concurrently, so one slow commit (a conflict being
 	// retried) does not stall the rate.

@@ -12,8 +12,8 @@ import (
 )
 
 // summary compares the table before reactor ran and after it settled (the
-// manner of seed 000's worked example: files and a full scan's time, before
-// and after), says what reactor did and what its log holds, and checks the
+// manner of the seeds' worked example, docs/design.md#origins: files and a
+// full scan's time, before and after), says what reactor did and what its log holds, and checks the
 // rows. Every figure comes from the catalog, the files and the job events,
 // not from reactor's bookkeeping.
 func (d *demo) summary(ctx context.Context, before, after observation, writeTime, settleTime time.Duration, settled string) error {
