@@ -299,7 +299,11 @@ func TestReplicaWhoseLeaseWasTakenDoesNotCommit(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	<-held.entered // a's compaction started and waits at its first load
+	select {
+	case <-held.entered: // a's compaction started and waits at its first load
+	case <-time.After(time.Minute):
+		t.Fatal("a's compaction did not reach its first load within a minute")
+	}
 	a.Leases().Pause()
 	h.eventually("b owns the table", func() bool { return b.Leases().Owns(name) })
 	if err := a.Leases().CheckCommit(name); err == nil {
