@@ -1,10 +1,3 @@
-// Package worker assembles a running reactor from its parts — NATS (remote
-// or embedded), the catalog (configured or embedded SQLite), planner,
-// executor pool and commit-event consumer — and takes it apart again in the
-// right order. `reactor run`, `reactor demo` and the end-to-end tests start
-// reactor through it, so they run the same wiring.
-//
-// It owns lifecycles only; every decision lives in the parts.
 package worker
 
 import (

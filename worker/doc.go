@@ -1,0 +1,40 @@
+// Package worker assembles a running reactor from its parts and takes it
+// apart again in the right order. `reactor run`, `reactor demo` and the
+// end-to-end tests start reactor through it, so they run the same wiring.
+//
+// Its parts, and the file implementing each:
+//
+//   - Wiring (worker.go): Config and Start build the planner, the executor
+//     and its job pool and the background loops from one Config (starting
+//     the embedded servers when asked); Shutdown and Close stop them in
+//     order.
+//   - NATS (nats.go): connecting to the server, waiting and retrying while
+//     it is unreachable, then the lease manager and the commit-event and
+//     bucket-notification consumers (package triggers) started on the
+//     connection and stopped with it; Connected reports the link.
+//   - Replicas (replicas.go): LeaseConfig and the lease manager (package
+//     lease) by which replicas share the tables: which tables and shards
+//     this process owns, and the guard the executor asks before every
+//     commit.
+//   - HTTP (http.go): /metrics for Prometheus, /healthz and /readyz; Ready
+//     says whether the worker can do its work (connected to NATS, allowed to
+//     take tables, able to reach the catalog).
+//   - Config reload (reload.go): the thresholds file is re-read when its
+//     content changes (a ConfigMap's symlink swap included); a file that
+//     fails to read, parse or validate is rejected and counted, and the last
+//     good configuration stays.
+//   - Reports (reports.go): health and orphan-cleanup reports, logged and
+//     published best effort under their subject prefixes.
+//   - Job events (jobevents.go): the started and finished events of every
+//     job, built from the planner's Job and the executor's Report.
+//   - Inbox (inbox.go): InboxPrefix, reactor's own reply-subject prefix in
+//     place of NATS' shared _INBOX.
+//   - Catalog (catalog.go): OpenCatalog (configured or embedded SQLite), the
+//     warehouse prefixes and their refresh, and the discovery of the watched
+//     namespaces' tables at start and after every lease acquisition.
+//
+// It owns lifecycles only; every decision lives in the parts. It decides no
+// job (package planner), writes no table (package executor), parses no event
+// (package triggers, package events) and interprets no threshold (package
+// thresholds).
+package worker
