@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 )
 
 // An hour-long TTL: a test that passes with it did not wait for a lease to
@@ -35,15 +34,7 @@ func (f *fleet) start(name string, ttl time.Duration, opts ...nats.Option) *repl
 
 func (f *fleet) startAt(url, name string, ttl time.Duration, opts ...nats.Option) *replica {
 	f.t.Helper()
-	nc, err := nats.Connect(url, opts...)
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	f.t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		f.t.Fatal(err)
-	}
+	nc, js := f.connect(url, opts...)
 	rec := &recorder{}
 	m, err := Start(f.ctx, js, Options{Replica: name, TTL: ttl, Shards: 16, Handler: rec, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {

@@ -68,7 +68,19 @@ func newFleet(t *testing.T) *fleet {
 // join starts a replica on a connection of its own.
 func (f *fleet) join(name string, ttl time.Duration, h Handler) *Manager {
 	f.t.Helper()
-	nc, err := nats.Connect(f.url)
+	_, js := f.connect(f.url)
+	m, err := Start(f.ctx, js, Options{Replica: name, TTL: ttl, Shards: 16, Handler: h, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	f.t.Cleanup(m.Stop)
+	return m
+}
+
+// connect opens a connection of its own, closed when the test ends.
+func (f *fleet) connect(url string, opts ...nats.Option) (*nats.Conn, jetstream.JetStream) {
+	f.t.Helper()
+	nc, err := nats.Connect(url, opts...)
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -77,12 +89,7 @@ func (f *fleet) join(name string, ttl time.Duration, h Handler) *Manager {
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	m, err := Start(f.ctx, js, Options{Replica: name, TTL: ttl, Shards: 16, Handler: h, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	f.t.Cleanup(m.Stop)
-	return m
+	return nc, js
 }
 
 func eventually(t *testing.T, what string, cond func() bool) {
