@@ -14,11 +14,13 @@ import (
 type ReadyFunc func(ctx context.Context) error
 
 // Handler serves /metrics (Prometheus exposition of m's registry plus Go
-// and process collectors), /healthz (the process is alive) and /readyz
+// and process collectors and reactor_ready, which asks ready at each
+// scrape; the first Handler's ready is the one asked), /healthz (the process is alive) and /readyz
 // (ready answers nil within two seconds).
 func (m *Metrics) Handler(ready ReadyFunc) http.Handler {
 	m.registerRuntimeOnce.Do(func() {
-		m.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		m.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+			newReadyGauge(ready))
 	})
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{Registry: m.Registry}))

@@ -220,7 +220,12 @@ func New() *Metrics {
 	m.Registry.MustRegister(m.Events, m.JobsScheduled, m.Jobs, m.JobDuration, m.CommitConflicts,
 		m.CommitRetries, m.StateRebuilds, m.FilesRewritten, m.FilesAdded, m.ConfigReloads, m.Objects, m.UnconfirmedFiles,
 		m.DataFiles, m.SmallFiles, m.OrphanCandidates, m.OrphansRefused, m.DeleteFiles, m.DeleteFileRatio, m.SparkLocalRuns,
-		m.SparkInterrupts, m.SparkUnconfirmed, m.snapshots)
+		m.SparkInterrupts, m.SparkUnconfirmed, m.snapshots,
+		// Created with the rest but long left unregistered, so they were
+		// never exported: the dashboard and alerts read them.
+		m.JobQueue, m.JobsRunning, m.JobQueueWait, m.Refreshes, m.EventsCoalesced, m.LeaseShards,
+		m.LeaseShardsHeld, m.LeaseMembers, m.LeaseHandovers, m.EventsForwarded, m.refresh, m.leaseOwners)
+	m.startAtZero()
 	return m
 }
 

@@ -1,0 +1,52 @@
+package metrics
+
+// JobKinds are the values of the kind label of the job metrics, planner's
+// job kinds (metrics cannot import planner, which records through it;
+// zero_test.go keeps the two lists equal).
+var JobKinds = []string{"compact", "rewrite_position_deletes", "sort", "expire_snapshots", "delete_expired_files",
+	"rewrite_manifests", "remove_orphans"}
+
+// Event sources, the values of the source label of reactor_events_total.
+const (
+	SourceCommit       = "commit"
+	SourceNotification = "notification"
+)
+
+// startAtZero creates every series whose label values are known in advance,
+// at 0. A counter that first appears at 1 hides that first increment from
+// increase() and rate(), and an alert on it cannot tell "never happened"
+// from "not exported": the first rejected config reload or failed job would
+// go unnoticed.
+func (m *Metrics) startAtZero() {
+	for _, source := range []string{SourceCommit, SourceNotification} {
+		for _, outcome := range []string{OutcomeApplied, OutcomeMalformed, OutcomeRetry, OutcomeDeadLetterErr} {
+			m.Events.WithLabelValues(source, outcome)
+		}
+	}
+	// Only commit events name a table and a catalog.
+	for _, outcome := range []string{OutcomeUnknownTable, OutcomeNotWatched, OutcomeOtherCatalog} {
+		m.Events.WithLabelValues(SourceCommit, outcome)
+	}
+	m.Events.WithLabelValues(SourceNotification, OutcomeTestEvent)
+	for _, kind := range JobKinds {
+		m.JobsScheduled.WithLabelValues(kind)
+		for _, outcome := range []string{JobSucceeded, JobNoop, JobGaveUp, JobFailed} {
+			m.Jobs.WithLabelValues(kind, outcome)
+		}
+	}
+	for _, result := range []string{"applied", "error", "internal_error"} {
+		m.ConfigReloads.WithLabelValues(result)
+	}
+	for _, result := range []string{"applied", "error"} {
+		m.Refreshes.WithLabelValues(result)
+	}
+	for _, event := range []string{"acquired", "released", "lost"} {
+		m.LeaseHandovers.WithLabelValues(event)
+	}
+	for _, reason := range []string{"not_expressible", "spark_failed"} {
+		m.SparkLocalRuns.WithLabelValues(reason)
+	}
+	for _, why := range []string{"timeout", "shutdown"} {
+		m.SparkInterrupts.WithLabelValues(why)
+	}
+}
