@@ -299,6 +299,14 @@ type Policy struct {
 	// rewrite whole partitions: they run on their own, slower cadence).
 	// Default 1d; must be >= 0.
 	SortQuietPeriod *Duration `yaml:"sort_quiet_period"`
+	// CompactWhenQuietAfter: a partition not written for this long whose
+	// small files a merge at the target size would reduce (more live data
+	// files than ceil(bytes / target_file_size)) gets one compaction of
+	// every small file, once per quiet spell: the tier rule leaves up to
+	// small_file_count - 1 small files per partition by design, and a
+	// table a writer stopped writing would otherwise keep them for good.
+	// Default 1m; 0 or "off" disables; at most 30d.
+	CompactWhenQuietAfter *DurationOrOff `yaml:"compact_when_quiet_after"`
 }
 
 // Strategy is a rewrite strategy.
@@ -353,6 +361,7 @@ func Builtin() Policy {
 		Strategy:               ptr(StrategyBinpack),
 		SortOrder:              ptr(""),
 		SortQuietPeriod:        ptr(Duration(DefaultSortQuietPeriod)),
+		CompactWhenQuietAfter:  ptr(DurationOrOff(DefaultCompactWhenQuietAfter)),
 	}
 }
 

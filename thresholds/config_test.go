@@ -86,6 +86,7 @@ func builtinEffective(table string) Effective {
 		DeleteTargetFileSizeSource: SourceDefault,
 		Strategy:                   StrategyBinpack,
 		SortQuietPeriod:            24 * time.Hour,
+		CompactWhenQuietAfter:      time.Minute,
 	}
 }
 
@@ -284,6 +285,7 @@ func TestParseFullDocument(t *testing.T) {
 		DeleteTargetFileSizeSource: SourceDefault,
 		Strategy:                   StrategyBinpack,
 		SortQuietPeriod:            24 * time.Hour,
+		CompactWhenQuietAfter:      time.Minute,
 	}
 	if got != want {
 		t.Errorf("For(db.clicks) =\n%+v\nwant\n%+v", got, want)
@@ -329,6 +331,7 @@ func TestParseFullDocument(t *testing.T) {
 		DeleteTargetFileSizeSource: SourceDefault,
 		Strategy:                   StrategyBinpack,
 		SortQuietPeriod:            24 * time.Hour,
+		CompactWhenQuietAfter:      time.Minute,
 	}
 	if got != want {
 		t.Errorf("For(db.views) =\n%+v\nwant\n%+v", got, want)

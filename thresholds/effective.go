@@ -52,6 +52,8 @@ type Effective struct {
 	Strategy                   Strategy
 	SortOrder                  string // "" with strategy sort: the table's default order
 	SortQuietPeriod            time.Duration
+	// CompactWhenQuietAfter is 0 when the quiet merge is off.
+	CompactWhenQuietAfter time.Duration
 }
 
 // For resolves the effective settings for table ("namespace.table").
@@ -145,6 +147,7 @@ func (c *Config) For(table string, props map[string]string) Effective {
 	e.Strategy = *first(layers, func(p *Policy) *Strategy { return p.Strategy })
 	e.SortOrder = *first(layers, func(p *Policy) *string { return p.SortOrder })
 	e.SortQuietPeriod = time.Duration(*first(layers, func(p *Policy) *Duration { return p.SortQuietPeriod }))
+	e.CompactWhenQuietAfter = time.Duration(*first(layers, func(p *Policy) *DurationOrOff { return p.CompactWhenQuietAfter }))
 	// Like the data target: configuration, then the table property, then
 	// the built-in default.
 	e.DeleteTargetFileSize, e.DeleteTargetFileSizeSource = int64(DefaultDeleteTargetFileSize), SourceDefault

@@ -242,6 +242,9 @@ func (p *Policy) validate(prefix string, parents []layer, add func(path string, 
 	if v := p.SortQuietPeriod; v != nil && *v < 0 {
 		add(f("sort_quiet_period"), *v, "must not be negative")
 	}
+	if v := p.CompactWhenQuietAfter; v != nil && (*v < 0 || v.D() > MaxCompactWhenQuietAfter) {
+		add(f("compact_when_quiet_after"), *v, "must be between 0 (or off: disabled) and %s: a partition quiet that long is cold, and a longer value is likelier a unit slip", Duration(MaxCompactWhenQuietAfter))
+	}
 	if v := p.Strategy; v != nil && *v != StrategyBinpack && !v.Sorts() {
 		add(f("strategy"), string(*v), "must be binpack, sort or zorder")
 	}
