@@ -1,0 +1,254 @@
+// Command objstore measures reactor's jobs on an s3:// warehouse over a
+// network with added latency: the embedded S3 gateway on loopback, a
+// counting HTTP front (requests by kind, bytes each way) before it, and a
+// TCP proxy before that which delays each direction by half the round
+// trip and counts the connections opened through it. For each latency a
+// fresh table of small files is written straight to the gateway (not
+// timed), then `plan`, `orphans` (dry run), `compact` and `expire` run on
+// it through the proxy, in that order, in this process, and each prints
+// wall time, CPU time (getrusage, the gateway's included), requests, new
+// connections, bytes, and its wall time as a ratio to the same command at
+// the first latency.
+//
+//	go run ./bench/objstore -files 700 -latencies 0,2,10,30
+//
+// It is a benchmark, not part of the reactor binary; BENCHMARKS.md
+// section 18 holds its results.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/catalog"
+	_ "github.com/apache/iceberg-go/io/gocloud/s3"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/icereactor/reactor/embedded"
+	"github.com/icereactor/reactor/embedded/s3gateway"
+	"github.com/icereactor/reactor/executor"
+	"github.com/icereactor/reactor/metrics"
+	"github.com/icereactor/reactor/planner"
+	"github.com/icereactor/reactor/thresholds"
+)
+
+const bucket = "bench"
+
+func main() {
+	var (
+		files      = flag.Int("files", 700, "data files in the table")
+		rows       = flag.Int("rows", 1600, "rows per data file (1,600 rows make a file of about 300 KB)")
+		partitions = flag.Int("partitions", 7, "partitions the files are spread over")
+		perCommit  = flag.Int("per-commit", 10, "files per generating commit (one manifest each)")
+		latencies  = flag.String("latencies", "0,2,10,30", "added round trips in milliseconds, comma-separated")
+		commands   = flag.String("commands", "plan,orphans,compact,expire", "commands to time, in this order")
+		work       = flag.String("work", "", "work directory (default: a new one in the system temporary directory, removed at the end)")
+		verbose    = flag.Bool("v", false, "log the jobs' lines")
+	)
+	flag.Parse()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, *files, *rows, *partitions, *perCommit, *latencies, *commands, *work, *verbose); err != nil {
+		fmt.Fprintln(os.Stderr, "objstore:", err)
+		os.Exit(1)
+	}
+}
+
+type row struct {
+	cmd     string
+	rttMS   int
+	wall    time.Duration
+	cpu     time.Duration
+	conns   int64
+	c       snapshot
+	outcome string
+}
+
+func run(ctx context.Context, files, rows, partitions, perCommit int, latencies, commands, work string, verbose bool) error {
+	var rtts []int
+	for _, s := range strings.Split(latencies, ",") {
+		ms, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || ms < 0 {
+			return fmt.Errorf("bad latency %q", s)
+		}
+		rtts = append(rtts, ms)
+	}
+	if work == "" {
+		dir, err := os.MkdirTemp("", "reactor-objstore-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+		work = dir
+	}
+	work, err := filepath.Abs(work)
+	if err != nil {
+		return err
+	}
+	gw, err := s3gateway.Start(ctx, s3gateway.Options{RootDir: filepath.Join(work, "gateway")})
+	if err != nil {
+		return err
+	}
+	defer gw.Close()
+	if err := gw.CreateBucket(ctx, bucket); err != nil {
+		return err
+	}
+	var cnt counts
+	front, stopFront, err := startCounter(gw.Endpoint(), &cnt)
+	if err != nil {
+		return err
+	}
+	defer stopFront()
+
+	level := slog.LevelWarn
+	if verbose {
+		level = slog.LevelInfo
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	direct, err := openCatalog(ctx, work, gw.IcebergProperties())
+	if err != nil {
+		return err
+	}
+	if err := direct.CreateNamespace(ctx, benchNamespace, nil); err != nil {
+		return err
+	}
+	cfg, err := thresholds.Parse([]byte(`defaults:
+  target_file_size: 128MiB
+  min_input_files: 2
+  small_file_count: 2
+  max_group_size: 1TiB
+  partial_progress_max_commits: 1
+  min_reader_margin: 0s
+`))
+	if err != nil {
+		return err
+	}
+
+	var results []row
+	for _, ms := range rtts {
+		ident := table.Identifier{"bench", fmt.Sprintf("t%dms", ms)}
+		t0 := time.Now()
+		bytes, err := generate(ctx, direct, ident, files, rows, partitions, perCommit)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(os.Stderr, "generated %v: %d files, %.1f MB in %s\n", ident, files, float64(bytes)/1e6, time.Since(t0).Round(time.Millisecond))
+
+		px, err := startProxy(front, time.Duration(ms)*time.Millisecond)
+		if err != nil {
+			return err
+		}
+		props := gw.IcebergProperties()
+		props["s3.endpoint"] = "http://" + px.addr()
+		cat, err := openCatalog(ctx, work, props)
+		if err != nil {
+			px.close()
+			return err
+		}
+		for _, cmd := range strings.Split(commands, ",") {
+			before, conns0, cpu0 := cnt.snap(), px.conns.Load(), cpuTime()
+			start := time.Now()
+			outcome, err := runCommand(ctx, cmd, cat, ident, cfg, log)
+			r := row{cmd: cmd, rttMS: ms, wall: time.Since(start), cpu: cpuTime() - cpu0, conns: px.conns.Load() - conns0,
+				c: cnt.snap().minus(before), outcome: outcome}
+			if err != nil {
+				px.close()
+				return fmt.Errorf("%s at %d ms: %w", cmd, ms, err)
+			}
+			fmt.Fprintf(os.Stderr, "%s at %d ms: %s in %s\n", cmd, ms, outcome, r.wall.Round(time.Millisecond))
+			results = append(results, r)
+		}
+		px.close()
+	}
+	printTable(results, files)
+	return nil
+}
+
+func openCatalog(ctx context.Context, work string, s3props map[string]string) (catalog.Catalog, error) {
+	props, err := embedded.CatalogProperties(work)
+	if err != nil {
+		return nil, err
+	}
+	props["warehouse"] = "s3://" + bucket + "/warehouse"
+	for k, v := range s3props {
+		props[k] = v
+	}
+	return catalog.Load(ctx, embedded.CatalogName, iceberg.Properties(props))
+}
+
+func runCommand(ctx context.Context, cmd string, cat catalog.Catalog, ident table.Identifier, cfg *thresholds.Config, log *slog.Logger) (string, error) {
+	tbl, err := cat.LoadTable(ctx, ident)
+	if err != nil {
+		return "", err
+	}
+	now := time.Now()
+	var (
+		kind planner.JobKind
+		mo   planner.ManualOptions
+	)
+	switch cmd {
+	case "plan":
+		p, err := planner.Explain(ctx, tbl, cfg, now)
+		if err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("%d jobs due", len(p.Jobs)), nil
+	case "compact":
+		kind = planner.KindCompact
+	case "expire":
+		kind, mo.OlderThan, mo.RetainLast = planner.KindExpireSnapshots, time.Millisecond, 1
+	case "orphans":
+		kind, mo.DryRun = planner.KindRemoveOrphans, true
+	default:
+		return "", fmt.Errorf("unknown command %q", cmd)
+	}
+	job, err := planner.ManualJob(ctx, tbl, cfg, kind, mo, now)
+	if err != nil {
+		return "", err
+	}
+	exec, err := executor.New(executor.Options{Catalog: cat, Logger: log, Metrics: metrics.New(),
+		Concurrency: thresholds.DefaultConcurrency})
+	if err != nil {
+		return "", err
+	}
+	res, rep := exec.Run(ctx, job)
+	if res.Err != nil {
+		return "", res.Err
+	}
+	return fmt.Sprintf("%s (%v)", res.Outcome, rep.CountMap(kind)), nil
+}
+
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func printTable(rows []row, files int) {
+	base := map[string]time.Duration{}
+	for _, r := range rows {
+		if _, ok := base[r.cmd]; !ok {
+			base[r.cmd] = r.wall
+		}
+	}
+	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "command\tRTT ms\twall s\tratio\tCPU s\trequests\treq/file\tGET\tranged GET\tHEAD\tPUT\tLIST\tDELETE\tPOST\tconns\tMB down\tMB up\t")
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%s\t%d\t%.2f\t%.2fx\t%.2f\t%d\t%.1f\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%.1f\t%.1f\t\n", r.cmd, r.rttMS,
+			r.wall.Seconds(), r.wall.Seconds()/base[r.cmd].Seconds(), r.cpu.Seconds(), r.c.Requests, float64(r.c.Requests)/float64(files),
+			r.c.GETs, r.c.RangedGETs, r.c.HEADs, r.c.PUTs, r.c.LISTs, r.c.DELETEs, r.c.POSTs, r.conns,
+			float64(r.c.BytesDown)/1e6, float64(r.c.BytesUp)/1e6)
+	}
+	_ = tw.Flush()
+}
