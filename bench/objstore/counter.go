@@ -11,7 +11,7 @@ import (
 // counts are what the counting front of the gateway saw.
 type counts struct {
 	requests, gets, rangedGets, heads, puts, lists, deletes, posts atomic.Int64
-	bytesOut, bytesIn                                           atomic.Int64
+	bytesOut, bytesIn                                              atomic.Int64
 }
 
 type snapshot struct {
