@@ -226,6 +226,18 @@ func startOnce(ctx context.Context, opts Options, root, metaDir string) (*Gatewa
 		MaxRequests:       maxRequests,
 		MultipartMaxParts: multipartMaxParts,
 		HealthPath:        healthPath,
+		// Keep connections open between requests, as S3 and MinIO do.
+		// versitygw's default (off) answers every request with
+		// "Connection: close", which hides from tests how many
+		// connections a client opens. Nothing reactor relies on needed
+		// it: Close still ends in bounded time (fasthttp's shutdown
+		// closes idle keep-alive connections and waits at most
+		// versitygw's shutdown limit for busy ones), request bodies a
+		// handler leaves unread are drained by versitygw's middleware
+		// before the connection is reused, and idle connections count
+		// against maxConnections, which is far above what a test's
+		// client pools keep idle.
+		KeepAlive: true,
 		// No banner, no per-request log lines in test output.
 		Quiet:     true,
 		NatsURL:   opts.NATSURL,
