@@ -85,6 +85,12 @@ func (e *Executor) rewrite(ctx context.Context, log *slog.Logger, job planner.Jo
 	if err != nil {
 		return fail(planner.Failed, fmt.Errorf("open table io: %w", err))
 	}
+	var files, bytes int64
+	for _, g := range groups {
+		files += int64(len(g.Tasks))
+		bytes += g.TotalSizeBytes
+	}
+	e.phase("rewrite", files, bytes)
 	batches := batch(groups, job.Settings.PartialProgressCommits)
 	var (
 		committed *table.Table
@@ -310,7 +316,11 @@ func (e *Executor) compactionGroupWriter(target int64, mem memory.Allocator) gro
 		defer e.tokens.release()
 		// Outputs roll at reactor's target, not only the table
 		// property's: a tier merge may hold several targets' worth.
-		return table.ExecuteCompactionGroup(ctx, tbl, g, table.WithCompactionTargetFileSize(target))
+		gr, err := table.ExecuteCompactionGroup(ctx, tbl, g, table.WithCompactionTargetFileSize(target))
+		if err == nil {
+			e.advance(int64(len(g.Tasks)), g.TotalSizeBytes)
+		}
+		return gr, err
 	}
 }
 
@@ -340,7 +350,13 @@ func (e *Executor) writeUnits(ctx context.Context, tbl *table.Table, g table.Com
 			files[i], errs[i] = datapath.WriteUnit(ctx, tbl, f, mem, i, tasks)
 			if errs[i] != nil {
 				cancel(errs[i])
+				return
 			}
+			var bytes int64
+			for _, t := range tasks {
+				bytes += t.File.FileSizeBytes()
+			}
+			e.advance(int64(len(tasks)), bytes)
 		}()
 	}
 	wg.Wait()

@@ -284,6 +284,9 @@ type Options struct {
 	// they last looked (0: 512 MiB; negative: no indexes, every job walks
 	// the table's whole history).
 	HistoryBytes int64
+	// Progress, when set, hears how far each job has come (a one-shot
+	// command's terminal line; see progress.go).
+	Progress Progress
 
 	// icebergWriter writes every group through iceberg-go's
 	// ExecuteCompactionGroup, one group at a time (tests compare the two

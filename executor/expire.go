@@ -143,6 +143,7 @@ func (e *Executor) expireSnapshots(ctx context.Context, log *slog.Logger, job pl
 	fs, err := pre.FS(ctx)
 	var files []deletions.File
 	if err == nil {
+		e.phase("read history", 0, 0)
 		files, err = e.expiryUnlinked(ctx, fs, pre, post, job.DryRun)
 	}
 	rep.Expiry.ExpiredSnapshots = len(removed)
@@ -272,7 +273,9 @@ func (e *Executor) deleteUnlinked(ctx context.Context, log *slog.Logger, tbl *ta
 	}
 	defer done()
 	gone := 0
+	e.phase("delete", int64(len(files)), 0)
 	for _, f := range files {
+		e.advance(1, 0)
 		if referenced(location.Identity(f.Path)) {
 			or.StillReferenced++
 			log.Info("an unlinked file is referenced again; kept", "path", f.Path)

@@ -114,7 +114,9 @@ func (e *Executor) removeTrackedOrphans(ctx context.Context, log *slog.Logger, t
 		return nil, nil, err
 	}
 	defer g.refs.close()
+	e.phase("check", int64(len(job.OrphanCandidates)), 0)
 	for _, c := range job.OrphanCandidates {
+		e.advance(1, 0)
 		j, err := g.judge(ctx, c.Location, !or.DryRun)
 		if err != nil {
 			return settled, deferred, err
@@ -171,11 +173,14 @@ func (e *Executor) removeListedOrphans(ctx context.Context, log *slog.Logger, tb
 		return err
 	}
 	defer g.refs.close()
+	e.phase("list", 0, 0)
 	plan, err := tbl.PlanOrphanFiles(ctx, table.WithFilesOlderThan(g.margin), table.WithEqualSchemes(schemeAliases))
 	if err != nil {
 		return fmt.Errorf("plan orphan cleanup (full listing): %w", err)
 	}
+	e.phase("check", int64(len(plan.OrphanFiles())), 0)
 	for _, f := range plan.OrphanFiles() {
+		e.advance(1, 0)
 		j, err := g.judge(ctx, f.Path, !or.DryRun)
 		if err != nil {
 			return err

@@ -57,6 +57,9 @@ func (e *Executor) sort(ctx context.Context, log *slog.Logger, job planner.Job) 
 		},
 		write: func(ctx context.Context, tbl *table.Table, g table.CompactionTaskGroup) (table.CompactionGroupResult, error) {
 			gr, st, err := e.writeSortedGroup(ctx, tbl, g, bound, job.Settings.TargetFileSize)
+			if err == nil {
+				e.advance(int64(len(g.Tasks)), g.TotalSizeBytes)
+			}
 			if st.Spilled > 0 {
 				spilled.Add(int64(st.Spilled))
 				log.Info("group sorted in runs spilled to disk (larger than sort_memory)", "partition", g.PartitionKey,

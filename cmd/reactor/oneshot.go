@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -34,7 +35,12 @@ type oneShotResult struct {
 // the result columns of the equivalent Spark procedure to stdout. A job that
 // failed or gave up on conflicts is an error (exit 1).
 func runOneShot(ctx context.Context, c *tableCommand, kind planner.JobKind, opts planner.ManualOptions, stdout, stderr io.Writer) error {
-	log := slog.New(redact.Handler(slog.NewTextHandler(stderr, nil)))
+	logTo, progress := stderr, (*terminalProgress)(nil)
+	if showProgress(stdout, stderr, *c.json) {
+		progress = newTerminalProgress(stderr, fmt.Sprintf("%s %s", kind, c.table), time.Now)
+		logTo = progress.logWriter()
+	}
+	log := slog.New(redact.Handler(slog.NewTextHandler(logTo, nil)))
 	cfg, cat, tbl, closeCatalog, err := c.load(ctx, log)
 	if err != nil {
 		return err
@@ -51,8 +57,18 @@ func runOneShot(ctx context.Context, c *tableCommand, kind planner.JobKind, opts
 	if cfg.Concurrency != nil {
 		concurrency = *cfg.Concurrency
 	}
-	exec, err := executor.New(executor.Options{Catalog: cat, Logger: log, Metrics: metrics.New(), Concurrency: concurrency,
-		SortMemory: int64(cfg.SortMemoryOrDefault()), SpillDir: cfg.SpillDirOrDefault()})
+	execOpts := executor.Options{Catalog: cat, Logger: log, Metrics: metrics.New(), Concurrency: concurrency,
+		SortMemory: int64(cfg.SortMemoryOrDefault()), SpillDir: cfg.SpillDirOrDefault()}
+	stopProgress := func() {}
+	if progress != nil {
+		execOpts.Progress = progress
+		pctx, cancel := context.WithCancel(ctx)
+		drawn := make(chan struct{})
+		go func() { defer close(drawn); progress.run(pctx) }()
+		stopProgress = sync.OnceFunc(func() { cancel(); <-drawn })
+		defer stopProgress()
+	}
+	exec, err := executor.New(execOpts)
 	if err != nil {
 		return err
 	}
@@ -80,6 +96,7 @@ func runOneShot(ctx context.Context, c *tableCommand, kind planner.JobKind, opts
 				rep.Expiry.Files(), rep.Expiry.DeletionDue.Format(time.RFC3339))
 		}
 	}
+	stopProgress()
 	if *c.json {
 		if err := writeJSON(stdout, out); err != nil {
 			return err
