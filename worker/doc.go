@@ -18,7 +18,11 @@
 //     commit.
 //   - HTTP (http.go): /metrics for Prometheus, /healthz and /readyz; Ready
 //     says whether the worker can do its work (connected to NATS, allowed to
-//     take tables, able to reach the catalog).
+//     take tables, able to reach the catalog); every other path goes to the
+//     status pages (package status).
+//   - Status (status.go): the read-only view the status pages render
+//     (Worker.Status) and the bounded job history they show, fed by every
+//     job event the worker publishes.
 //   - Config reload (reload.go): the thresholds file is re-read when its
 //     content changes (a ConfigMap's symlink swap included); a file that
 //     fails to read, parse or validate is rejected and counted, and the last

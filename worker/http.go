@@ -1,12 +1,13 @@
 package worker
 
-// The metrics and probe endpoints.
+// The metrics and probe endpoints, and the status pages beside them.
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"github.com/icereactor/reactor/redact"
+	"github.com/icereactor/reactor/status"
 	"net"
 	"net/http"
 	"time"
@@ -40,7 +41,7 @@ func (w *Worker) serveHTTP(addr string) error {
 		return fmt.Errorf("listen on %s for metrics: %w", addr, err)
 	}
 	w.httpAddr = ln.Addr().String()
-	w.http = &http.Server{Handler: w.Metrics.Handler(w.Ready), ReadHeaderTimeout: 5 * time.Second}
+	w.http = &http.Server{Handler: w.httpHandler(), ReadHeaderTimeout: 5 * time.Second}
 	w.bg.Add(1)
 	go func() {
 		defer w.bg.Done()
@@ -48,6 +49,19 @@ func (w *Worker) serveHTTP(addr string) error {
 			w.log.Error("metrics endpoint stopped", "error", err)
 		}
 	}()
-	w.log.Info("serving /metrics, /healthz and /readyz", "addr", w.httpAddr)
+	w.log.Info("serving /metrics, /healthz, /readyz and the status pages", "addr", w.httpAddr)
 	return nil
+}
+
+// httpHandler routes /metrics, /healthz and /readyz to the metrics
+// handler and every other path to the status pages (package status), which
+// read the worker's state on request and never change it.
+func (w *Worker) httpHandler() http.Handler {
+	probes := w.Metrics.Handler(w.Ready)
+	mux := http.NewServeMux()
+	for _, p := range []string{"/metrics", "/healthz", "/readyz"} {
+		mux.Handle(p, probes)
+	}
+	mux.Handle("/", status.Handler(w.Status(), status.Options{}))
+	return mux
 }

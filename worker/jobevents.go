@@ -48,5 +48,6 @@ func (w *Worker) publishJob(ev events.JobEvent) {
 	if m := w.leaseManager(); m != nil {
 		ev.Replica = m.Replica()
 	}
+	w.status.jobs.record(ev)
 	w.publish(events.JobSubject(w.jobPrefix, ev.Phase, ev.Table), ev)
 }

@@ -95,6 +95,7 @@ func (w *Worker) reload(watch *thresholdsWatch) {
 	}
 	w.Planner.SetConfig(cfg)
 	w.spark.SetConfig(cfg)
+	w.status.cfg.Store(cfg)
 	if n := cfg.SparkSettings().Concurrency; n != w.sparkConcurrency {
 		w.log.Warn("spark.concurrency in the thresholds file changed; it takes effect when reactor restarts",
 			"path", watch.path, "running", w.sparkConcurrency, "configured", n)

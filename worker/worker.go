@@ -135,6 +135,9 @@ type Worker struct {
 	sparkConcurrency int
 	// parseThresholds is Config.parseThresholds.
 	parseThresholds func([]byte) (*thresholds.Config, error)
+	// status is what the status pages read besides the parts' state
+	// (status.go).
+	status statusState
 
 	// mu guards Conn, JS, consumer, objects and reports, which a worker started
 	// before NATS was reachable sets once it connects, and closing.
@@ -206,6 +209,7 @@ func Start(ctx context.Context, cfg Config) (_ *Worker, err error) {
 	if cfg.CatalogProps == nil {
 		catName = embedded.CatalogName
 	}
+	w.status.init(cfg.Thresholds, catName)
 	w.spark = sparkrun.New(sparkrun.Options{Catalog: w.Catalog, CatalogName: catName, Config: cfg.Thresholds,
 		Logger: cfg.Logger, Metrics: cfg.Metrics, Dial: cfg.sparkDial})
 	w.sparkConcurrency = cfg.Thresholds.SparkSettings().Concurrency
