@@ -21,7 +21,11 @@ import (
 // merge that happens anyway. A merge larger than max_group_size is split
 // into groups of at most that many input bytes, files in size order; it
 // returns the groups and the number of files left alone.
-func tierGroups(tasks []table.FileScanTask, keys *planner.Keyer, set thresholds.Effective) ([]table.CompactionTaskGroup, int) {
+//
+// A partition in quiet (planner.Partition.Quiet: quiet for
+// compact_when_quiet_after) merges every small file instead of the tier
+// rule's pick, the outputs rolled at the target.
+func tierGroups(tasks []table.FileScanTask, keys *planner.Keyer, set thresholds.Effective, quiet map[string]bool) ([]table.CompactionTaskGroup, int) {
 	byPartition := map[string][]table.FileScanTask{}
 	var order []string
 	for _, t := range tasks {
@@ -48,6 +52,12 @@ func tierGroups(tasks []table.FileScanTask, keys *planner.Keyer, set thresholds.
 			sizes[i] = t.File.FileSizeBytes()
 		}
 		sel, _ := planner.SelectTiered(sizes, set)
+		if quiet[key] && len(small) >= 2 {
+			sel = sel[:0]
+			for i := range small {
+				sel = append(sel, i)
+			}
+		}
 		if len(sel) == 0 {
 			skipped += len(byPartition[key])
 			continue
@@ -122,10 +132,10 @@ func idlePartitions(job planner.Job, groups []table.CompactionTaskGroup, why str
 // docs/design.md#pitfall-residual-filters).
 func planGroups(ctx context.Context, tbl *table.Table, job planner.Job) ([]table.CompactionTaskGroup, int, error) {
 	want := make(map[string]bool, len(job.Partitions))
-	applyDeletes := map[string]bool{}
+	applyDeletes, quiet := map[string]bool{}, map[string]bool{}
 	for _, p := range job.Partitions {
 		want[p.Key] = true
-		applyDeletes[p.Key] = p.ApplyDeletes
+		applyDeletes[p.Key], quiet[p.Key] = p.ApplyDeletes, p.Quiet
 	}
 	tasks, err := tbl.Scan().PlanFiles(ctx)
 	if err != nil {
@@ -167,7 +177,7 @@ func planGroups(ctx context.Context, tbl *table.Table, job planner.Job) ([]table
 	deletesCfg.DeleteFileThreshold, deletesCfg.MinInputFiles = 1, 1
 	// Small-file compaction follows the tier rule the planner scheduled
 	// the partitions by (planner.SelectTiered).
-	groups, skipped := tierGroups(selected, keys, job.Settings)
+	groups, skipped := tierGroups(selected, keys, job.Settings, quiet)
 	for _, p := range []struct {
 		cfg   compaction.Config
 		tasks []table.FileScanTask

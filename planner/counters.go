@@ -14,6 +14,9 @@ type Counters struct {
 	Bytes      int64
 	Rows       int64
 	SmallFiles int
+	// SmallBytes are the bytes of the small files (what a quiet merge
+	// rewrites).
+	SmallBytes int64
 	TinyFiles  int
 	// Tiers counts the small files per size tier (see SelectTiered).
 	Tiers TierCounts `json:"-"`
@@ -83,6 +86,7 @@ func (c *Counters) count(df iceberg.DataFile, sz fileSizes, sign int) {
 	c.Rows += rows
 	if df.FileSizeBytes() < sz.small {
 		c.SmallFiles += sign
+		c.SmallBytes += int64(sign) * df.FileSizeBytes()
 		c.Tiers[tierOf(df.FileSizeBytes(), sz.small, sz.fanIn)] += int32(sign)
 	}
 	if df.FileSizeBytes() < sz.tiny {

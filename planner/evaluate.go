@@ -63,6 +63,13 @@ func (p *Planner) evaluateLocked(st *tableState) {
 			// has been quiet for sort_quiet_period.
 			deferUntil(ps.LastWrite.Add(set.SortQuietPeriod))
 		}
+		quiet := false
+		if !due {
+			// Nothing else to do here: what the tier rule left, once the
+			// partition has been quiet long enough (quiet.go).
+			reason, due = quietLocked(ps, set, now, deferUntil)
+			kind, quiet = KindCompact, due
+		}
 		if !due || ps.inJob {
 			continue
 		}
@@ -77,7 +84,7 @@ func (p *Planner) evaluateLocked(st *tableState) {
 			continue
 		}
 		reason.Partition = ps.Key
-		if quietEnd := ps.LastWrite.Add(set.QuietPeriod); now.Before(quietEnd) {
+		if quietEnd := ps.LastWrite.Add(set.QuietPeriod); !quiet && now.Before(quietEnd) {
 			if ps.waitingSince == 0 {
 				ps.waitingSince = instantOf(now)
 				p.log.Info("partition over threshold but still being written; waiting for it to cool",
@@ -103,6 +110,12 @@ func (p *Planner) evaluateLocked(st *tableState) {
 		ps.waitingSince = 0
 		part := ps.partition()
 		part.ApplyDeletes = applyDeletes
+		if quiet {
+			part.Quiet = true
+			ps.quietMerged = spellOf(ps)
+			p.log.Info("partition quiet: merging what the tier rule left", "table", st.name, "partition", ps.Key,
+				"reason", quietThreshold, "note", reason.Note)
+		}
 		switch kind {
 		case KindRewritePositionDeletes:
 			deleteParts = append(deleteParts, part)
@@ -369,7 +382,7 @@ func (p *Planner) wakeAtLocked(st *tableState, at time.Time) {
 		st.timer.Stop()
 	}
 	st.wakeAt = at
-	st.timer = time.AfterFunc(at.Sub(p.now()), func() {
+	st.timer = p.after(at.Sub(p.now()), func() {
 		st.mu.Lock()
 		defer st.mu.Unlock()
 		st.timer = nil

@@ -217,9 +217,18 @@ func explain(tc *tableCounters, meta table.Metadata, ident table.Identifier, set
 	jobs := map[JobKind]*PlannedJob{}
 	for _, ps := range tc.sortedPartitions() {
 		checks, kind, reason, applyDeletes, due := partitionDue(ps.Counters, set, now)
+		quietChk, quietDue, quietAt := quietCheck(ps.Counters, set, now)
+		checks = append(checks, quietChk)
 		pp := PartitionPlan{Key: ps.Key, Counters: ps.Counters, Checks: checks}
+		quiet := false
+		switch {
+		case !due && quietDue:
+			kind, reason, due, quiet = KindCompact, quietReason(quietChk), true, true
+		case !due && !quietAt.IsZero():
+			pp.Wait = quietChk.Note
+		}
 		if due {
-			if quietEnd := ps.LastWrite.Add(set.QuietPeriod); now.Before(quietEnd) {
+			if quietEnd := ps.LastWrite.Add(set.QuietPeriod); !quiet && now.Before(quietEnd) {
 				pp.Wait = fmt.Sprintf("written %s ago; waits for a quiet period of %s (at most max_quiet_wait %s)",
 					now.Sub(ps.LastWrite).Round(time.Millisecond), set.QuietPeriod, set.MaxQuietWait)
 			} else {
@@ -233,7 +242,7 @@ func explain(tc *tableCounters, meta table.Metadata, ident table.Identifier, set
 				j.Partitions = append(j.Partitions, ps.Key)
 				j.Reasons = append(j.Reasons, reason)
 				part := ps.partition()
-				part.ApplyDeletes = applyDeletes
+				part.ApplyDeletes, part.Quiet = applyDeletes, quiet
 				j.job.Partitions = append(j.job.Partitions, part)
 			}
 		}

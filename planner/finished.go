@@ -90,6 +90,11 @@ func (p *Planner) Finished(ctx context.Context, job Job, res Result) {
 			continue
 		}
 		ps.inJob = false
+		if part.Quiet && (res.Outcome == Failed || res.Outcome == GaveUp) {
+			// The spell's merge did not happen: try again after the
+			// cool-down below, if the partition is still quiet.
+			ps.quietMerged = 0
+		}
 		if why, idle := res.NothingToDo[part.Key]; idle && res.Outcome == Succeeded {
 			// The job changed other partitions but found nothing to do
 			// in this one: settle it like a no-op.

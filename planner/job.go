@@ -141,6 +141,10 @@ type Partition struct {
 	// partition that has a delete file applying to it, whatever its size,
 	// so the deletes can be dropped (a delete-ratio trigger).
 	ApplyDeletes bool
+	// Quiet asks compaction to merge every small file of the partition
+	// into target-sized files, not the tier rule's pick: the partition
+	// has been quiet for compact_when_quiet_after (see QuietMerge).
+	Quiet bool
 }
 
 // Reason records why a partition was scheduled: which threshold, the

@@ -53,6 +53,11 @@ type Options struct {
 	Metrics     *metrics.Metrics
 	// Now is the clock; tests leave it nil.
 	Now func() time.Time
+	// AfterFunc arms the wake-up timer of a table's next deadline (a
+	// quiet period ending, a cool-down, an expiry, a quiet merge): f runs
+	// after d. Nil: time.AfterFunc. A test with a fake Now passes its
+	// fake clock's (fakeclock_test.go).
+	AfterFunc func(d time.Duration, f func()) Timer
 	// LocationRebuildInterval is the least time between two rebuilds of the
 	// table-location index triggered by objects no table claims (default 30s).
 	LocationRebuildInterval time.Duration
@@ -87,6 +92,7 @@ type Planner struct {
 	log      *slog.Logger
 	met      *metrics.Metrics
 	now      func() time.Time
+	after    func(time.Duration, func()) Timer
 
 	mu     sync.Mutex
 	tables map[string]*tableState
@@ -102,7 +108,7 @@ type tableState struct {
 	counters tableCounters
 	settings thresholds.Effective
 	running  *Job
-	timer    *time.Timer
+	timer    Timer
 	wakeAt   time.Time
 
 	// unconfirmed holds data files seen in bucket notifications that no
@@ -143,6 +149,7 @@ func New(opts Options) *Planner {
 		log:      opts.Logger,
 		met:      opts.Metrics,
 		now:      opts.Now,
+		after:    opts.AfterFunc,
 		tables:   map[string]*tableState{},
 	}
 	p.locations.minRebuild = opts.LocationRebuildInterval
@@ -159,6 +166,9 @@ func New(opts Options) *Planner {
 	}
 	if p.now == nil {
 		p.now = time.Now
+	}
+	if p.after == nil {
+		p.after = func(d time.Duration, f func()) Timer { return time.AfterFunc(d, f) }
 	}
 	cfg := opts.Config
 	if cfg == nil {

@@ -104,6 +104,9 @@ type partitionState struct {
 	// waitingSince is when the partition was first found over its
 	// threshold but still being written; max_quiet_wait counts from it.
 	waitingSince instant
+	// quietMerged is LastWrite as it was when a quiet merge was scheduled
+	// for the partition: one per quiet spell (quiet.go).
+	quietMerged instant
 }
 
 // partition is the partition as a job names it.

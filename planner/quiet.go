@@ -1,0 +1,123 @@
+package planner
+
+// The quiet merge: what the tier rule leaves in a partition once its
+// writer has stopped.
+//
+// The tier rule keeps up to small_file_count - 1 small files per partition
+// by design (docs/design.md#tier-rule): merging them sooner would rewrite
+// each byte more often while the partition is written. Once nobody writes
+// it, that trade is gone, and a table left as the tier rule found it reads
+// at a multiple of the compacted copy's time for good. So a partition
+// that has been quiet for compact_when_quiet_after, and whose small files a
+// merge at the target size would reduce, gets one compaction of all of
+// them: once per quiet spell (partitionState.quietMerged), never while it
+// is written, and never again once its files are at what a merge can
+// reach. No timer or goroutine of its own: the table's wake-up timer
+// (evaluate.go, wakeAtLocked) is armed for the moment the spell is long
+// enough, as for every other deadline.
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/icereactor/reactor/thresholds"
+)
+
+// quietThreshold is the threshold's name in checks, reasons and logs.
+const quietThreshold = "compact_when_quiet_after"
+
+// QuietMerge says what merging every small file of a partition into files
+// of the target size leaves: after is the partition's data file count then,
+// ideal is ceil(bytes / target_file_size), and reduces is true when the
+// merge is worth one job: more live data files than ideal, and fewer after
+// the merge than now (at least two small files whose bytes fit in fewer
+// target-sized files). Files at or above the small size are not rewritten.
+func QuietMerge(c Counters, set thresholds.Effective) (after, ideal int, reduces bool) {
+	if set.TargetFileSize <= 0 {
+		return c.DataFiles, c.DataFiles, false
+	}
+	ideal = int(ceilDiv(c.Bytes, set.TargetFileSize))
+	after = c.DataFiles - c.SmallFiles + int(ceilDiv(c.SmallBytes, set.TargetFileSize))
+	return after, ideal, c.SmallFiles >= 2 && after < c.DataFiles && c.DataFiles > ideal
+}
+
+func ceilDiv(n, d int64) int64 {
+	if n <= 0 {
+		return 0
+	}
+	return (n + d - 1) / d
+}
+
+// quietWait is how long a partition must go unwritten before its quiet
+// merge (0: off). Never shorter than quiet_period, which every compaction
+// waits for.
+func quietWait(set thresholds.Effective) time.Duration {
+	if set.CompactWhenQuietAfter <= 0 {
+		return 0
+	}
+	return max(set.CompactWhenQuietAfter, set.QuietPeriod)
+}
+
+// quietCheck measures the quiet merge of one partition at now: Over when a
+// merge would reduce its files (whether or not it has been quiet long
+// enough), due when it also has been, and at the moment it becomes due
+// when it has not (zero when it never will without a write). A partition
+// only reactor wrote (LastWrite zero) counts as quiet.
+func quietCheck(c Counters, set thresholds.Effective, now time.Time) (chk Check, due bool, at time.Time) {
+	wait := quietWait(set)
+	quiet := now.Sub(c.LastWrite)
+	if c.LastWrite.IsZero() {
+		quiet = wait
+	}
+	chk = Check{Threshold: quietThreshold, Measured: int64(max(quiet, 0) / time.Second), Limit: int64(wait / time.Second), Unit: "seconds"}
+	if wait == 0 {
+		chk.Note = "off"
+		return chk, false, time.Time{}
+	}
+	after, ideal, reduces := QuietMerge(c, set)
+	if !reduces {
+		chk.Note = fmt.Sprintf("%d files, ideal %d: a merge of the %d small files leaves %d", c.DataFiles, ideal, c.SmallFiles, after)
+		return chk, false, time.Time{}
+	}
+	chk.Over = true
+	if quiet >= wait {
+		chk.Note = fmt.Sprintf("quiet for %s, %d files where %d would do: merge", quiet.Round(time.Second), c.DataFiles, after)
+		return chk, true, time.Time{}
+	}
+	at = c.LastWrite.Add(wait)
+	chk.Note = fmt.Sprintf("written %s ago, quiet merge waits until %s (%d files where %d would do)",
+		quiet.Round(time.Second), at.Format(time.TimeOnly), c.DataFiles, after)
+	return chk, false, at
+}
+
+// quietReason is the Reason of a quiet merge that is due.
+func quietReason(chk Check) Reason {
+	return Reason{Threshold: chk.Threshold, Measured: chk.Measured, Limit: chk.Limit, Note: chk.Note}
+}
+
+// quietLocked decides the quiet merge of a partition no other job is due
+// in: true when one is due now (once per quiet spell); otherwise it arms
+// the table's timer for when one will be.
+func quietLocked(ps *partitionState, set thresholds.Effective, now time.Time, deferUntil func(time.Time)) (Reason, bool) {
+	if ps.quietMerged == spellOf(ps) {
+		return Reason{}, false // this spell's merge was scheduled already
+	}
+	chk, due, at := quietCheck(ps.Counters, set, now)
+	if !at.IsZero() {
+		deferUntil(at)
+	}
+	if !due {
+		return Reason{}, false
+	}
+	return quietReason(chk), true
+}
+
+// spellOf names the partition's current quiet spell by its last write
+// (never 0, which is "no merge scheduled": a partition only reactor wrote
+// is spell -1).
+func spellOf(ps *partitionState) instant {
+	if ps.LastWrite.IsZero() {
+		return -1
+	}
+	return instantOf(ps.LastWrite)
+}
