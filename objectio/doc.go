@@ -1,0 +1,27 @@
+// Package objectio shapes reactor's reads of s3:// objects for object
+// storage reached over a network, below iceberg-go's FileIO interface.
+//
+// It replaces the FileIO iceberg-go registers for the s3, s3a and s3n
+// schemes (io/gocloud/s3) with one that keeps iceberg-go's for everything
+// but opening a file:
+//
+//   - Open issues one GET, of the object's last WholeObjectBytes (8 MiB by
+//     default, a suffix range). A smaller object arrives whole, and the
+//     Parquet reader's footer, column-chunk and Avro reads are served from
+//     memory: one request per file instead of the whole-object GET
+//     iceberg-go's Open starts and throws away plus one ranged GET per
+//     ReadAt. A larger object keeps its tail (footer and last row groups)
+//     and reads the rest by ranges of at least RangeBytes, so neighbouring
+//     column chunks share a request.
+//   - Every FileIO it builds shares one HTTP transport per proxy and
+//     connect-timeout setting, whose idle pool holds more connections per
+//     host than any read concurrency reactor allows, so connections are
+//     reused across the FileIOs iceberg-go builds per scan and per commit
+//     instead of being opened for each.
+//
+// Writes, deletes, listings and ReadFile are iceberg-go's own
+// (blobfs.FileIO) on the same client. The package owns no table semantics:
+// it must not interpret metadata, cache objects beyond one open file, or
+// change what is written. Importing it (for its side effect) is enough;
+// the executor does.
+package objectio

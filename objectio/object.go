@@ -1,0 +1,233 @@
+package objectio
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	pathpkg "path"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	iceio "github.com/apache/iceberg-go/io"
+	"github.com/apache/iceberg-go/io/gocloud/blobfs"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/aws/smithy-go"
+)
+
+// FileIO is iceberg-go's blob FileIO on S3 with Open replaced; every
+// other method (writes, deletes, listings, ReadFile, Stat) is blobfs's.
+type FileIO struct {
+	*blobfs.FileIO
+
+	ctx     context.Context
+	client  *s3.Client
+	bucket  string
+	extract blobfs.ObjectLocationExtractor
+	whole   int64
+	rng     int64
+}
+
+var (
+	_ iceio.ReadFileIO      = (*FileIO)(nil)
+	_ iceio.WriteFileIO     = (*FileIO)(nil)
+	_ iceio.ListableIO      = (*FileIO)(nil)
+	_ iceio.BulkRemovableIO = (*FileIO)(nil)
+	_ iceio.StatIO          = (*FileIO)(nil)
+)
+
+// Open reads the object's tail (all of it when it is at most the
+// whole-object size) with one GET and returns a file serving reads from
+// it, fetching what lies before the tail by ranges.
+func (f *FileIO) Open(name string) (iceio.File, error) {
+	loc, err := f.extract(name)
+	if err != nil {
+		return nil, &fs.PathError{Op: "open", Path: name, Err: err}
+	}
+	key := loc.Key()
+	if !fs.ValidPath(key) {
+		return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrInvalid}
+	}
+	o := &object{io: f, name: pathpkg.Base(key), key: key}
+	data, start, total, mod, err := f.get(key, "bytes=-"+strconv.FormatInt(f.whole, 10))
+	var ae smithy.APIError
+	if errors.As(err, &ae) && ae.ErrorCode() == "InvalidRange" {
+		// S3 refuses any suffix range on an empty object.
+		data, start, total, mod, err = f.get(key, "")
+	}
+	if err != nil {
+		return nil, &fs.PathError{Op: "open", Path: name, Err: err}
+	}
+	o.tail, o.tailAt, o.size, o.mod = data, start, total, mod
+	return o, nil
+}
+
+// get fetches key (the byte range rng, "" for all) and returns the bytes,
+// where they start and the object's size.
+func (f *FileIO) get(key, rng string) (data []byte, start, total int64, mod time.Time, err error) {
+	in := &s3.GetObjectInput{Bucket: aws.String(f.bucket), Key: aws.String(key)}
+	if rng != "" {
+		in.Range = aws.String(rng)
+	}
+	out, err := f.client.GetObject(f.ctx, in)
+	if err != nil {
+		var nk *s3types.NoSuchKey
+		if errors.As(err, &nk) {
+			err = fmt.Errorf("%w: %w", fs.ErrNotExist, err)
+		}
+		return nil, 0, 0, mod, err
+	}
+	defer out.Body.Close()
+	n := aws.ToInt64(out.ContentLength)
+	if n < 0 {
+		return nil, 0, 0, mod, fmt.Errorf("get %s: no content length", key)
+	}
+	data = make([]byte, n)
+	if _, err := io.ReadFull(out.Body, data); err != nil {
+		return nil, 0, 0, mod, fmt.Errorf("get %s: read body: %w", key, err)
+	}
+	start, total = 0, n
+	if cr := aws.ToString(out.ContentRange); cr != "" {
+		if start, total, err = parseContentRange(cr); err != nil {
+			return nil, 0, 0, mod, fmt.Errorf("get %s: %w", key, err)
+		}
+	}
+	return data, start, total, aws.ToTime(out.LastModified), nil
+}
+
+// parseContentRange reads "bytes START-END/TOTAL".
+func parseContentRange(cr string) (start, total int64, err error) {
+	rest, ok := strings.CutPrefix(cr, "bytes ")
+	span, size, ok2 := strings.Cut(rest, "/")
+	from, _, ok3 := strings.Cut(span, "-")
+	if !ok || !ok2 || !ok3 {
+		return 0, 0, fmt.Errorf("unreadable Content-Range %q", cr)
+	}
+	if start, err = strconv.ParseInt(from, 10, 64); err != nil {
+		return 0, 0, fmt.Errorf("unreadable Content-Range %q: %w", cr, err)
+	}
+	if total, err = strconv.ParseInt(size, 10, 64); err != nil {
+		return 0, 0, fmt.Errorf("unreadable Content-Range %q: %w", cr, err)
+	}
+	return start, total, nil
+}
+
+// object is an open S3 object: its tail in memory and, for a large
+// object, the last range fetched before it. Reads at any offset may come
+// from several goroutines (Parquet column readers); the window is
+// guarded.
+type object struct {
+	io        *FileIO
+	name, key string
+	size      int64
+	mod       time.Time
+	tail      []byte
+	tailAt    int64
+
+	mu       sync.Mutex
+	pos      int64
+	window   []byte
+	windowAt int64
+}
+
+func (o *object) ReadAt(p []byte, off int64) (int, error) {
+	if off < 0 {
+		return 0, &fs.PathError{Op: "read", Path: o.name, Err: fs.ErrInvalid}
+	}
+	n := 0
+	for n < len(p) {
+		at := off + int64(n)
+		if at >= o.size {
+			return n, io.EOF
+		}
+		if at >= o.tailAt {
+			n += copy(p[n:], o.tail[at-o.tailAt:])
+			continue
+		}
+		c, err := o.fromWindow(p[n:], at, int64(len(p)-n))
+		n += c
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}
+
+// fromWindow copies what it can of [at, at+want) from the window,
+// fetching a new window (at least the range size, never into the tail)
+// when at is outside it.
+func (o *object) fromWindow(p []byte, at, want int64) (int, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if at < o.windowAt || at >= o.windowAt+int64(len(o.window)) {
+		end := min(at+max(want, o.io.rng), o.tailAt)
+		data, _, _, _, err := o.io.get(o.key, fmt.Sprintf("bytes=%d-%d", at, end-1))
+		if err != nil {
+			return 0, &fs.PathError{Op: "read", Path: o.name, Err: err}
+		}
+		if int64(len(data)) != end-at {
+			return 0, &fs.PathError{Op: "read", Path: o.name, Err: fmt.Errorf("ranged GET %d-%d returned %d bytes", at, end-1, len(data))}
+		}
+		o.window, o.windowAt = data, at
+	}
+	return copy(p, o.window[at-o.windowAt:]), nil
+}
+
+func (o *object) Read(p []byte) (int, error) {
+	o.mu.Lock()
+	pos := o.pos
+	o.mu.Unlock()
+	if pos >= o.size {
+		return 0, io.EOF
+	}
+	n, err := o.ReadAt(p[:min(int64(len(p)), o.size-pos)], pos)
+	o.mu.Lock()
+	o.pos = pos + int64(n)
+	o.mu.Unlock()
+	if err == io.EOF && n > 0 {
+		err = nil
+	}
+	return n, err
+}
+
+func (o *object) Seek(offset int64, whence int) (int64, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	switch whence {
+	case io.SeekStart:
+	case io.SeekCurrent:
+		offset += o.pos
+	case io.SeekEnd:
+		offset += o.size
+	default:
+		return 0, &fs.PathError{Op: "seek", Path: o.name, Err: fs.ErrInvalid}
+	}
+	if offset < 0 {
+		return 0, &fs.PathError{Op: "seek", Path: o.name, Err: fs.ErrInvalid}
+	}
+	o.pos = offset
+	return offset, nil
+}
+
+// Close lets go of the window; the object holds no connection (its
+// bodies are read in full before get returns), and the tail goes with
+// the object.
+func (o *object) Close() error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.window = nil
+	return nil
+}
+
+func (o *object) Stat() (fs.FileInfo, error) { return o, nil }
+func (o *object) Name() string               { return o.name }
+func (o *object) Size() int64                { return o.size }
+func (o *object) Mode() fs.FileMode          { return fs.ModeIrregular }
+func (o *object) ModTime() time.Time         { return o.mod }
+func (o *object) IsDir() bool                { return false }
+func (o *object) Sys() any                   { return o.io }

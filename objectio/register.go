@@ -1,0 +1,205 @@
+package objectio
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	iceio "github.com/apache/iceberg-go/io"
+	"github.com/apache/iceberg-go/io/gocloud/blobfs"
+	// Its registration is replaced below; it must initialise first.
+	icebergs3 "github.com/apache/iceberg-go/io/gocloud/s3"
+	"github.com/apache/iceberg-go/utils"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"gocloud.dev/blob/s3blob"
+)
+
+// Properties (catalog properties, like iceberg-go's s3.*) tuning the IO.
+const (
+	// WholeObjectProperty: objects up to this many bytes are read with one
+	// GET ("8MiB" style sizes are not parsed; bytes).
+	WholeObjectProperty = "reactor.s3.whole-object-bytes"
+	// RangeProperty: the least a ranged read of a larger object fetches.
+	RangeProperty = "reactor.s3.range-bytes"
+)
+
+const (
+	// DefaultWholeObjectBytes holds every small file reactor compacts
+	// and every manifest of a healthy table.
+	DefaultWholeObjectBytes = 8 << 20
+	// DefaultRangeBytes: at 30 ms a round trip costs what about 4 MiB
+	// takes to arrive at 1 Gbit/s, so smaller ranges are latency-bound.
+	DefaultRangeBytes = 4 << 20
+
+	// idlePerHost bounds the idle connections kept per endpoint; it is
+	// above MaxReadConcurrency so every concurrent reader finds one.
+	idlePerHost = 512
+	idleTimeout = 90 * time.Second
+	// MaxReadConcurrency is the most concurrent reads a reactor setting
+	// may ask for.
+	MaxReadConcurrency = 256
+)
+
+// schemes are the ones iceberg-go's S3 IO registers that reach S3 through
+// the AWS SDK ("oss" is left to iceberg-go).
+var schemes = []string{"s3", "s3a", "s3n"}
+
+func init() {
+	p := &provider{clients: map[transportKey]aws.HTTPClient{}}
+	for _, s := range schemes {
+		iceio.Unregister(s)
+		iceio.Register(s, p.open)
+	}
+}
+
+// provider builds FileIOs. It is the one value registered with
+// iceberg-go's registry; the transports it shares live here because
+// iceberg-go builds a new FileIO for every scan and commit, and only a
+// transport outliving them reuses connections.
+type provider struct {
+	mu      sync.Mutex
+	clients map[transportKey]aws.HTTPClient
+}
+
+type transportKey struct {
+	proxy   string
+	connect time.Duration
+}
+
+func (p *provider) httpClient(props map[string]string) (aws.HTTPClient, error) {
+	var k transportKey
+	if v, ok := props[iceio.S3ProxyURI]; ok {
+		if _, err := url.Parse(v); err != nil {
+			return nil, fmt.Errorf("invalid s3 proxy url %q: %w", v, err)
+		}
+		k.proxy = v
+	}
+	if v, ok := props[iceio.S3ConnectTimeout]; ok {
+		d, err := parseTimeout(v)
+		if err != nil {
+			return nil, err
+		}
+		k.connect = d
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if c, ok := p.clients[k]; ok {
+		return c, nil
+	}
+	c := awshttp.NewBuildableClient().WithTransportOptions(func(t *http.Transport) {
+		t.MaxIdleConns = idlePerHost
+		t.MaxIdleConnsPerHost = idlePerHost
+		t.IdleConnTimeout = idleTimeout
+		if k.proxy != "" {
+			u, _ := url.Parse(k.proxy)
+			t.Proxy = http.ProxyURL(u)
+		}
+	})
+	if k.connect > 0 {
+		c = c.WithDialerOptions(func(d *net.Dialer) { d.Timeout = k.connect })
+	}
+	// Frozen: the SDK copies a buildable client for every S3 client it
+	// builds (to apply its defaults mode), and a copy has a transport,
+	// and so a connection pool, of its own.
+	f := c.Freeze()
+	p.clients[k] = f
+	return f, nil
+}
+
+func parseTimeout(v string) (time.Duration, error) {
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		s, ferr := strconv.ParseFloat(v, 64)
+		if ferr != nil {
+			return 0, fmt.Errorf("invalid s3.connect-timeout %q: seconds or a Go duration", v)
+		}
+		d = time.Duration(s * float64(time.Second))
+	}
+	if d <= 0 {
+		return 0, errors.New("s3.connect-timeout must be a positive duration")
+	}
+	return d, nil
+}
+
+func sizeProp(props map[string]string, key string, def int64) (int64, error) {
+	v, ok := props[key]
+	if !ok || v == "" {
+		return def, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 1 {
+		return 0, fmt.Errorf("objectio: %s must be a positive number of bytes, got %q", key, v)
+	}
+	return n, nil
+}
+
+// open is the FileIO factory for s3:// locations: iceberg-go's
+// configuration (credentials, region, endpoint, path style), this
+// package's transport and Open.
+func (p *provider) open(ctx context.Context, parsed *url.URL, props map[string]string) (iceio.IO, error) {
+	if v, err := strconv.ParseBool(props[iceio.S3CompatMode]); err == nil && v {
+		return nil, fmt.Errorf("objectio: %s is not supported by reactor's S3 IO", iceio.S3CompatMode)
+	}
+	whole, err := sizeProp(props, WholeObjectProperty, DefaultWholeObjectBytes)
+	if err != nil {
+		return nil, err
+	}
+	rng, err := sizeProp(props, RangeProperty, DefaultRangeBytes)
+	if err != nil {
+		return nil, err
+	}
+	var cfg aws.Config
+	if base := utils.GetAwsConfig(ctx); base != nil {
+		cfg = *base
+	} else {
+		base, err := icebergs3.ParseAWSConfig(ctx, props)
+		if err != nil {
+			return nil, err
+		}
+		cfg = *base
+	}
+	if r := props[iceio.S3Region]; r != "" {
+		cfg.Region = r
+	} else if r := props[iceio.S3ClientRegion]; r != "" {
+		cfg.Region = r
+	}
+	if props[iceio.S3AccessKeyID] != "" && props[iceio.S3SecretAccessKey] != "" {
+		cfg.Credentials = credentials.NewStaticCredentialsProvider(props[iceio.S3AccessKeyID],
+			props[iceio.S3SecretAccessKey], props[iceio.S3SessionToken])
+	}
+	if cfg.HTTPClient, err = p.httpClient(props); err != nil {
+		return nil, err
+	}
+	endpoint, ok := props[iceio.S3EndpointURL]
+	if !ok {
+		endpoint = os.Getenv("AWS_S3_ENDPOINT")
+	}
+	pathStyle := endpoint != ""
+	if v, err := strconv.ParseBool(props[iceio.S3ForceVirtualAddressing]); err == nil {
+		pathStyle = !v
+	}
+	client := s3.NewFromConfig(cfg, func(o *s3.Options) {
+		if endpoint != "" {
+			o.BaseEndpoint = aws.String(endpoint)
+		}
+		o.UsePathStyle = pathStyle
+		o.DisableLogOutputChecksumValidationSkipped = true
+	})
+	bucket, err := s3blob.OpenBucketV2(ctx, client, parsed.Host, nil)
+	if err != nil {
+		return nil, err
+	}
+	extract := blobfs.DefaultObjectLocationExtractor(parsed.Host, schemes...)
+	return &FileIO{FileIO: blobfs.New(ctx, bucket, extract), ctx: ctx, client: client, bucket: parsed.Host,
+		extract: extract, whole: whole, rng: rng}, nil
+}
