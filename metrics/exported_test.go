@@ -95,6 +95,19 @@ func TestJobKindsArePlannersKinds(t *testing.T) {
 	}
 }
 
+func TestObjectOutcomesArePlannersOutcomes(t *testing.T) {
+	for _, o := range []planner.ObjectOutcome{planner.ObjectCommit, planner.ObjectTracked, planner.ObjectConfirmed,
+		planner.ObjectRemoved, planner.ObjectIgnored, planner.ObjectRefused, planner.ObjectHeld, planner.ObjectOutside,
+		planner.ObjectUntrackable} {
+		if !slices.Contains(metrics.ObjectOutcomes, string(o)) {
+			t.Errorf("planner's object outcome %q is not in metrics.ObjectOutcomes", o)
+		}
+	}
+	if len(metrics.ObjectOutcomes) != 9 {
+		t.Errorf("metrics.ObjectOutcomes = %v, planner has 9", metrics.ObjectOutcomes)
+	}
+}
+
 // Counters whose label values are known exist at 0 from the start, so the
 // first increment shows in increase() and "never happened" reads 0, not
 // absent.
@@ -117,6 +130,8 @@ func TestKnownCountersStartAtZero(t *testing.T) {
 		`reactor_lease_shards 0`,
 		`reactor_jobs_running 0`,
 		`reactor_events_coalesced_total 0`,
+		`reactor_objects_total{outcome="tracking_full"} 0`,
+		`reactor_events_forwarded_total{source="notification"} 0`,
 	} {
 		if !strings.Contains(body, "\n"+series+"\n") {
 			t.Errorf("missing %s", series)

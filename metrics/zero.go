@@ -2,9 +2,14 @@ package metrics
 
 // JobKinds are the values of the kind label of the job metrics, planner's
 // job kinds (metrics cannot import planner, which records through it;
-// zero_test.go keeps the two lists equal).
+// exported_test.go keeps the two lists equal).
 var JobKinds = []string{"compact", "rewrite_position_deletes", "sort", "expire_snapshots", "delete_expired_files",
 	"rewrite_manifests", "remove_orphans"}
+
+// ObjectOutcomes are the values of reactor_objects_total's outcome label,
+// planner's object outcomes (exported_test.go keeps them equal).
+var ObjectOutcomes = []string{"commit", "tracked", "confirmed", "removed", "ignored", "refused", "held", "outside",
+	"tracking_full"}
 
 // Event sources, the values of the source label of reactor_events_total.
 const (
@@ -28,6 +33,12 @@ func (m *Metrics) startAtZero() {
 		m.Events.WithLabelValues(SourceCommit, outcome)
 	}
 	m.Events.WithLabelValues(SourceNotification, OutcomeTestEvent)
+	for _, source := range []string{SourceCommit, SourceNotification} {
+		m.EventsForwarded.WithLabelValues(source)
+	}
+	for _, outcome := range ObjectOutcomes {
+		m.Objects.WithLabelValues(outcome)
+	}
 	for _, kind := range JobKinds {
 		m.JobsScheduled.WithLabelValues(kind)
 		for _, outcome := range []string{JobSucceeded, JobNoop, JobGaveUp, JobFailed} {
