@@ -41,9 +41,9 @@ func (f *fakeSource) Health(t string) (planner.Health, bool) { h, ok := f.health
 func (f *fakeSource) TableCounters(t string) (int64, []planner.PartitionCounters) {
 	return f.health[t].SnapshotID, f.parts[t]
 }
-func (f *fakeSource) Jobs() Jobs                       { return f.jobs }
-func (f *fakeSource) TableJobs(t string) []Job         { return f.perTable[t] }
-func (f *fakeSource) Owners() func(string) string      { return func(string) string { return f.owner } }
+func (f *fakeSource) Jobs() Jobs                  { return f.jobs }
+func (f *fakeSource) TableJobs(t string) []Job    { return f.perTable[t] }
+func (f *fakeSource) Owners() func(string) string { return func(string) string { return f.owner } }
 func (f *fakeSource) Inspect(_ context.Context, t string) (Inspection, error) {
 	if f.inspect == nil {
 		return Inspection{}, nil
