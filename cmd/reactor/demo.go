@@ -145,6 +145,8 @@ func demoThresholds() (*thresholds.Config, error) {
 			ManifestCount:    &manifests,
 			SnapshotMaxAge:   dur(demoSnapshotMaxAge),
 			MinReaderMargin:  dur(demoMinReaderMargin),
+			// The tier rule's leftovers are merged once the writer stops.
+			CompactWhenQuietAfter: demoQuietSetting(),
 		},
 	}
 	if err := cfg.Validate(); err != nil {
@@ -264,6 +266,7 @@ type demo struct {
 	lastScan probe.ScanSample
 	scanned  bool
 	lines    int
+	atStop   observation // the table when the writer stopped (demo_quiet.go)
 }
 
 func (d *demo) tableName() string { return demoNamespace + "." + demoTableName }

@@ -197,6 +197,7 @@ func (d *demo) live(ctx context.Context) (stop func()) {
 // and deletion margins (a partition can stay over the threshold when its
 // files cannot be grouped, and then no job comes).
 func (d *demo) settle(ctx context.Context) (string, error) {
+	d.atStop = d.atWriterStop(ctx)
 	deadline := time.Now().Add(demoSettleLimit)
 	idleFor := demoSnapshotMaxAge + demoMinReaderMargin + 2*time.Second
 	lastFinished, stable := -1, 0
@@ -246,7 +247,7 @@ func (d *demo) settledNow(ctx context.Context, tally probe.JobTally) bool {
 		return false
 	}
 	for _, p := range parts {
-		if p.SmallFiles >= demoSmallFileCount {
+		if p.SmallFiles >= demoSmallFileCount || d.quietPending(p) {
 			return false
 		}
 	}

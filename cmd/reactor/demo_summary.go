@@ -32,6 +32,7 @@ func (d *demo) summary(ctx context.Context, before, after observation, writeTime
 	row("rows", fmt.Sprint(before.scan.Rows), fmt.Sprint(after.scan.Rows), fmt.Sprint(after.scan.Rows))
 	row("full scan", roundMs(before.scan.Live).String(), roundMs(after.scan.Live).String(), roundMs(after.scan.Compacted).String())
 	row("  vs compacted", fmt.Sprintf("%.1fx", before.scan.Ratio()), fmt.Sprintf("%.1fx", after.scan.Ratio()), "1.0x")
+	quietSummary(out, d.atStop, after)
 
 	tally := d.jobs.Tally()
 	st := d.w.Pool.Stats()

@@ -143,6 +143,7 @@ func printEffective(w io.Writer, s thresholds.Effective) {
 	}
 	row("sort_order", order, "")
 	row("sort_quiet_period", s.SortQuietPeriod, "")
+	row("compact_when_quiet_after", thresholds.DurationOrOff(s.CompactWhenQuietAfter), "0 or off: disabled")
 	row("delete_file_ratio", s.DeleteFileRatio, "")
 	row("deleted_row_ratio", s.DeletedRowRatio, "")
 	row("delete_file_threshold", s.DeleteFileThreshold, "")
