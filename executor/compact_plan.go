@@ -10,6 +10,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 	"github.com/apache/iceberg-go/table/compaction"
 
+	"github.com/icereactor/reactor/executor/internal/datapath"
 	"github.com/icereactor/reactor/planner"
 	"github.com/icereactor/reactor/thresholds"
 )
@@ -137,7 +138,7 @@ func planGroups(ctx context.Context, tbl *table.Table, job planner.Job) ([]table
 		want[p.Key] = true
 		applyDeletes[p.Key], quiet[p.Key] = p.ApplyDeletes, p.Quiet
 	}
-	tasks, err := tbl.Scan().PlanFiles(ctx)
+	tasks, err := datapath.Scan(ctx, tbl).PlanFiles(ctx)
 	if err != nil {
 		return nil, 0, fmt.Errorf("plan files: %w", err)
 	}

@@ -53,7 +53,7 @@ func (e *Executor) writeSortedGroup(ctx context.Context, tbl *table.Table, g tab
 	if !datapath.AnyDeletes(g.Tasks) {
 		readCtx = compute.WithAllocator(ctx, mem)
 	}
-	schema, records, err := tbl.Scan().ReadTasks(readCtx, g.Tasks)
+	schema, records, err := datapath.Scan(ctx, tbl).ReadTasks(readCtx, g.Tasks)
 	if err != nil {
 		return res, extsort.Stats{}, fmt.Errorf("read group %s: %w", g.PartitionKey, err)
 	}

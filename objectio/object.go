@@ -31,6 +31,17 @@ type FileIO struct {
 	extract blobfs.ObjectLocationExtractor
 	whole   int64
 	rng     int64
+	readers int
+}
+
+// ReadConcurrency is how many files a scan should read at once from
+// fsys: the configured read concurrency for this package's FileIO, 0
+// (the scan's own default) for any other.
+func ReadConcurrency(fsys iceio.IO) int {
+	if f, ok := fsys.(*FileIO); ok {
+		return f.readers
+	}
+	return 0
 }
 
 var (

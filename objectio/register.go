@@ -27,10 +27,13 @@ import (
 // Properties (catalog properties, like iceberg-go's s3.*) tuning the IO.
 const (
 	// WholeObjectProperty: objects up to this many bytes are read with one
-	// GET ("8MiB" style sizes are not parsed; bytes).
+	// GET (a plain byte count).
 	WholeObjectProperty = "reactor.s3.whole-object-bytes"
 	// RangeProperty: the least a ranged read of a larger object fetches.
 	RangeProperty = "reactor.s3.range-bytes"
+	// ReadConcurrencyProperty: how many files a scan reads at once from
+	// this object store (reactor's --read-concurrency sets it).
+	ReadConcurrencyProperty = "reactor.read-concurrency"
 )
 
 const (
@@ -45,6 +48,11 @@ const (
 	// above MaxReadConcurrency so every concurrent reader finds one.
 	idlePerHost = 512
 	idleTimeout = 90 * time.Second
+	// DefaultReadConcurrency: files read at once by a scan of an object
+	// store. A read waits on the network, not a core, so it is not
+	// GOMAXPROCS; each reader holds at most one decoded file, so memory
+	// stays bounded by it.
+	DefaultReadConcurrency = 16
 	// MaxReadConcurrency is the most concurrent reads a reactor setting
 	// may ask for.
 	MaxReadConcurrency = 256
@@ -138,7 +146,7 @@ func sizeProp(props map[string]string, key string, def int64) (int64, error) {
 	}
 	n, err := strconv.ParseInt(v, 10, 64)
 	if err != nil || n < 1 {
-		return 0, fmt.Errorf("objectio: %s must be a positive number of bytes, got %q", key, v)
+		return 0, fmt.Errorf("objectio: %s must be a positive integer, got %q", key, v)
 	}
 	return n, nil
 }
@@ -157,6 +165,13 @@ func (p *provider) open(ctx context.Context, parsed *url.URL, props map[string]s
 	rng, err := sizeProp(props, RangeProperty, DefaultRangeBytes)
 	if err != nil {
 		return nil, err
+	}
+	readers, err := sizeProp(props, ReadConcurrencyProperty, DefaultReadConcurrency)
+	if err != nil {
+		return nil, err
+	}
+	if readers > MaxReadConcurrency {
+		return nil, fmt.Errorf("objectio: %s is at most %d, got %d", ReadConcurrencyProperty, MaxReadConcurrency, readers)
 	}
 	var cfg aws.Config
 	if base := utils.GetAwsConfig(ctx); base != nil {
@@ -201,5 +216,5 @@ func (p *provider) open(ctx context.Context, parsed *url.URL, props map[string]s
 	}
 	extract := blobfs.DefaultObjectLocationExtractor(parsed.Host, schemes...)
 	return &FileIO{FileIO: blobfs.New(ctx, bucket, extract), ctx: ctx, client: client, bucket: parsed.Host,
-		extract: extract, whole: whole, rng: rng}, nil
+		extract: extract, whole: whole, rng: rng, readers: int(readers)}, nil
 }

@@ -38,7 +38,7 @@ func OwnWriterFor(ctx context.Context, tbl *table.Table, g table.CompactionTaskG
 	}
 	// The scan's schema decides nothing is converted on the way: its
 	// batches go to the writer as they are.
-	sc, _, err := tbl.Scan().ReadTasks(ctx, g.Tasks[:1])
+	sc, _, err := Scan(ctx, tbl).ReadTasks(ctx, g.Tasks[:1])
 	if err != nil {
 		return nil, fmt.Errorf("read tasks: %w", err)
 	}
@@ -103,7 +103,7 @@ func WriteUnit(ctx context.Context, tbl *table.Table, f *Format, mem memory.Allo
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	sc, records, err := tbl.Scan().ReadTasks(readCtx, tasks)
+	sc, records, err := Scan(ctx, tbl).ReadTasks(readCtx, tasks)
 	if err != nil {
 		return nil, fmt.Errorf("read tasks: %w", err)
 	}
