@@ -39,7 +39,8 @@ type config struct {
 	keepData          bool
 	logLevel          slog.Level
 	grace             time.Duration
-	replot            string // redraw this results directory's plot and exit
+	quietTail         time.Duration // sample this long after the writers stop (quiet.go)
+	replot            string        // redraw this results directory's plot and exit
 }
 
 const usageText = `Usage: go run ./bench/soak [flags]
@@ -94,6 +95,7 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 	keepData := fs.Bool("keep-data", false, "keep the warehouse, catalog and NATS store under -out/data")
 	logLevel := fs.String("log-level", "info", "reactor's log `level` in -out/reactor.log: debug, info, warn or error")
 	grace := fs.Duration("grace", 30*time.Second, "at the end, how long reactor may finish its running jobs")
+	quietTail := fs.Duration("quiet-tail", 0, "after the writers stop, keep sampling the unwritten tables this long (0: none): the quiet targets")
 	replot := fs.String("replot", "", "redraw `dir`/soak.png from dir/samples.csv (with -warmup) and exit")
 	smoke := fs.Bool("smoke", false, "a short run to check the soak works: 20s, samples every 2s, 4s warm-up, 5s latency windows (flags given explicitly win)")
 	if err := fs.Parse(args); err != nil {
@@ -120,7 +122,7 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 		interval: *interval, warmup: *warmup, window: *window, allowance: *allowance, out: *out,
 		thresholdsFile: *thresholdsFile, sets: sets, tableProps: map[string]string{},
 		writerConcurrency: *writerConcurrency, scanEvery: *scanEvery, scanTables: *scanTables,
-		keepData: *keepData, grace: *grace,
+		keepData: *keepData, grace: *grace, quietTail: *quietTail,
 	}
 	props.Apply(cfg.tableProps)
 	if err := cfg.logLevel.UnmarshalText([]byte(*logLevel)); err != nil {
@@ -137,8 +139,8 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 		return config{}, fmt.Errorf("-rows must be between 1 and 1000000, got %d", cfg.rows)
 	case cfg.duration <= 0 || cfg.interval <= 0 || cfg.window <= 0 || cfg.grace <= 0:
 		return config{}, errors.New("-duration, -interval, -window and -grace must be positive")
-	case cfg.warmup < 0 || cfg.allowance < 0:
-		return config{}, errors.New("-warmup and -allowance must not be negative")
+	case cfg.warmup < 0 || cfg.allowance < 0 || cfg.quietTail < 0:
+		return config{}, errors.New("-warmup, -allowance and -quiet-tail must not be negative")
 	case cfg.writerConcurrency < 1 || cfg.scanEvery < 1 || cfg.scanTables < 1:
 		return config{}, errors.New("-writer-concurrency, -scan-every and -scan-tables must be at least 1")
 	}

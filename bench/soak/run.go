@@ -240,6 +240,7 @@ func (s *soak) measure(ctx context.Context) {
 	}
 	s.writersEnd = time.Now()
 	s.sample(context.WithoutCancel(ctx))
+	s.quietTail(ctx)
 }
 
 // sample measures every table and appends a row to the CSVs.

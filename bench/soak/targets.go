@@ -202,7 +202,7 @@ func (s *soak) verdicts() []verdict {
 	}
 	out = append(out, verdict{target: fmt.Sprintf("write amplification <= %.0fx", targetWriteAmp), met: wa <= targetWriteAmp,
 		measured: fmt.Sprintf("%.2fx: %s rewritten / %s written", wa, bytesText(tally.RewrittenBytes), bytesText(end.BytesWritten))})
-	return out
+	return append(out, s.quietVerdicts()...)
 }
 
 func finishedJobs(t probe.JobTally) int {
