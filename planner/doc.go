@@ -41,6 +41,12 @@
 //   - Tiers (tiers.go): the tier rule, [SelectTiered], which picks the merge
 //     a partition's small files are due; the executor plans with the same
 //     function, so the planner schedules exactly when a merge exists.
+//   - The quiet merge (quiet.go): once a partition has had no commit for
+//     compact_when_quiet_after and a merge at the target size would reduce
+//     its files ([QuietMerge]), one compaction of all its small files, once
+//     per quiet spell, armed on the table's wake-up timer like every other
+//     deadline (clock.go: [Timer], and Options.AfterFunc for a test's
+//     clock).
 //   - Jobs (job.go): [Job], its [JobKind] (compact, sort,
 //     rewrite_position_deletes, expire_snapshots, delete_expired_files,
 //     rewrite_manifests, remove_orphans), [Reason], its priority, and the

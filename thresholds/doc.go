@@ -59,6 +59,8 @@
 //     match a table and in what order.
 //   - size.go, duration.go: [Size] and [Duration], their YAML forms and
 //     [ParseSize], [ParseDuration].
+//   - quiet.go: compact_when_quiet_after's [DurationOrOff] (a duration, or
+//     "off") and its bounds.
 //   - spark.go: the spark section ([Spark], [SparkRule], [SparkKinds],
 //     [Config.SparkSettings]).
 //   - errors.go: [FieldError], one invalid field with its path.
