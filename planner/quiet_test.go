@@ -52,7 +52,7 @@ func TestQuietCheck(t *testing.T) {
 		{name: "small files too large to merge into fewer", c: small(3, 700*kb, time.Hour), set: on, after: 3,
 			note: "a merge of the 3 small files leaves 3"},
 		{name: "two large files beside two small: merge to 3, ideal 3",
-			c: Counters{DataFiles: 4, SmallFiles: 2, Bytes: 2*(900*kb) + 2*(100*kb), SmallBytes: 200 * kb, LastWrite: now.Add(-time.Hour)},
+			c:   Counters{DataFiles: 4, SmallFiles: 2, Bytes: 2*(900*kb) + 2*(100*kb), SmallBytes: 200 * kb, LastWrite: now.Add(-time.Hour)},
 			set: on, over: true, due: true, after: 3},
 		{name: "at the ideal although a merge would reach fewer: left alone (the ideal is the bar)",
 			c:   Counters{DataFiles: 4, SmallFiles: 2, Bytes: 2*(1750*kb) + 2*(200*kb), SmallBytes: 400 * kb, LastWrite: now.Add(-time.Hour)},
