@@ -34,6 +34,13 @@ defaults:
   cooldown: 500ms
 `
 
+// A table name and a partition value tablename and the catalog allow,
+// made of markup.
+const (
+	hostileName      = `<img src=x onerror=alert(1)>"q"&`
+	hostilePartition = `<i>&"x"`
+)
+
 // chromium finds the browser, or skips (fails under
 // REACTOR_REQUIRE_TOOLS=1, as in CI).
 func chromium(t *testing.T) string {
@@ -86,9 +93,11 @@ func TestStatusPageInBrowser(t *testing.T) {
 			_ = c.Close()
 		}
 	})
-	// db.events gets a compaction; db.clicks stays below the threshold.
-	hot, quiet := table.Identifier{"db", "events"}, table.Identifier{"db", "clicks"}
-	for _, id := range []table.Identifier{hot, quiet} {
+	// db.events gets a compaction; db.clicks stays below the threshold;
+	// the third's name and partition value are markup, which must arrive
+	// as text.
+	hot, quiet, hostile := table.Identifier{"db", "events"}, table.Identifier{"db", "clicks"}, table.Identifier{"db", hostileName}
+	for _, id := range []table.Identifier{hot, quiet, hostile} {
 		if _, err := streamwriter.CreateTable(ctx, cat, id, nil); err != nil {
 			t.Fatal(err)
 		}
@@ -103,10 +112,15 @@ func TestStatusPageInBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(w.Close)
+	// The subject only routes the event (a NATS subject takes no spaces);
+	// the table is named in the event.
 	writer := func(id table.Identifier) *streamwriter.Writer {
-		return streamwriter.New(cat, id, streamwriter.JetStreamPublisher(w.JS, "iceberg.commits."+strings.Join(id, "."), nil))
+		return streamwriter.New(cat, id, streamwriter.JetStreamPublisher(w.JS, "iceberg.commits.browser.test", nil))
 	}
 	events, clicks := writer(hot), writer(quiet)
+	if _, err := writer(hostile).Commit(ctx, hostilePartition, 5); err != nil {
+		t.Fatal(err)
+	}
 	for i := range 7 {
 		if _, err := events.Commit(ctx, "a", 20); err != nil {
 			t.Fatal(err)
@@ -122,7 +136,8 @@ func TestStatusPageInBrowser(t *testing.T) {
 		jobs := src.Jobs()
 		last, ok := jobs.Last["db.events"]
 		_, quietSeen := src.Health("db.clicks")
-		return ok && last.Kind == string(planner.KindCompact) && last.Outcome == "succeeded" && len(jobs.Active) == 0 && quietSeen
+		_, hostileSeen := src.Health("db." + hostileName)
+		return ok && last.Kind == string(planner.KindCompact) && last.Outcome == "succeeded" && len(jobs.Active) == 0 && quietSeen && hostileSeen
 	}
 	for deadline := time.Now().Add(2 * time.Minute); !settled(); time.Sleep(50 * time.Millisecond) {
 		if time.Now().After(deadline) {
@@ -132,16 +147,26 @@ func TestStatusPageInBrowser(t *testing.T) {
 	hEvents, _ := src.Health("db.events")
 	hClicks, _ := src.Health("db.clicks")
 	_, parts := src.TableCounters("db.events")
+	_, clickParts := src.TableCounters("db.clicks")
+	// ideal is ceil(bytes/target) per partition.
+	ideal := func(parts []planner.PartitionCounters) int {
+		n := 0
+		for _, p := range parts {
+			n += int((p.Bytes + hEvents.TargetFileSize - 1) / hEvents.TargetFileSize)
+		}
+		return n
+	}
 	base := "http://" + w.HTTPAddr()
 	profile := t.TempDir()
 
 	overview := browse(t, bin, profile, "--dump-dom", base+"/")
 	for _, want := range []string{
 		`<a href="/tables/db.events">db.events</a>`, `<a href="/tables/db.clicks">db.clicks</a>`,
-		fmt.Sprintf(`data-files="%d">%d / 1<`, hEvents.DataFiles, hEvents.DataFiles),
-		fmt.Sprintf(`data-files="%d">%d / 1<`, hClicks.DataFiles, hClicks.DataFiles),
-		fmt.Sprintf(`data-snapshots="%d">%d<`, hEvents.Snapshots, hEvents.Snapshots),
+		fmt.Sprintf(`<td class="n">%d / %d</td><td class="n">%d</td><td class="n">%d</td><td class="n">%d</td>
+<td class="n">%d</td>`, hEvents.DataFiles, ideal(parts), hEvents.SmallFiles, hEvents.TinyFiles, hEvents.DeleteFiles, hEvents.Snapshots),
+		fmt.Sprintf(`<td class="n">%d / %d</td>`, hClicks.DataFiles, ideal(clickParts)),
 		"<b>compact</b> succeeded", "nothing due", "browser-test",
+		`>db.&lt;img src=x onerror=alert(1)&gt;"q"&amp;</a>`,
 	} {
 		if !strings.Contains(overview, want) {
 			t.Errorf("/ lacks %q\n%s", want, overview)
@@ -156,6 +181,17 @@ func TestStatusPageInBrowser(t *testing.T) {
 	for _, want := range wantTable {
 		if !strings.Contains(page, want) {
 			t.Errorf("/tables/db.events lacks %q\n%s", want, page)
+		}
+	}
+	page = browse(t, bin, profile, "--dump-dom", base+"/tables/"+url.PathEscape("db."+hostileName))
+	for _, want := range []string{`<h1 id="name">db.&lt;img src=x onerror=alert(1)&gt;"q"&amp;</h1>`, `category=&lt;i&gt;&amp;"x"`} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the hostile table's page lacks %q\n%s", want, page)
+		}
+	}
+	for _, dom := range []string{overview, page} {
+		if strings.Contains(dom, "<img") || strings.Contains(dom, "<i>") {
+			t.Errorf("markup from a table name or partition value became an element:\n%s", dom)
 		}
 	}
 	jobs := browse(t, bin, profile, "--dump-dom", base+"/jobs")

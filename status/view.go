@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/url"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -38,15 +39,25 @@ type overview struct {
 	Unhealthy, Running, Queued, Failures int
 }
 
+// tableRow is one table on /. Its figures are formatted here: a page of
+// 1,000 rows is mostly template actions, and a string is the cheapest
+// value to escape.
 type tableRow struct {
 	Name, Href string
 	Loaded     bool
-	Health     planner.Health
-	Ideal      int
-	OldestAge  string
-	Owner      string
-	Last       *jobView
-	Next       []jobView
+	Healthy    bool
+	Problems   []string
+	// Files is "live / ideal".
+	Files, Small, Tiny, Deletes, Snapshots, Oldest, Manifests string
+	Owner                                                      string
+	Last                                                       *lastJob
+	Next                                                       []jobView
+}
+
+// lastJob is a table's last finished job on /.
+type lastJob struct {
+	Kind, State, When, Error string
+	Failed                   bool
 }
 
 // jobView is one job, rendered.
@@ -175,19 +186,22 @@ func buildOverview(src Source, now time.Time) overview {
 	for _, name := range names {
 		row := tableRow{Name: name, Href: tableHref(name), Owner: owner(name), Next: active[name]}
 		if h, ok := src.Health(name); ok {
-			row.Loaded, row.Health = true, h
 			_, parts := src.TableCounters(name)
-			row.Ideal = ideal(parts, h.TargetFileSize)
+			row.Loaded, row.Healthy, row.Problems = true, h.Healthy, h.Problems
+			row.Files = strconv.Itoa(h.DataFiles) + " / " + strconv.Itoa(ideal(parts, h.TargetFileSize))
+			row.Small, row.Tiny, row.Deletes = strconv.Itoa(h.SmallFiles), strconv.Itoa(h.TinyFiles), strconv.Itoa(h.DeleteFiles)
+			row.Snapshots, row.Manifests = strconv.Itoa(h.Snapshots), strconv.Itoa(h.DataManifests)
 			if h.Snapshots > 0 {
-				row.OldestAge = roundDur(h.OldestSnapshotAge)
+				row.Oldest = roundDur(h.OldestSnapshotAge)
 			}
 			if !h.Healthy {
 				out.Unhealthy++
 			}
 		}
 		if j, ok := jobs.Last[name]; ok {
-			v := viewJob(j, now)
-			row.Last = &v
+			row.Last = &lastJob{Kind: j.Kind, State: j.Outcome, Failed: j.Phase == events.JobFailed,
+				When: ago(j.Time, now) + ", took " + roundDur(time.Duration(j.DurationSeconds*float64(time.Second))),
+				Error: redact.String(j.Error)}
 		}
 		out.Tables = append(out.Tables, row)
 	}
