@@ -49,9 +49,9 @@ type tableRow struct {
 	Problems   []string
 	// Files is "live / ideal".
 	Files, Small, Tiny, Deletes, Snapshots, Oldest, Manifests string
-	Owner                                                      string
-	Last                                                       *lastJob
-	Next                                                       []jobView
+	Owner                                                     string
+	Last                                                      *lastJob
+	Next                                                      []jobView
 }
 
 // lastJob is a table's last finished job on /.
@@ -200,7 +200,7 @@ func buildOverview(src Source, now time.Time) overview {
 		}
 		if j, ok := jobs.Last[name]; ok {
 			row.Last = &lastJob{Kind: j.Kind, State: j.Outcome, Failed: j.Phase == events.JobFailed,
-				When: ago(j.Time, now) + ", took " + roundDur(time.Duration(j.DurationSeconds*float64(time.Second))),
+				When:  ago(j.Time, now) + ", took " + roundDur(time.Duration(j.DurationSeconds*float64(time.Second))),
 				Error: redact.String(j.Error)}
 		}
 		out.Tables = append(out.Tables, row)
