@@ -226,3 +226,49 @@ func TestComposeConfigPassesPromtoolCheck(t *testing.T) {
 	}
 	run(t, ".", promtool, "check", "config", path)
 }
+
+// The ServiceMonitor scrapes the port the kustomize Service names, and the
+// Service's name is the job label the alerts read.
+func TestServiceMonitorMatchesTheService(t *testing.T) {
+	var sm struct {
+		Spec struct {
+			Selector struct {
+				MatchLabels map[string]string `yaml:"matchLabels"`
+			} `yaml:"selector"`
+			Endpoints []struct {
+				Port string `yaml:"port"`
+			} `yaml:"endpoints"`
+		} `yaml:"spec"`
+	}
+	var svc struct {
+		Metadata struct {
+			Name   string            `yaml:"name"`
+			Labels map[string]string `yaml:"labels"`
+		} `yaml:"metadata"`
+		Spec struct {
+			Ports []struct {
+				Name string `yaml:"name"`
+			} `yaml:"ports"`
+		} `yaml:"spec"`
+	}
+	if err := yaml.Unmarshal(read(t, "servicemonitor.yaml"), &sm); err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal(read(t, "../kustomize/service.yaml"), &svc); err != nil {
+		t.Fatal(err)
+	}
+	if svc.Metadata.Name != "reactor" || !strings.Contains(string(read(t, "rules.yml")), `up{job="reactor"}`) {
+		t.Errorf("the Service is %q; the alerts read up{job=\"reactor\"}, the job label a ServiceMonitor gives it", svc.Metadata.Name)
+	}
+	// kustomization.yaml adds app.kubernetes.io/name: reactor to everything.
+	for k, v := range sm.Spec.Selector.MatchLabels {
+		if k != "app.kubernetes.io/name" || v != "reactor" {
+			if svc.Metadata.Labels[k] != v {
+				t.Errorf("ServiceMonitor selects %s=%s, which the Service does not carry", k, v)
+			}
+		}
+	}
+	if len(sm.Spec.Endpoints) != 1 || len(svc.Spec.Ports) == 0 || sm.Spec.Endpoints[0].Port != svc.Spec.Ports[0].Name {
+		t.Errorf("ServiceMonitor endpoints %+v, Service ports %+v: want the Service's port by name", sm.Spec.Endpoints, svc.Spec.Ports)
+	}
+}
