@@ -1,0 +1,85 @@
+package worker
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/icereactor/reactor/events"
+	"github.com/icereactor/reactor/metrics"
+)
+
+func TestJobHistory(t *testing.T) {
+	var l jobHistory
+	at := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	scheduled := map[string]time.Time{}
+	ev := func(phase, id, table string) events.JobEvent {
+		at = at.Add(time.Second)
+		if phase == events.JobScheduled {
+			scheduled[id] = at
+		}
+		return events.JobEvent{Phase: phase, JobID: id, Table: table, Kind: "compact", Time: at, ScheduledAt: scheduled[id]}
+	}
+	l.record(ev(events.JobScheduled, "a", "db.t"))
+	l.record(ev(events.JobScheduled, "b", "db.u"))
+	l.record(ev(events.JobStarted, "a", "db.t"))
+	s := l.snapshot()
+	if len(s.Active) != 2 || !s.Active[0].Running() || s.Active[1].Running() {
+		t.Fatalf("active: %+v", s.Active)
+	}
+	l.record(ev(events.JobSucceeded, "a", "db.t"))
+	l.record(ev(events.JobFailed, "b", "db.u"))
+	s = l.snapshot()
+	if len(s.Active) != 0 || len(s.Recent) != 2 || s.Recent[0].JobID != "b" || len(s.Failures) != 1 {
+		t.Fatalf("after both finished: %+v", s)
+	}
+	if s.Last["db.t"].JobID != "a" || s.Last["db.t"].StartedAt.IsZero() {
+		t.Errorf("last of db.t: %+v", s.Last["db.t"])
+	}
+	// Bounded: the oldest go first.
+	for i := range 3 * recentJobs {
+		id := fmt.Sprint("x", i)
+		l.record(ev(events.JobScheduled, id, "db.t"))
+		l.record(ev(events.JobFailed, id, "db.t"))
+	}
+	s = l.snapshot()
+	if len(s.Recent) != recentJobs || len(s.Failures) != failedJobs || s.Recent[0].JobID != fmt.Sprint("x", 3*recentJobs-1) {
+		t.Fatalf("bounds: %d recent, %d failures, newest %s", len(s.Recent), len(s.Failures), s.Recent[0].JobID)
+	}
+	if got := l.table("db.t"); len(got) != tableJobs || got[0].JobID != s.Recent[0].JobID {
+		t.Fatalf("db.t: %d jobs", len(got))
+	}
+	if got := l.table("db.u"); len(got) != 1 || got[0].JobID != "b" {
+		t.Fatalf("db.u: %+v", got)
+	}
+}
+
+// The status pages' table list is the planner's: a table it read is
+// listed, one handed over (ForgetTable) is not.
+func TestStatusTables(t *testing.T) {
+	w := &Worker{Metrics: metrics.New()}
+	for _, name := range []string{"db.b", "db.a", `x."<q>`} {
+		w.Metrics.DataFiles.WithLabelValues(name).Set(1)
+	}
+	w.Metrics.ForgetTable("db.b")
+	if got, want := w.Status().Tables(), []string{"db.a", `x."<q>`}; !slices.Equal(got, want) {
+		t.Fatalf("Tables() = %q, want %q", got, want)
+	}
+}
+
+// BenchmarkStatusTables1000Tables is the status pages' table list of
+// 1,000 tables (a collect of reactor_data_files), beside
+// status.BenchmarkStatusPage1000Tables.
+func BenchmarkStatusTables1000Tables(b *testing.B) {
+	w := &Worker{Metrics: metrics.New()}
+	for i := range 1000 {
+		w.Metrics.DataFiles.WithLabelValues(fmt.Sprintf("lake%02d.events_%04d", i%10, i)).Set(float64(i))
+	}
+	src := w.Status()
+	for b.Loop() {
+		if n := len(src.Tables()); n != 1000 {
+			b.Fatal(n)
+		}
+	}
+}
