@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -23,12 +24,11 @@ import (
 	"github.com/icereactor/reactor/thresholds"
 )
 
-// TestCompactionRequests: compacting N small files on S3 reads each with
-// one GET (at most 2N data-file GETs allowed, no HEADs), every row
-// arrives, and the connections opened stay within twice the read
-// concurrency.
-func TestCompactionRequests(t *testing.T) {
-	const files, rows = 24, 500
+// smallFileTable creates db.events on a new bucket with files data files
+// of rows rows, committed six at a time, in a SQL catalog whose FileIO
+// goes through the counting front (extra are more catalog properties).
+func smallFileTable(t *testing.T, files, rows int, extra ...string) (catalog.Catalog, table.Identifier) {
+	t.Helper()
 	ctx := context.Background()
 	bucket := newBucket(t)
 	dir := t.TempDir()
@@ -37,7 +37,7 @@ func TestCompactionRequests(t *testing.T) {
 		t.Fatal(err)
 	}
 	p["warehouse"] = "s3://" + bucket + "/warehouse"
-	for k, v := range props() {
+	for k, v := range props(extra...) {
 		p[k] = v
 	}
 	cat, err := catalog.Load(ctx, embedded.CatalogName, p)
@@ -80,7 +80,7 @@ func TestCompactionRequests(t *testing.T) {
 	// Several commits, so planning reads several manifests.
 	for start := 0; start < files; start += 6 {
 		txn := tbl.NewTransaction()
-		if err := txn.AddDataFiles(ctx, written[start:start+6], nil); err != nil {
+		if err := txn.AddDataFiles(ctx, written[start:min(start+6, files)], nil); err != nil {
 			t.Fatal(err)
 		}
 		if tbl, err = txn.Commit(ctx); err != nil {
@@ -88,24 +88,18 @@ func TestCompactionRequests(t *testing.T) {
 		}
 	}
 
-	cfg, err := thresholds.Parse([]byte("defaults:\n  target_file_size: 64MiB\n  min_input_files: 2\n  small_file_count: 2\n  min_reader_margin: 0s\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	exec, err := executor.New(executor.Options{Catalog: cat, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Metrics: metrics.New(), Concurrency: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
+	return cat, ident
+}
+
+// TestCompactionRequests: compacting N small files on S3 reads each with
+// one GET (at most 2N data-file GETs allowed, no HEADs), every row
+// arrives, and the connections opened stay within twice the read
+// concurrency.
+func TestCompactionRequests(t *testing.T) {
+	const files, rows = 24, 500
+	cat, ident := smallFileTable(t, files, rows)
 	testFront.reset()
-	if tbl, err = cat.LoadTable(ctx, ident); err != nil {
-		t.Fatal(err)
-	}
-	job, err := planner.ManualJob(ctx, tbl, cfg, planner.KindCompact, planner.ManualOptions{}, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, rep := exec.Run(ctx, job)
+	res, rep := compact(t, cat, ident)
 	if res.Err != nil || rep.RewrittenDataFiles != files {
 		t.Fatalf("compaction: %v, rewrote %d of %d files", res.Err, rep.RewrittenDataFiles, files)
 	}
@@ -119,7 +113,40 @@ func TestCompactionRequests(t *testing.T) {
 		t.Fatalf("compaction opened %d connections, want at most %d", conns, 2*objectio.DefaultReadConcurrency)
 	}
 
-	if tbl, err = cat.LoadTable(ctx, ident); err != nil {
+	if n := countRows(t, cat, ident); n != files*rows {
+		t.Fatalf("after compaction %d rows, want %d", n, files*rows)
+	}
+}
+
+// compact runs a compaction of every small file of ident.
+func compact(t *testing.T, cat catalog.Catalog, ident table.Identifier) (planner.Result, executor.Report) {
+	t.Helper()
+	ctx := context.Background()
+	cfg, err := thresholds.Parse([]byte("defaults:\n  target_file_size: 64MiB\n  min_input_files: 2\n  small_file_count: 2\n  min_reader_margin: 0s\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	exec, err := executor.New(executor.Options{Catalog: cat, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Metrics: metrics.New(), Concurrency: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl, err := cat.LoadTable(ctx, ident)
+	if err != nil {
+		t.Fatal(err)
+	}
+	job, err := planner.ManualJob(ctx, tbl, cfg, planner.KindCompact, planner.ManualOptions{}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return exec.Run(ctx, job)
+}
+
+func countRows(t *testing.T, cat catalog.Catalog, ident table.Identifier) int64 {
+	t.Helper()
+	ctx := context.Background()
+	tbl, err := cat.LoadTable(ctx, ident)
+	if err != nil {
 		t.Fatal(err)
 	}
 	_, recs, err := tbl.Scan().ToArrowRecords(ctx)
@@ -134,7 +161,34 @@ func TestCompactionRequests(t *testing.T) {
 		n += rec.NumRows()
 		rec.Release()
 	}
-	if n != files*rows {
-		t.Fatalf("after compaction %d rows, want %d", n, files*rows)
+	return n
+}
+
+// TestThrottledWritesFailCleanly: a store throttling every data-file
+// write for the whole job fails the compaction with the store's error,
+// and nothing is committed: the table keeps its snapshot, files and rows.
+func TestThrottledWritesFailCleanly(t *testing.T) {
+	const files, rows = 8, 200
+	ctx := context.Background()
+	cat, ident := smallFileTable(t, files, rows, objectio.MaxAttemptsProperty, "2")
+	before, err := cat.LoadTable(ctx, ident)
+	if err != nil {
+		t.Fatal(err)
+	}
+	testFront.failing(t, func(method, kind string) bool { return method == "PUT" && kind == "data" })
+	res, _ := compact(t, cat, ident)
+	if res.Err == nil || !strings.Contains(res.Err.Error(), "SlowDown") {
+		t.Fatalf("compaction against a throttling store: %v, want its SlowDown error", res.Err)
+	}
+	after, err := cat.LoadTable(ctx, ident)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.CurrentSnapshot().SnapshotID != before.CurrentSnapshot().SnapshotID {
+		t.Fatalf("a failed compaction committed snapshot %d", after.CurrentSnapshot().SnapshotID)
+	}
+	testFront.failing(t, nil)
+	if n := countRows(t, cat, ident); n != files*rows {
+		t.Fatalf("after the failed compaction %d rows, want %d", n, files*rows)
 	}
 }

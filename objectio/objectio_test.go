@@ -68,6 +68,22 @@ type front struct {
 	mu    sync.Mutex
 	reqs  map[string]int
 	conns int
+	// fail, when set, answers the requests it is true for with 503
+	// SlowDown, as S3 does when throttling.
+	fail func(method, kind string) bool
+}
+
+// failing makes the front throttle what fail selects until the test
+// ends.
+func (f *front) failing(t *testing.T, fail func(method, kind string) bool) {
+	f.mu.Lock()
+	f.fail = fail
+	f.mu.Unlock()
+	t.Cleanup(func() {
+		f.mu.Lock()
+		f.fail = nil
+		f.mu.Unlock()
+	})
 }
 
 func startFront(target string) (*front, error) {
@@ -97,7 +113,18 @@ func startFront(target string) (*front, error) {
 			}
 			f.mu.Lock()
 			f.reqs[r.Method+" "+kind]++
+			throttle := f.fail != nil && f.fail(r.Method, kind)
 			f.mu.Unlock()
+			if throttle {
+				f.mu.Lock()
+				f.reqs["503 "+r.Method+" "+kind]++
+				f.mu.Unlock()
+				_, _ = io.Copy(io.Discard, r.Body)
+				w.Header().Set("Content-Type", "application/xml")
+				w.WriteHeader(http.StatusServiceUnavailable)
+				_, _ = io.WriteString(w, `<?xml version="1.0" encoding="UTF-8"?><Error><Code>SlowDown</Code><Message>Please reduce your request rate.</Message></Error>`)
+				return
+			}
 			rp.ServeHTTP(w, r)
 		}),
 		ConnState: func(_ net.Conn, s http.ConnState) {

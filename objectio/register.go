@@ -34,6 +34,9 @@ const (
 	// ReadConcurrencyProperty: how many files a scan reads at once from
 	// this object store (reactor's --read-concurrency sets it).
 	ReadConcurrencyProperty = "reactor.read-concurrency"
+	// MaxAttemptsProperty: attempts per request, the first included,
+	// before a throttled (503 SlowDown) or failed request is an error.
+	MaxAttemptsProperty = "reactor.s3.max-attempts"
 )
 
 const (
@@ -48,6 +51,11 @@ const (
 	// above MaxReadConcurrency so every concurrent reader finds one.
 	idlePerHost = 512
 	idleTimeout = 90 * time.Second
+	// DefaultMaxAttempts: the SDK's standard retryer (exponential
+	// backoff with jitter, at most 20 s between attempts) retries
+	// throttling and 5xx answers; 5 attempts ride out a throttling burst
+	// of several seconds where the SDK's 3 would fail the job.
+	DefaultMaxAttempts = 5
 	// DefaultReadConcurrency: files read at once by a scan of an object
 	// store. A read waits on the network, not a core, so it is not
 	// GOMAXPROCS; each reader holds at most one decoded file, so memory
@@ -170,6 +178,10 @@ func (p *provider) open(ctx context.Context, parsed *url.URL, props map[string]s
 	if err != nil {
 		return nil, err
 	}
+	attempts, err := sizeProp(props, MaxAttemptsProperty, DefaultMaxAttempts)
+	if err != nil {
+		return nil, err
+	}
 	if readers > MaxReadConcurrency {
 		return nil, fmt.Errorf("objectio: %s is at most %d, got %d", ReadConcurrencyProperty, MaxReadConcurrency, readers)
 	}
@@ -191,6 +203,11 @@ func (p *provider) open(ctx context.Context, parsed *url.URL, props map[string]s
 	if props[iceio.S3AccessKeyID] != "" && props[iceio.S3SecretAccessKey] != "" {
 		cfg.Credentials = credentials.NewStaticCredentialsProvider(props[iceio.S3AccessKeyID],
 			props[iceio.S3SecretAccessKey], props[iceio.S3SessionToken])
+	}
+	// The property, else AWS_MAX_ATTEMPTS or a shared config's
+	// max_attempts, else the default.
+	if _, set := props[MaxAttemptsProperty]; set || cfg.RetryMaxAttempts == 0 {
+		cfg.RetryMaxAttempts = int(attempts)
 	}
 	if cfg.HTTPClient, err = p.httpClient(props); err != nil {
 		return nil, err

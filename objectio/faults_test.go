@@ -1,0 +1,56 @@
+package objectio_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	iceio "github.com/apache/iceberg-go/io"
+
+	"github.com/icereactor/reactor/objectio"
+)
+
+// TestThrottlingIsRetried: a store answering 503 SlowDown to the first
+// attempts of a read is retried with backoff and the read succeeds; one
+// that keeps throttling fails the read with an error saying so, after
+// the configured attempts and no more.
+func TestThrottlingIsRetried(t *testing.T) {
+	bucket := newBucket(t)
+	body := randomBytes(10 << 10)
+	put(t, bucket, "obj/throttled.bin", body)
+	var throttled atomic.Int64
+	testFront.failing(t, func(method, kind string) bool {
+		return method == "GET" && strings.HasPrefix(kind, "obj") && throttled.Add(1) <= 2
+	})
+	fsys, err := iceio.LoadFS(context.Background(), props(), "s3://"+bucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	testFront.reset()
+	f, err := fsys.Open("s3://" + bucket + "/obj/throttled.bin")
+	if err != nil {
+		t.Fatalf("two throttled attempts of %d: %v", objectio.DefaultMaxAttempts, err)
+	}
+	if got, err := io.ReadAll(f); err != nil || string(got) != string(body) {
+		t.Fatalf("read after retries: %d bytes, %v", len(got), err)
+	}
+	if reqs, _ := testFront.reset(); reqs["503 GET obj ranged"] != 2 || reqs["GET obj ranged"] != 3 {
+		t.Fatalf("requests %v, want 2 throttled and 1 served", reqs)
+	}
+
+	throttled.Store(-1 << 40) // throttle everything from now on
+	fsys, err = iceio.LoadFS(context.Background(), props(objectio.MaxAttemptsProperty, "2"), "s3://"+bucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = fsys.Open("s3://" + bucket + "/obj/throttled.bin")
+	if err == nil || !strings.Contains(err.Error(), "SlowDown") || errors.Is(err, context.Canceled) {
+		t.Fatalf("Open against a store that keeps throttling: %v, want a SlowDown error", err)
+	}
+	if reqs, _ := testFront.reset(); reqs["503 GET obj ranged"] != 2 {
+		t.Fatalf("requests %v, want exactly the 2 attempts configured", reqs)
+	}
+}
