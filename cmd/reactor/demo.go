@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -78,6 +79,8 @@ type demoConfig struct {
 	keep       bool
 	logLevel   slog.Level
 	logFile    string
+	httpAddr   string
+	serve      bool
 }
 
 const demoDescription = `Runs everything embedded in a temporary directory: a NATS server, a SQLite
@@ -95,7 +98,12 @@ scan's time against the same rows compacted, bytes rewritten, snapshots
 expired, files unlinked and deleted, and the table's health. The summary compares the
 table before reactor and after, and checks that the table holds exactly the
 rows written (exit status 1 if not). reactor's own log goes to a file
-(--log-file), not between the lines.`
+(--log-file), not between the lines.
+
+reactor's status pages (every table, its partitions, jobs, and what is due
+and why) are served on --http-addr while the demo runs; the demo prints
+their URL. With --serve it keeps reactor running and serving them after
+the summary, until Ctrl-C.`
 
 func parseDemoConfig(args []string, stdout io.Writer) (demoConfig, error) {
 	fs := newFlagSet("demo", "demo [flags]", demoDescription)
@@ -106,10 +114,13 @@ func parseDemoConfig(args []string, stdout io.Writer) (demoConfig, error) {
 	keep := fs.Bool("keep", false, "keep the temporary directory (NATS store, catalog, table files, reactor's log)")
 	logLevel := fs.String("log-level", "info", "reactor's log `level`: debug, info, warn or error")
 	logFile := fs.String("log-file", "", "reactor's log (text) goes to this `file` (default reactor.log in the demo's directory); errors also to stderr")
+	httpAddr := fs.String("http-addr", "127.0.0.1:0", "`address` of reactor's status pages and /metrics (port 0: a free one; the demo prints the URL)")
+	serve := fs.Bool("serve", false, "after the summary, keep reactor running and its status pages served until Ctrl-C")
 	if err := parseFlags(fs, args, stdout); err != nil {
 		return demoConfig{}, err
 	}
-	cfg := demoConfig{rate: *rate, duration: *duration, partitions: *partitions, rows: *rows, keep: *keep, logFile: *logFile}
+	cfg := demoConfig{rate: *rate, duration: *duration, partitions: *partitions, rows: *rows, keep: *keep, logFile: *logFile,
+		httpAddr: *httpAddr, serve: *serve}
 	var err error
 	if cfg.logLevel, err = parseLogLevel(*logLevel); err != nil {
 		return demoConfig{}, err
@@ -123,6 +134,8 @@ func parseDemoConfig(args []string, stdout io.Writer) (demoConfig, error) {
 		return demoConfig{}, usageErrorf("--partitions must be between 1 and 100, got %d", cfg.partitions)
 	case cfg.rows < 1 || cfg.rows > 1_000_000:
 		return demoConfig{}, usageErrorf("--rows must be between 1 and 1000000, got %d", cfg.rows)
+	case cfg.serve && cfg.httpAddr == "":
+		return demoConfig{}, usageErrorf("--serve needs --http-addr")
 	}
 	return cfg, nil
 }
@@ -236,6 +249,7 @@ func demoCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (err 
 			Concurrency: 2,
 			Logger:      log,
 			Metrics:     met,
+			HTTPAddr:    cfg.httpAddr,
 		})
 		if err != nil {
 			return fmt.Errorf("start reactor: %w", err)
@@ -318,6 +332,9 @@ func (d *demo) run(ctx context.Context, startReactor func() error) error {
 	d.pub = streamwriter.JetStreamPublisher(d.w.JS, "iceberg.commits."+d.tableName(), nil)
 	d.mu.Unlock()
 
+	if addr := d.w.HTTPAddr(); addr != "" {
+		fmt.Fprintf(d.out, "status page: %s\n", statusURL(addr))
+	}
 	fmt.Fprintln(d.out, d.header())
 	d.start = time.Now()
 	stopLive := d.live(ctx)
@@ -351,7 +368,32 @@ func (d *demo) run(ctx context.Context, startReactor func() error) error {
 	if err != nil {
 		return err
 	}
-	return d.summary(ctx, before, after, writeTime, time.Since(d.start)-writeTime, settled)
+	err = d.summary(ctx, before, after, writeTime, time.Since(d.start)-writeTime, settled)
+	if d.cfg.serve && (err == nil || errors.Is(err, errMismatch)) {
+		d.serveUntilInterrupted(ctx)
+	}
+	return err
+}
+
+// serveUntilInterrupted keeps reactor running, and its status pages
+// served, until ctx ends (Ctrl-C): the writer has stopped, so a newcomer
+// can look at a table that settled, and at expiry still at work on it.
+func (d *demo) serveUntilInterrupted(ctx context.Context) {
+	fmt.Fprintf(d.out, "\nstatus page: %s (reactor keeps running; Ctrl-C stops it)\n", statusURL(d.w.HTTPAddr()))
+	<-ctx.Done()
+}
+
+// statusURL is the status page's URL on addr (a host:port the worker
+// listens on); an unspecified host is reached on loopback.
+func statusURL(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "http://" + addr + "/"
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		host = "127.0.0.1"
+	}
+	return "http://" + net.JoinHostPort(host, port) + "/"
 }
 
 // partitionFor spreads commits: every other commit goes to p0, the rest
