@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/iceberg-go/table"
+
 	"github.com/icereactor/reactor/thresholds"
 )
 
@@ -111,4 +113,40 @@ func TestQuietMergeScheduledOncePerSpell(t *testing.T) {
 		t.Fatalf("%d quiet merges after a second spell, want 2", n)
 	}
 	sim.check()
+}
+
+// reactor plan explains the quiet merge: waiting while the partition was
+// written recently, due once it has been quiet long enough, and a job that
+// merges it.
+func TestExplainQuietMerge(t *testing.T) {
+	f := newSchedFixture(t, "defaults:\n  target_file_size: 1MiB\n  quiet_period: 1s\n  compact_when_quiet_after: 1m\n  orphan_listing_interval: 100000h\n")
+	f.commit("a", 4)
+	tbl, err := f.cat.LoadTable(f.ctx, table.Identifier{"db", "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := f.p.cfg.Load()
+	last := time.UnixMilli(tbl.CurrentSnapshot().TimestampMs)
+	plan, err := Explain(f.ctx, tbl, cfg, last.Add(3*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(plan.Jobs) != 0 || len(plan.Partitions) != 1 {
+		t.Fatalf("3 s after the last write: %d jobs, %d partitions; want none due, one partition", len(plan.Jobs), len(plan.Partitions))
+	}
+	pp := plan.Partitions[0]
+	wantWait := "written 3s ago, quiet merge waits until " + last.Add(time.Minute).Format(time.TimeOnly) + " (4 files where 1 would do)"
+	if pp.Due || pp.Wait != wantWait {
+		t.Errorf("partition due=%v wait %q, want %q", pp.Due, pp.Wait, wantWait)
+	}
+	plan, err = Explain(f.ctx, tbl, cfg, last.Add(72*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(plan.Jobs) != 1 || plan.Jobs[0].Kind != KindCompact || !plan.Jobs[0].Job().Partitions[0].Quiet {
+		t.Fatalf("72 s after: jobs %+v, want one quiet compaction", plan.Jobs)
+	}
+	if got := plan.Jobs[0].Reasons[0].String(); got != "category=a compact_when_quiet_after=72>=60 (quiet for 1m12s, 4 files where 1 would do: merge)" {
+		t.Errorf("reason %q", got)
+	}
 }
