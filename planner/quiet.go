@@ -58,36 +58,44 @@ func quietWait(set thresholds.Effective) time.Duration {
 	return max(set.CompactWhenQuietAfter, set.QuietPeriod)
 }
 
-// quietCheck measures the quiet merge of one partition at now: Over when a
-// merge would reduce its files (whether or not it has been quiet long
-// enough), due when it also has been, and at the moment it becomes due
-// when it has not (zero when it never will without a write). A partition
-// only reactor wrote (LastWrite zero) counts as quiet.
-func quietCheck(c Counters, set thresholds.Effective, now time.Time) (chk Check, due bool, at time.Time) {
-	wait := quietWait(set)
-	quiet := now.Sub(c.LastWrite)
+// quietState is the quiet merge of one partition at now, unformatted (the
+// scheduler looks at every partition on every commit): how long it has
+// been quiet and must be (wait 0: off), and what a merge would leave. A
+// partition only reactor wrote (LastWrite zero) counts as quiet.
+func quietState(c Counters, set thresholds.Effective, now time.Time) (quiet, wait time.Duration, after, ideal int, reduces bool) {
+	wait = quietWait(set)
+	quiet = max(now.Sub(c.LastWrite), 0)
 	if c.LastWrite.IsZero() {
 		quiet = wait
 	}
-	chk = Check{Threshold: quietThreshold, Measured: int64(max(quiet, 0) / time.Second), Limit: int64(wait / time.Second), Unit: "seconds"}
 	if wait == 0 {
+		return quiet, 0, c.DataFiles, c.DataFiles, false
+	}
+	after, ideal, reduces = QuietMerge(c, set)
+	return quiet, wait, after, ideal, reduces
+}
+
+// quietCheck measures the quiet merge of one partition at now: Over when a
+// merge would reduce its files (whether or not it has been quiet long
+// enough), due when it also has been, and at the moment it becomes due
+// when it has not (zero when it never will without a write).
+func quietCheck(c Counters, set thresholds.Effective, now time.Time) (chk Check, due bool, at time.Time) {
+	quiet, wait, after, ideal, reduces := quietState(c, set, now)
+	chk = Check{Threshold: quietThreshold, Measured: int64(quiet / time.Second), Limit: int64(wait / time.Second), Unit: "seconds"}
+	switch {
+	case wait == 0:
 		chk.Note = "off"
-		return chk, false, time.Time{}
-	}
-	after, ideal, reduces := QuietMerge(c, set)
-	if !reduces {
+	case !reduces:
 		chk.Note = fmt.Sprintf("%d files, ideal %d: a merge of the %d small files leaves %d", c.DataFiles, ideal, c.SmallFiles, after)
-		return chk, false, time.Time{}
-	}
-	chk.Over = true
-	if quiet >= wait {
+	case quiet >= wait:
+		chk.Over, due = true, true
 		chk.Note = fmt.Sprintf("quiet for %s, %d files where %d would do: merge", quiet.Round(time.Second), c.DataFiles, after)
-		return chk, true, time.Time{}
+	default:
+		chk.Over, at = true, c.LastWrite.Add(wait)
+		chk.Note = fmt.Sprintf("written %s ago, quiet merge waits until %s (%d files where %d would do)",
+			quiet.Round(time.Second), at.Format(time.TimeOnly), c.DataFiles, after)
 	}
-	at = c.LastWrite.Add(wait)
-	chk.Note = fmt.Sprintf("written %s ago, quiet merge waits until %s (%d files where %d would do)",
-		quiet.Round(time.Second), at.Format(time.TimeOnly), c.DataFiles, after)
-	return chk, false, at
+	return chk, due, at
 }
 
 // quietReason is the Reason of a quiet merge that is due.
@@ -97,18 +105,21 @@ func quietReason(chk Check) Reason {
 
 // quietLocked decides the quiet merge of a partition no other job is due
 // in: true when one is due now (once per quiet spell); otherwise it arms
-// the table's timer for when one will be.
+// the table's timer for when one will be. It formats nothing unless the
+// merge is due.
 func quietLocked(ps *partitionState, set thresholds.Effective, now time.Time, deferUntil func(time.Time)) (Reason, bool) {
 	if ps.quietMerged == spellOf(ps) {
 		return Reason{}, false // this spell's merge was scheduled already
 	}
-	chk, due, at := quietCheck(ps.Counters, set, now)
-	if !at.IsZero() {
-		deferUntil(at)
-	}
-	if !due {
+	quiet, wait, _, _, reduces := quietState(ps.Counters, set, now)
+	switch {
+	case wait == 0 || !reduces:
+		return Reason{}, false
+	case quiet < wait:
+		deferUntil(ps.LastWrite.Add(wait))
 		return Reason{}, false
 	}
+	chk, _, _ := quietCheck(ps.Counters, set, now)
 	return quietReason(chk), true
 }
 
