@@ -33,6 +33,9 @@ type reactorProc struct {
 	p          *process
 	httpAddr   string
 	starts     int
+	// extra is appended to the environment (later values win): the
+	// cluster scenarios' NATS URL list, stream replicas and replica name.
+	extra []string
 }
 
 // newReactor prepares a reactor for the scenario with the given thresholds
@@ -75,12 +78,12 @@ func (r *reactorProc) env() []string {
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	return append(append(baseEnv(), env...),
+	return append(append(append(baseEnv(), env...),
 		"REACTOR_HTTP_ADDR="+r.httpAddr,
 		"REACTOR_THRESHOLDS="+r.thresholds,
 		"REACTOR_DATA_DIR="+filepath.Join(r.dir, "data"),
 		"REACTOR_LOG_LEVEL=debug",
-	)
+	), r.extra...)
 }
 
 // start runs reactor and waits until it consumes: /readyz answers 200 and
@@ -137,19 +140,29 @@ func readFile(path string) string {
 // not exist yet: counters appear with their first increment).
 func (r *reactorProc) metric(name string, labels map[string]string) float64 {
 	r.t.Helper()
-	resp, err := http.Get("http://" + r.httpAddr + "/metrics")
+	v, err := scrapeMetric(r.httpAddr, name, labels)
 	if err != nil {
-		r.t.Fatalf("scrape reactor: %v", err)
+		r.t.Fatal(err)
+	}
+	return v
+}
+
+// scrapeMetric is metric for any reactor's address, returning the error
+// (a background scraper must not fail the test from its goroutine).
+func scrapeMetric(addr, name string, labels map[string]string) (float64, error) {
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		return 0, fmt.Errorf("scrape reactor: %w", err)
 	}
 	defer resp.Body.Close()
 	parser := expfmt.NewTextParser(model.UTF8Validation)
 	families, err := parser.TextToMetricFamilies(resp.Body)
 	if err != nil {
-		r.t.Fatalf("parse /metrics: %v", err)
+		return 0, fmt.Errorf("parse /metrics: %w", err)
 	}
 	fam, ok := families[name]
 	if !ok {
-		return 0
+		return 0, nil
 	}
 	var sum float64
 	for _, m := range fam.GetMetric() {
@@ -169,7 +182,7 @@ func (r *reactorProc) metric(name string, labels map[string]string) float64 {
 			sum += m.GetGauge().GetValue()
 		}
 	}
-	return sum
+	return sum, nil
 }
 
 // jobWatch collects the job events reactor publishes for one table.
