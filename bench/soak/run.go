@@ -49,16 +49,17 @@ type soak struct {
 	lat    probe.Latencies
 	tables []*soakTable
 
-	start, writersEnd time.Time
-	samples           []sample
-	sampleErrors      int
-	scanNext, index   int
-	prevAt            time.Time
-	prevCommits       int
-	prevCPU           time.Duration
-	cpuErr            error
-	sampleCSV         *csvFile[sample]
-	tableCSV          *csvFile[tableRow]
+	start, writersEnd   time.Time
+	samples             []sample
+	sampleErrors        int
+	scanNext, index     int
+	prevAt              time.Time
+	prevCommits         int
+	prevCPU             time.Duration
+	cpuErr              error
+	quietStop, quietEnd carefulScan // the quiet tail's (quiet.go)
+	sampleCSV           *csvFile[sample]
+	tableCSV            *csvFile[tableRow]
 }
 
 // run is the whole benchmark. It returns errRowsDiffer (wrapped) when a
