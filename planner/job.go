@@ -92,7 +92,8 @@ type Priority uint8
 const (
 	// PriorityBackground: maintenance on a cadence of hours or days
 	// (age-based expiry, deletion of expired files, orphan cleanup, sort
-	// and z-order rewrites), which a few minutes' wait does not hurt. The
+	// and z-order rewrites, the quiet merge of a partition nobody writes),
+	// which a few minutes' wait does not hurt. The
 	// zero value: a job nobody ranked waits behind the urgent ones.
 	PriorityBackground Priority = iota
 	// PriorityUrgent: the jobs that answer writes (compaction,
@@ -116,7 +117,19 @@ func (p Priority) String() string {
 // it schedules and the ones it explains.
 func priorityOf(kind JobKind, reasons []Reason) Priority {
 	switch kind {
-	case KindCompact, KindRewritePositionDeletes, KindRewriteManifests:
+	case KindCompact:
+		// A quiet merge answers no write: it waits behind the jobs that
+		// do (a compaction with any other reason is urgent).
+		for _, r := range reasons {
+			if r.Threshold != quietThreshold {
+				return PriorityUrgent
+			}
+		}
+		if len(reasons) == 0 {
+			return PriorityUrgent
+		}
+		return PriorityBackground
+	case KindRewritePositionDeletes, KindRewriteManifests:
 		return PriorityUrgent
 	case KindExpireSnapshots:
 		for _, r := range reasons {

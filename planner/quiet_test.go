@@ -150,3 +150,18 @@ func TestExplainQuietMerge(t *testing.T) {
 		t.Errorf("reason %q", got)
 	}
 }
+
+// A quiet merge waits behind the jobs that answer writes; a compaction
+// that also merges a partition over its threshold does not.
+func TestQuietMergePriority(t *testing.T) {
+	quiet := Reason{Threshold: quietThreshold}
+	if p := priorityOf(KindCompact, []Reason{quiet, quiet}); p != PriorityBackground {
+		t.Errorf("quiet merges only: %s, want background", p)
+	}
+	if p := priorityOf(KindCompact, []Reason{quiet, {Threshold: "small_file_count"}}); p != PriorityUrgent {
+		t.Errorf("with a tier merge: %s, want urgent", p)
+	}
+	if p := priorityOf(KindCompact, nil); p != PriorityUrgent {
+		t.Errorf("no reason: %s, want urgent", p)
+	}
+}
