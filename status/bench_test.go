@@ -15,7 +15,7 @@ import (
 )
 
 // benchTables is the fleet the benchmarks render: 1,000 tables of 4
-// partitions, each with a last job, 20 jobs active and 50 failures.
+// partitions, each with a last job, 20 jobs running and 20 failures.
 const benchTables = 1000
 
 func benchSource() *fakeSource {
