@@ -58,8 +58,9 @@ type Config struct {
 	// is one source, subject minio.events with URL-encoded keys.
 	Notifications        triggers.NotificationOptions
 	DisableNotifications bool
-	// HTTPAddr, when set, serves /metrics, /healthz and /readyz there
-	// ("127.0.0.1:0" picks a free port; see Worker.HTTPAddr).
+	// HTTPAddr, when set, serves /metrics, /healthz, /readyz and the
+	// status pages (package status) there ("127.0.0.1:0" picks a free
+	// port; see Worker.HTTPAddr).
 	HTTPAddr string
 	// HealthSubjectPrefix: after every job, the table's health report is
 	// published on PREFIX.<namespace>.<table> (default reactor.health).
