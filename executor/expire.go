@@ -6,6 +6,7 @@ import (
 	"fmt"
 	iofs "io/fs"
 	"log/slog"
+	"sync"
 	"time"
 
 	iceio "github.com/apache/iceberg-go/io"
@@ -264,7 +265,9 @@ func (e *Executor) deleteExpiredFiles(ctx context.Context, log *slog.Logger, job
 
 // deleteUnlinked deletes files no snapshot, metadata file or statistics
 // file of tbl's history references, counting them by kind in x and the
-// referenced ones in or. It returns how many were already gone.
+// referenced ones in or. It returns how many were already gone. On an
+// object store it deletes storeConcurrency files at once (each a round
+// trip or two); locally one at a time.
 func (e *Executor) deleteUnlinked(ctx context.Context, log *slog.Logger, tbl *table.Table, fs iceio.IO, files []deletions.File,
 	x *ExpiryCounts, or *OrphanReport) (int, error) {
 	referenced, done, err := e.referencedBy(ctx, tbl, fs)
@@ -272,31 +275,76 @@ func (e *Executor) deleteUnlinked(ctx context.Context, log *slog.Logger, tbl *ta
 		return 0, fmt.Errorf("read table history: %w", err)
 	}
 	defer done()
-	gone := 0
-	e.phase("delete", int64(len(files)), 0)
-	for _, f := range files {
+	var (
+		mu       sync.Mutex // guards gone, x, or, firstErr and referenced
+		gone     int
+		firstErr error
+		stop     = make(chan struct{})
+		next     = make(chan deletions.File)
+		wg       sync.WaitGroup
+	)
+	fail := func(err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if firstErr == nil {
+			firstErr = err
+			close(stop)
+		}
+	}
+	deleteOne := func(f deletions.File) {
 		e.advance(1, 0)
-		if referenced(location.Identity(f.Path)) {
+		mu.Lock()
+		again := referenced(location.Identity(f.Path))
+		if again {
 			or.StillReferenced++
+		}
+		mu.Unlock()
+		if again {
 			log.Info("an unlinked file is referenced again; kept", "path", f.Path)
-			continue
+			return
 		}
 		// The lease, per file: a replica cut off mid-pass stops within
-		// one deletion; the batch stays for the table's next owner.
+		// the deletions in flight; the batch stays for the table's next
+		// owner.
 		if err := e.checkCommit(tablename.Format(tbl.Identifier())); err != nil {
-			return gone, err
+			fail(err)
+			return
 		}
-		if err := fs.Remove(f.Path); err != nil {
-			if errors.Is(err, iofs.ErrNotExist) {
-				gone++
-				continue
-			}
-			return gone, fmt.Errorf("delete %s: %w", f.Path, err)
+		err := fs.Remove(f.Path)
+		if err != nil && !errors.Is(err, iofs.ErrNotExist) {
+			fail(fmt.Errorf("delete %s: %w", f.Path, err))
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if err != nil {
+			gone++
+			return
 		}
 		x.count(f.Kind)
 		or.DeletedFiles++
 	}
-	return gone, nil
+	e.phase("delete", int64(len(files)), 0)
+	for range max(storeConcurrency(fs), 1) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for f := range next {
+				deleteOne(f)
+			}
+		}()
+	}
+feed:
+	for _, f := range files {
+		select {
+		case next <- f:
+		case <-stop:
+			break feed
+		}
+	}
+	close(next)
+	wg.Wait()
+	return gone, firstErr
 }
 
 // removedSnapshots lists the snapshots the staged metadata drops, and

@@ -61,7 +61,7 @@ func (e *Executor) referencedBy(ctx context.Context, tbl *table.Table, fs iceio.
 		return func(id string) bool { return ids[id] }, func() {}, nil
 	}
 	name := tableName(tbl)
-	x, _, err := e.hist.borrow(ctx, name, fs, tbl.Metadata(), history.SyncOptions{Readers: manifestReaders(fs)})
+	x, _, err := e.hist.borrow(ctx, name, fs, tbl.Metadata(), history.SyncOptions{Readers: storeConcurrency(fs)})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -76,12 +76,12 @@ func (e *Executor) expiryUnlinked(ctx context.Context, fs iceio.IO, pre, post *t
 		return unlinkedFiles(ctx, fs, pre.Metadata(), post.Metadata())
 	}
 	name := tableName(pre)
-	x, _, err := e.hist.borrow(ctx, name, fs, pre.Metadata(), history.SyncOptions{Readers: manifestReaders(fs)})
+	x, _, err := e.hist.borrow(ctx, name, fs, pre.Metadata(), history.SyncOptions{Readers: storeConcurrency(fs)})
 	if err != nil {
 		return nil, err
 	}
 	defer e.hist.giveBack(name, x)
-	ch, err := x.Sync(ctx, fs, post.Metadata(), history.SyncOptions{Preview: preview, Readers: manifestReaders(fs)})
+	ch, err := x.Sync(ctx, fs, post.Metadata(), history.SyncOptions{Preview: preview, Readers: storeConcurrency(fs)})
 	if err != nil {
 		return nil, err
 	}

@@ -7,11 +7,12 @@ import (
 	// which registers itself for those schemes in place of iceberg-go's:
 	// one GET per small file, a connection pool shared across the
 	// FileIOs iceberg-go builds per scan and commit, and a read
-	// concurrency of its own (datapath.Scan, manifestReaders).
+	// concurrency of its own (datapath.Scan, storeConcurrency).
 	"github.com/icereactor/reactor/objectio"
 )
 
-// manifestReaders is how many manifests a history sync reads at once
-// from fs: the object store's read concurrency, or the history index's
-// default (0) on a local warehouse.
-func manifestReaders(fs iceio.IO) int { return objectio.ReadConcurrency(fs) }
+// storeConcurrency is how many manifests a history sync reads, or files
+// expiry deletes, at once on fs: the object store's read concurrency
+// (each is a round trip), or 0 on a local warehouse (the history index's
+// default of 4 readers; deletions one at a time).
+func storeConcurrency(fs iceio.IO) int { return objectio.ReadConcurrency(fs) }

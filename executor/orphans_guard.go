@@ -295,7 +295,7 @@ func (r *references) add(ctx context.Context, fs iceio.IO, tbl *table.Table) err
 	metadataRefs(r.ids, tbl)
 	if r.hist != nil {
 		if r.index == nil {
-			x, _, err := r.hist.borrow(ctx, r.name, fs, meta, history.SyncOptions{AddOnly: true, Readers: manifestReaders(fs)})
+			x, _, err := r.hist.borrow(ctx, r.name, fs, meta, history.SyncOptions{AddOnly: true, Readers: storeConcurrency(fs)})
 			if err != nil {
 				return err
 			}
@@ -304,7 +304,7 @@ func (r *references) add(ctx context.Context, fs iceio.IO, tbl *table.Table) err
 		}
 		// Add only: snapshots expired since the job started keep their
 		// files referenced until it ends.
-		if _, err := r.index.Sync(ctx, fs, meta, history.SyncOptions{AddOnly: true, Readers: manifestReaders(fs)}); err != nil {
+		if _, err := r.index.Sync(ctx, fs, meta, history.SyncOptions{AddOnly: true, Readers: storeConcurrency(fs)}); err != nil {
 			return fmt.Errorf("read table history: %w", err)
 		}
 		return nil

@@ -116,10 +116,30 @@ func TestCompactionRequests(t *testing.T) {
 	if n := countRows(t, cat, ident); n != files*rows {
 		t.Fatalf("after compaction %d rows, want %d", n, files*rows)
 	}
+
+	// Expiry deletes the replaced files, several at once on S3, each
+	// exactly once, and the rows stay.
+	testFront.reset()
+	res, rep = runJob(t, cat, ident, planner.KindExpireSnapshots, planner.ManualOptions{OlderThan: time.Millisecond, RetainLast: 1})
+	if res.Err != nil || rep.Expiry.DeletedDataFiles != files {
+		t.Fatalf("expiry: %v, deleted %d data files, want %d", res.Err, rep.Expiry.DeletedDataFiles, files)
+	}
+	reqs, _ = testFront.reset()
+	if reqs["DELETE data"] != files {
+		t.Fatalf("expiry requests %v, want %d data-file DELETEs", reqs, files)
+	}
+	if n := countRows(t, cat, ident); n != files*rows {
+		t.Fatalf("after expiry %d rows, want %d", n, files*rows)
+	}
 }
 
 // compact runs a compaction of every small file of ident.
 func compact(t *testing.T, cat catalog.Catalog, ident table.Identifier) (planner.Result, executor.Report) {
+	t.Helper()
+	return runJob(t, cat, ident, planner.KindCompact, planner.ManualOptions{})
+}
+
+func runJob(t *testing.T, cat catalog.Catalog, ident table.Identifier, kind planner.JobKind, mo planner.ManualOptions) (planner.Result, executor.Report) {
 	t.Helper()
 	ctx := context.Background()
 	cfg, err := thresholds.Parse([]byte("defaults:\n  target_file_size: 64MiB\n  min_input_files: 2\n  small_file_count: 2\n  min_reader_margin: 0s\n"))
@@ -135,7 +155,7 @@ func compact(t *testing.T, cat catalog.Catalog, ident table.Identifier) (planner
 	if err != nil {
 		t.Fatal(err)
 	}
-	job, err := planner.ManualJob(ctx, tbl, cfg, planner.KindCompact, planner.ManualOptions{}, time.Now())
+	job, err := planner.ManualJob(ctx, tbl, cfg, kind, mo, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
