@@ -97,9 +97,16 @@ func (h *handler) table(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, http.StatusNotFound, now, "unknown table", msg)
 		return
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), h.o.InspectTimeout)
-	defer cancel()
-	in, err := h.src.Inspect(ctx, name)
+	var (
+		in  Inspection
+		err error
+	)
+	// HEAD gets the headers only: the table is not read for them.
+	if r.Method != http.MethodHead {
+		ctx, cancel := context.WithTimeout(r.Context(), h.o.InspectTimeout)
+		defer cancel()
+		in, err = h.src.Inspect(ctx, name)
+	}
 	h.render(w, http.StatusOK, h.pages.table, h.frame("", 3*h.o.Refresh, now, buildTable(h.src, name, in, err, now)))
 }
 
