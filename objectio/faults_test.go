@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"io/fs"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -52,5 +53,35 @@ func TestThrottlingIsRetried(t *testing.T) {
 	}
 	if reqs, _ := testFront.reset(); reqs["503 GET obj ranged"] != 2 {
 		t.Fatalf("requests %v, want exactly the 2 attempts configured", reqs)
+	}
+}
+
+// TestFailedMultipartUploadIsAborted: a large write goes up in parts; a
+// store that keeps throttling the parts fails the write, the upload is
+// aborted, and no object (partial or whole) is left at the key.
+func TestFailedMultipartUploadIsAborted(t *testing.T) {
+	bucket := newBucket(t)
+	fsys, err := iceio.LoadFS(context.Background(), props(objectio.MaxAttemptsProperty, "1"), "s3://"+bucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	testFront.failing(t, func(method, kind string) bool { return method == "PUT" && kind == "data multipart" })
+	testFront.reset()
+	w, err := fsys.(iceio.WriteFileIO).Create("s3://" + bucket + "/obj/large.parquet")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, werr := w.Write(randomBytes(24 << 20))
+	cerr := w.Close()
+	reqs, _ := testFront.reset()
+	if werr == nil && cerr == nil {
+		t.Fatalf("a write whose parts are all refused succeeded (requests %v)", reqs)
+	}
+	if reqs["POST data multipart"] == 0 || reqs["503 PUT data multipart"] == 0 || reqs["DELETE data multipart"] != 1 {
+		t.Fatalf("requests %v, want a multipart upload started, its parts refused and the upload aborted once", reqs)
+	}
+	testFront.failing(t, nil)
+	if _, err := fsys.Open("s3://" + bucket + "/obj/large.parquet"); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("after the failed upload Open = %v, want fs.ErrNotExist", err)
 	}
 }

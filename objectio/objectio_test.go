@@ -111,6 +111,9 @@ func startFront(target string) (*front, error) {
 			if r.Header.Get("Range") != "" {
 				kind += " ranged"
 			}
+			if q := r.URL.Query(); q.Has("uploadId") || q.Has("uploads") {
+				kind += " multipart"
+			}
 			f.mu.Lock()
 			f.reqs[r.Method+" "+kind]++
 			throttle := f.fail != nil && f.fail(r.Method, kind)
