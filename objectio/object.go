@@ -50,6 +50,11 @@ var (
 	_ iceio.ListableIO      = (*FileIO)(nil)
 	_ iceio.BulkRemovableIO = (*FileIO)(nil)
 	_ iceio.StatIO          = (*FileIO)(nil)
+	// What iceberg-go's Hadoop catalog needs of a FileIO, as blobfs has.
+	_ iceio.RenameIO          = (*FileIO)(nil)
+	_ iceio.RenameNoReplaceIO = (*FileIO)(nil)
+	_ iceio.RemoveAllIO       = (*FileIO)(nil)
+	_ iceio.MkdirAllIO        = (*FileIO)(nil)
 )
 
 // Open reads the object's tail (all of it when it is at most the
