@@ -29,23 +29,24 @@ func (d *demo) quietPending(pc planner.PartitionCounters) bool {
 	return reduces
 }
 
-// atWriterStop measures the table when the writer stops: what the tier
-// rule left, before the quiet merge.
+// atWriterStop counts the table's files when the writer stops, before the
+// tier rule's last merges and the quiet merge. No scan: the live printer
+// shares the probe, and a scan of a table still being compacted says little.
 func (d *demo) atWriterStop(ctx context.Context) observation {
-	o, err := d.observe(ctx, true)
+	o, err := d.observe(ctx, false)
 	if err != nil {
 		return observation{}
 	}
 	return o
 }
 
-// quietSummary is the summary's line on the quiet merge: the table when the
-// writer stopped against the table settled.
+// quietSummary is the summary's line on the quiet merge: the files when
+// the writer stopped against the table settled.
 func quietSummary(out io.Writer, stop, after observation) {
-	if !stop.scanned {
+	if stop.table.DataFiles == 0 {
 		return
 	}
-	fmt.Fprintf(out, "writer stopped: %d data files (ideal %d), full scan %.1fx the compacted copy; settled, after the tier rule and the quiet merge\n"+
-		"                 (compact_when_quiet_after %s, built-in 1m): %d data files (ideal %d), %.1fx\n",
-		stop.table.DataFiles, stop.table.IdealFiles, stop.scan.Ratio(), demoQuietAfter, after.table.DataFiles, after.table.IdealFiles, after.scan.Ratio())
+	fmt.Fprintf(out, "writer stopped: %d data files (ideal %d); settled, after the tier rule and the quiet merge (compact_when_quiet_after %s,\n"+
+		"                built-in 1m): %d data files (ideal %d), full scan %.1fx the compacted copy\n",
+		stop.table.DataFiles, stop.table.IdealFiles, demoQuietAfter, after.table.DataFiles, after.table.IdealFiles, after.scan.Ratio())
 }
