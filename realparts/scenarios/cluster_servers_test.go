@@ -314,6 +314,25 @@ func (c *natsCluster) waitCurrent(i int) {
 	}, c.tails)
 }
 
+// metaLeader is the node the nodes' logs last named JetStream's meta
+// leader (only the system account could ask; the suite has no user in
+// it). It cannot be stepped down from the LAKE account.
+func (c *natsCluster) metaLeader() string {
+	const mark = "JetStream cluster new metadata leader: "
+	latest, who := "", "unknown"
+	for _, n := range c.nodes {
+		for line := range strings.Lines(readFile(n.logf)) {
+			// [pid] 2026/12/01 23:47:15.139188 [INF] JetStream cluster new metadata leader: n3/realparts
+			_, rest, ok := strings.Cut(line, "] ")
+			if i := strings.Index(line, mark); ok && i >= 0 && len(rest) >= 26 && rest[:26] > latest {
+				latest = rest[:26]
+				who, _, _ = strings.Cut(strings.TrimSpace(line[i+len(mark):]), "/")
+			}
+		}
+	}
+	return who
+}
+
 // tails is the end of every node's log, for failure messages.
 func (c *natsCluster) tails() string {
 	var b strings.Builder

@@ -49,7 +49,9 @@ func TestCluster(t *testing.T) {
 		f.outage(t, "the commit stream's leader", leader, triggers.DefaultCommitStream, nil)
 	})
 	t.Run("IdleNode", func(t *testing.T) {
-		idle := f.idleNode(t)
+		// Not the node just brought back, which leads nothing anyway:
+		// one that led, its leaders stepped down.
+		idle := f.idleNode(t, f.lastKilled)
 		f.outage(t, "a node leading nothing", idle, triggers.DefaultCommitStream, nil)
 	})
 	t.Run("LeaseLeaderDuringHandover", func(t *testing.T) {
@@ -96,9 +98,10 @@ type clusterFleet struct {
 	writers  []*pausableWriter
 	reactors []*reactorProc
 
-	published atomic.Int64 // commit events JetStream stored
-	jobs      *clusterJobs
-	scrape    *scraper
+	published  atomic.Int64 // commit events JetStream stored
+	lastKilled int
+	jobs       *clusterJobs
+	scrape     *scraper
 }
 
 func newClusterFleet(t *testing.T, s *suite, c *natsCluster) *clusterFleet {
@@ -193,8 +196,10 @@ func (f *clusterFleet) outage(t *testing.T, what string, node int, stream string
 	if during != nil {
 		during()
 	}
+	meta := c.metaLeader()
 	killed := time.Now()
 	c.kill(node)
+	f.lastKilled = node
 	elected := c.leaderOf(stream, node)
 	election := time.Since(killed)
 	// The other streams it led elect on their own; the slowest is the
@@ -218,10 +223,10 @@ func (f *clusterFleet) outage(t *testing.T, what string, node int, stream string
 		electedAfter = fmt.Sprintf("led by %s after %s (the election; every stream it led had a new leader after %s)",
 			c.nodes[elected].name, election.Round(time.Millisecond), slowest.Round(time.Millisecond))
 	}
-	t.Logf("killed %s (%s; it led the streams %v and %d durable consumers %v): %s %s; "+
+	t.Logf("killed %s (%s; it led the streams %v and %d durable consumers %v; JetStream's meta leader was %s): %s %s; "+
 		"longest gap between lease-bucket probes (no replica could renew, so none could commit): %s; "+
 		"longest time some shard had no holder: %s; shard leases lost (not renewed in time): %v; restarted, current again after %s",
-		c.nodes[node].name, what, streams, len(consumers), consumers, stream, electedAfter,
+		c.nodes[node].name, what, streams, len(consumers), consumers, meta, stream, electedAfter,
 		stall.Round(10*time.Millisecond), f.scrape.gap().Round(100*time.Millisecond), f.scrape.sum("lost")-lostBefore,
 		current.Round(100*time.Millisecond))
 	f.check(t, "after losing "+what)
@@ -238,13 +243,17 @@ func (f *clusterFleet) settle(t *testing.T, d time.Duration) {
 	}
 }
 
-// idleNode is a node leading none of reactor's streams or durable
-// consumers, stepping leaders down from the node leading fewest when every
-// node leads something.
-func (f *clusterFleet) idleNode(t *testing.T) int {
+// idleNode makes a node lead none of reactor's streams or durable
+// consumers: of the nodes other than avoid, the one leading fewest, its
+// leaders stepped down. (JetStream's meta leader cannot be moved from the
+// LAKE account; the log line names it.)
+func (f *clusterFleet) idleNode(t *testing.T, avoid int) int {
 	c := f.c
 	best, fewest := -1, 0
 	for i := range c.nodes {
+		if i == avoid {
+			continue
+		}
 		s, cons := c.leads(i)
 		if n := len(s) + len(cons); best < 0 || n < fewest {
 			best, fewest = i, n
@@ -348,9 +357,28 @@ func (f *clusterFleet) pending() string {
 		return fmt.Sprintf("commit consumer: %d pending, %d unacknowledged", info.NumPending, info.NumAckPending)
 	}
 	if n := f.streamMsgs(triggers.DefaultShardStream); n != 0 {
-		return fmt.Sprintf("%d forwarded events in %s", n, triggers.DefaultShardStream)
+		return fmt.Sprintf("%d forwarded events in %s%s", n, triggers.DefaultShardStream, f.shardBacklog(ctx))
 	}
 	return ""
+}
+
+// shardBacklog names the shard consumers with events undelivered or
+// unacknowledged: an undelivered one is a shard nobody consumes, an
+// unacknowledged one waits for its AckWait.
+func (f *clusterFleet) shardBacklog(ctx context.Context) string {
+	st, err := f.c.js.Stream(ctx, triggers.DefaultShardStream)
+	if err != nil {
+		return ""
+	}
+	var b strings.Builder
+	list := st.ListConsumers(ctx)
+	for ci := range list.Info() {
+		if ci.NumPending != 0 || ci.NumAckPending != 0 {
+			fmt.Fprintf(&b, "; %s: %d undelivered, %d unacknowledged, %d redelivered, waiting pulls %d",
+				ci.Name, ci.NumPending, ci.NumAckPending, ci.NumRedelivered, ci.NumWaiting)
+		}
+	}
+	return b.String()
 }
 
 // redelivered is how many commit events JetStream delivered again (an
