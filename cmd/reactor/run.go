@@ -76,7 +76,7 @@ func parseRunConfig(args []string, getenv func(string) string, stdout io.Writer)
 	newTableGrace := fs.Duration("new-table-grace", triggers.DefaultNewTableGrace,
 		"how long a notification under a watched prefix waits for the catalog to list its table before it is dropped")
 	grace := fs.Duration("shutdown-grace", 30*time.Second, "on SIGTERM, how long running jobs may take to finish before they are abandoned")
-	httpAddr := fs.String("http-addr", ":9090", "`address` for /metrics, /healthz and /readyz; empty disables them")
+	httpAddr := fs.String("http-addr", ":9090", "`address` for /metrics, /healthz, /readyz and the status pages (/, /tables/..., /jobs); empty disables them")
 	concurrency := fs.Int("concurrency", 0, "run at most `n` jobs at once, across tables (0: the thresholds file's concurrency, else 2)")
 	logLevel := fs.String("log-level", "info", "log `level`: debug, info, warn or error")
 	replica := fs.String("replica", "", "`name` of this replica in the table lease bucket (empty: the host name, a pod's name on Kubernetes); stable across restarts, unique among live processes: a restart under the same name resumes its tables at once, a second live process under it takes none")
