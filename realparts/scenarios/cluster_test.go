@@ -173,7 +173,9 @@ func (f *clusterFleet) start() {
 		// Staggered so the 20 tables' commits spread evenly: one every
 		// 200 ms.
 		time.Sleep(clusterInterval / clusterTables)
-		f.writers = append(f.writers, startWriter(streamwriter.New(l.cat, l.ident, counted), clusterInterval, "p0", "p1"))
+		pw := startWriter(streamwriter.New(l.cat, l.ident, counted), clusterInterval, "p0", "p1")
+		t.Cleanup(func() { _ = pw.finish() }) // stopped already unless the test failed half-way
+		f.writers = append(f.writers, pw)
 	}
 	eventually(t, "reactor applying the writer's commit events", 2*time.Minute, func() bool {
 		return f.scrape.sum("applied") >= clusterTables
@@ -282,11 +284,14 @@ func (f *clusterFleet) idleNode(t *testing.T, avoid int) int {
 func (f *clusterFleet) check(t *testing.T, when string) { f.checkAll(t, when, false) }
 
 // checkAll is check; final waits for the streams to drain completely. An
-// acknowledgement lost with a killed node leaves its event unacknowledged
-// until JetStream delivers it again after the consumer's AckWait (2 min),
-// and reactor applies it again, idempotently (seen once in three runs): a
-// scenario's own check notes such events and goes on, the last one waits
-// them out.
+// acknowledgement, or the delivery itself, lost with a killed node leaves
+// its event unacknowledged until JetStream delivers it again after the
+// consumer's AckWait (2 min), and reactor applies it (again, idempotently):
+// a scenario's own check notes such events and goes on, the last one waits
+// them out. Only that last drain proves every event applied: reactor
+// acknowledges an event once applied (or dead-lettered, and the dead-letter
+// stream stays empty), while the applied count a redelivered duplicate
+// raised can hide an event still undelivered.
 func (f *clusterFleet) checkAll(t *testing.T, when string, final bool) {
 	t.Helper()
 	for _, pw := range f.writers {
@@ -321,7 +326,7 @@ func (f *clusterFleet) checkAll(t *testing.T, when string, final bool) {
 		if final {
 			t.Fatalf("left in reactor's streams %s after the writers stopped: %s\n%s", drain, left, f.diag())
 		}
-		t.Logf("%s: %s after %s (an acknowledgement lost with the node: JetStream delivers it again after AckWait, %s)",
+		t.Logf("%s: %s after %s (an acknowledgement or a delivery lost with the node: JetStream delivers it again after AckWait, %s)",
 			when, left, drain, triggers.AckWait)
 	}
 	drainedAfter := time.Since(began)

@@ -173,6 +173,7 @@ func scrapeLease(addr string) (map[string]float64, error) {
 type stallProbe struct {
 	stop    chan struct{}
 	done    chan struct{}
+	once    sync.Once
 	longest time.Duration
 }
 
@@ -196,6 +197,7 @@ func startStallProbe(t *testing.T, c *natsCluster) *stallProbe {
 		t.Fatal(err)
 	}
 	p := &stallProbe{stop: make(chan struct{}), done: make(chan struct{})}
+	t.Cleanup(func() { p.end() }) // a scenario that failed half-way
 	go func() {
 		defer close(p.done)
 		defer nc.Close()
@@ -224,7 +226,7 @@ func startStallProbe(t *testing.T, c *natsCluster) *stallProbe {
 }
 
 func (p *stallProbe) end() time.Duration {
-	close(p.stop)
+	p.once.Do(func() { close(p.stop) })
 	<-p.done
 	return p.longest
 }
