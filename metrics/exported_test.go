@@ -32,6 +32,7 @@ func exercised(t *testing.T) *metrics.Metrics {
 	m.UnconfirmedFiles.WithLabelValues("db.t")
 	m.DataFiles.WithLabelValues("db.t")
 	m.SmallFiles.WithLabelValues("db.t")
+	m.IdealDataFiles.WithLabelValues("db.t")
 	m.OrphanCandidates.WithLabelValues("db.t")
 	m.OrphansRefused.WithLabelValues("db.t", "hidden")
 	m.DeleteFiles.WithLabelValues("db.t", "position")

@@ -49,6 +49,7 @@ type Metrics struct {
 	UnconfirmedFiles *prometheus.GaugeVec
 	DataFiles        *prometheus.GaugeVec
 	SmallFiles       *prometheus.GaugeVec
+	IdealDataFiles   *prometheus.GaugeVec
 	OrphanCandidates *prometheus.GaugeVec
 	OrphansRefused   *prometheus.CounterVec
 	DeleteFiles      *prometheus.GaugeVec
@@ -144,6 +145,10 @@ func New() *Metrics {
 			Name: "reactor_table_small_files",
 			Help: "Live data files below the small-file size, as tracked by the planner.",
 		}, []string{"table"}),
+		IdealDataFiles: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "reactor_table_ideal_data_files",
+			Help: "Data files the table would hold with every partition's bytes in files of the target size (per partition ceil(bytes / target_file_size)): what reactor_table_data_files is compared with.",
+		}, []string{"table"}),
 		OrphanCandidates: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "reactor_table_orphan_candidates",
 			Help: "Orphan files the table's last cleanup found and left in place (all of them in a dry run).",
@@ -219,7 +224,7 @@ func New() *Metrics {
 	}
 	m.Registry.MustRegister(m.Events, m.JobsScheduled, m.Jobs, m.JobDuration, m.CommitConflicts,
 		m.CommitRetries, m.StateRebuilds, m.FilesRewritten, m.FilesAdded, m.ConfigReloads, m.Objects, m.UnconfirmedFiles,
-		m.DataFiles, m.SmallFiles, m.OrphanCandidates, m.OrphansRefused, m.DeleteFiles, m.DeleteFileRatio, m.SparkLocalRuns,
+		m.DataFiles, m.SmallFiles, m.IdealDataFiles, m.OrphanCandidates, m.OrphansRefused, m.DeleteFiles, m.DeleteFileRatio, m.SparkLocalRuns,
 		m.SparkInterrupts, m.SparkUnconfirmed, m.snapshots,
 		// Created with the rest but long left unregistered, so they were
 		// never exported: the dashboard and alerts read them.
@@ -232,7 +237,7 @@ func New() *Metrics {
 // ForgetTable drops a table's per-table series (its lease moved to another
 // replica, which exports them now).
 func (m *Metrics) ForgetTable(table string) {
-	for _, v := range []*prometheus.GaugeVec{m.UnconfirmedFiles, m.DataFiles, m.SmallFiles, m.OrphanCandidates, m.DeleteFileRatio} {
+	for _, v := range []*prometheus.GaugeVec{m.UnconfirmedFiles, m.DataFiles, m.SmallFiles, m.IdealDataFiles, m.OrphanCandidates, m.DeleteFileRatio} {
 		v.DeleteLabelValues(table)
 	}
 	m.DeleteFiles.DeletePartialMatch(prometheus.Labels{"table": table})

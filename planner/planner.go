@@ -307,6 +307,7 @@ func (p *Planner) observeLocked(ctx context.Context, st *tableState, tbl *table.
 	tot := st.counters.totals()
 	p.met.DataFiles.WithLabelValues(st.name).Set(float64(tot.DataFiles))
 	p.met.SmallFiles.WithLabelValues(st.name).Set(float64(tot.SmallFiles))
+	p.met.IdealDataFiles.WithLabelValues(st.name).Set(float64(st.counters.idealDataFiles(st.settings.TargetFileSize)))
 	p.met.DeleteFiles.WithLabelValues(st.name, history.PositionDelete.MetricLabel()).Set(float64(tot.PositionDeleteFiles))
 	p.met.DeleteFiles.WithLabelValues(st.name, history.EqualityDelete.MetricLabel()).Set(float64(tot.EqualityDeleteFiles))
 	p.met.DeleteFiles.WithLabelValues(st.name, "deletion_vector").Set(float64(tot.DeletionVectors))

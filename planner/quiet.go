@@ -132,3 +132,17 @@ func spellOf(ps *partitionState) instant {
 	}
 	return instantOf(ps.LastWrite)
 }
+
+// idealDataFiles is the data files the table would hold with every
+// partition's bytes in files of the target size: QuietMerge's ideal,
+// summed (reactor_table_ideal_data_files).
+func (tc *tableCounters) idealDataFiles(target int64) int64 {
+	if target <= 0 {
+		return 0
+	}
+	var n int64
+	for _, ps := range tc.partitions {
+		n += ceilDiv(ps.Bytes, target)
+	}
+	return n
+}

@@ -93,6 +93,8 @@ func TestMetricsEndpointAfterARun(t *testing.T) {
 		{"reactor_table_data_files", map[string]string{"table": "db.events"}, float64(len(files["a"]) + len(files["b"])), false},
 		{"reactor_table_small_files", map[string]string{"table": "db.events"}, float64(len(files["a"]) + len(files["b"])), false},
 		{"reactor_table_snapshots", map[string]string{"table": "db.events"}, float64(len(h.load().Metadata().Snapshots())), false},
+		// Two partitions of a few KB each: one target-sized file each.
+		{"reactor_table_ideal_data_files", map[string]string{"table": "db.events"}, 2, false},
 	}
 	for _, c := range checks {
 		got := value(c.name, c.labels)
