@@ -21,10 +21,11 @@
 // the pending deletions, expiry's counts and the delete-file metrics use
 // it, with the external spellings (String, MetricLabel) unchanged.
 //
-// Walk (walk.go) is the same read without an index, sequential and whole,
-// for the callers that keep none (executor without history indexes, the
-// planner's check of tracked orphan candidates); both read a manifest's
-// files through one function.
+// Walk (walk.go) is the same read without an index, whole (several reads
+// at once on an object store, visited in the sequential order:
+// readahead.go), for the callers that keep none (executor without history
+// indexes, the planner's check of tracked orphan candidates); both read a
+// manifest's files through one function.
 //
 // It reads through the table's IO and must not write, delete or decide
 // anything: callers compare, the executor deletes. It does not know the
