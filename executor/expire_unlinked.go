@@ -117,7 +117,7 @@ func reachable(ctx context.Context, fs iceio.IO, meta table.Metadata) (reachable
 	for sf := range meta.Statistics() {
 		r.stats[sf.StatisticsPath] = true
 	}
-	err := history.Walk(ctx, fs, meta.Snapshots(), history.WalkOptions{}, func(f history.File) {
+	err := history.Walk(ctx, fs, meta.Snapshots(), history.WalkOptions{Readers: storeConcurrency(fs)}, func(f history.File) {
 		switch f.Kind {
 		case history.ManifestList:
 			r.manifestLists[f.Path] = true

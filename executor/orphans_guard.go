@@ -317,7 +317,7 @@ func (r *references) add(ctx context.Context, fs iceio.IO, tbl *table.Table) err
 	}
 	// The manifests read by an earlier add are known; DELETED entries are
 	// left out (referenced by an older snapshot, if any).
-	if err := history.Walk(ctx, fs, snaps, history.WalkOptions{SkipManifest: func(path string) bool { return r.manifests[path] }},
+	if err := history.Walk(ctx, fs, snaps, history.WalkOptions{SkipManifest: func(path string) bool { return r.manifests[path] }, Readers: storeConcurrency(fs)},
 		func(f history.File) {
 			r.ids[location.Identity(f.Path)] = true
 			if f.Kind == history.Manifest {
