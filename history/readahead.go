@@ -2,7 +2,11 @@ package history
 
 import (
 	"context"
+	"fmt"
 	"sync"
+
+	"github.com/apache/iceberg-go"
+	iceio "github.com/apache/iceberg-go/io"
 )
 
 // readAhead calls read(0..n-1) from readers goroutines, at most readers
@@ -70,4 +74,38 @@ func readAhead[T any](ctx context.Context, n, readers int, read func(i int) (T, 
 		}
 	}
 	return nil
+}
+
+// ReadManifests reads the entries of each manifest of ms (DELETED ones
+// left out with discardDeleted), readers at a time on an object store
+// (readAhead; 0 or 1: one after another, in the caller's goroutine), and
+// calls use with each manifest's entries in the order of ms, one at a
+// time from the caller's goroutine. The first error stops it.
+func ReadManifests(ctx context.Context, fs iceio.IO, ms []iceberg.ManifestFile, readers int, discardDeleted bool,
+	use func(m iceberg.ManifestFile, entries []iceberg.ManifestEntry) error) error {
+	read := func(i int) ([]iceberg.ManifestEntry, error) {
+		entries, err := ms[i].FetchEntries(fs, discardDeleted)
+		if err != nil {
+			return nil, fmt.Errorf("read manifest %s: %w", ms[i].FilePath(), err)
+		}
+		return entries, nil
+	}
+	if readers <= 1 {
+		for i, m := range ms {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			entries, err := read(i)
+			if err != nil {
+				return err
+			}
+			if err := use(m, entries); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return readAhead(ctx, len(ms), readers, read, func(i int, entries []iceberg.ManifestEntry) error {
+		return use(ms[i], entries)
+	})
 }

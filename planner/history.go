@@ -7,6 +7,7 @@ import (
 
 	"github.com/icereactor/reactor/history"
 	"github.com/icereactor/reactor/location"
+	"github.com/icereactor/reactor/objectio"
 )
 
 // referencedLocations returns the normalised locations of every data and
@@ -20,7 +21,7 @@ func referencedLocations(ctx context.Context, tbl *table.Table) (map[string]bool
 		return nil, err
 	}
 	out := map[string]bool{}
-	err = history.Walk(ctx, fs, tbl.Metadata().Snapshots(), history.WalkOptions{Deleted: true}, func(f history.File) {
+	err = history.Walk(ctx, fs, tbl.Metadata().Snapshots(), history.WalkOptions{Deleted: true, Readers: objectio.ReadConcurrency(fs)}, func(f history.File) {
 		if f.Kind != history.ManifestList && f.Kind != history.Manifest {
 			out[location.Identity(f.Path)] = true
 		}

@@ -8,6 +8,9 @@ import (
 	"github.com/apache/iceberg-go"
 	iceio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
+
+	"github.com/icereactor/reactor/history"
+	"github.com/icereactor/reactor/objectio"
 )
 
 // maxBridge bounds how many snapshots an incremental update walks back to
@@ -302,12 +305,11 @@ func (tc *tableCounters) rebuild(ctx context.Context, tbl *table.Table, fs iceio
 		}
 	}
 	sortedBy := func(id int64) bool { return sortSnaps[id] }
-	for _, m := range manifests {
+	// On an object store each manifest is a round trip: they are read
+	// the store's read concurrency at once and counted in list order.
+	err = history.ReadManifests(ctx, fs, manifests, objectio.ReadConcurrency(fs), true, func(_ iceberg.ManifestFile, entries []iceberg.ManifestEntry) error {
 		st.manifestsRead++
-		for entry, err := range m.Entries(fs, true) {
-			if err != nil {
-				return st, fmt.Errorf("read manifest %s: %w", m.FilePath(), err)
-			}
+		for _, entry := range entries {
 			df := entry.DataFile()
 			st.added = append(st.added, df.FilePath())
 			if entry.SnapshotID() == cur.SnapshotID {
@@ -322,6 +324,10 @@ func (tc *tableCounters) rebuild(ctx context.Context, tbl *table.Table, fs iceio
 			}
 			st.changed[ps.Key] = true
 		}
+		return nil
+	})
+	if err != nil {
+		return st, err
 	}
 	// Partitions that no longer hold files keep their scheduling state but
 	// report zero counters; they are not "changed".
