@@ -6,12 +6,19 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"sync/atomic"
+	"time"
 )
 
 // counts are what the counting front of the gateway saw.
 type counts struct {
 	requests, gets, rangedGets, heads, puts, lists, deletes, posts atomic.Int64
 	bytesOut, bytesIn                                              atomic.Int64
+	// trace, when set, gets one line per request when it ends: its start
+	// and duration since the command began, the requests in flight when it
+	// started, method, path and query (-trace: which round trips follow
+	// one another).
+	trace    func(start, took time.Duration, inFlight int64, method, target string)
+	inFlight atomic.Int64
 }
 
 type snapshot struct {
@@ -80,7 +87,12 @@ func startCounter(gateway string, c *counts) (addr string, stop func(), err erro
 		if r.ContentLength > 0 {
 			c.bytesIn.Add(r.ContentLength)
 		}
+		n, t0 := c.inFlight.Add(1), time.Now()
 		rp.ServeHTTP(countingWriter{w, &c.bytesOut}, r)
+		c.inFlight.Add(-1)
+		if c.trace != nil {
+			c.trace(time.Duration(t0.UnixNano()), time.Since(t0), n, r.Method, r.URL.RequestURI())
+		}
 	})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -55,11 +55,12 @@ func main() {
 		commands   = flag.String("commands", "plan,orphans,compact,expire", "commands to time, in this order")
 		work       = flag.String("work", "", "work directory (default: a new one in the system temporary directory, removed at the end)")
 		verbose    = flag.Bool("v", false, "log the jobs' lines")
+		trace      = flag.Bool("trace", false, "print every request of the timed commands (start ms, duration ms, in flight, method, target)")
 	)
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, *files, *rows, *partitions, *perCommit, *latencies, *commands, *work, *verbose); err != nil {
+	if err := run(ctx, *files, *rows, *partitions, *perCommit, *latencies, *commands, *work, *verbose, *trace); err != nil {
 		fmt.Fprintln(os.Stderr, "objstore:", err)
 		os.Exit(1)
 	}
@@ -75,7 +76,7 @@ type row struct {
 	outcome string
 }
 
-func run(ctx context.Context, files, rows, partitions, perCommit int, latencies, commands, work string, verbose bool) error {
+func run(ctx context.Context, files, rows, partitions, perCommit int, latencies, commands, work string, verbose, trace bool) error {
 	var rtts []int
 	for _, s := range strings.Split(latencies, ",") {
 		ms, err := strconv.Atoi(strings.TrimSpace(s))
@@ -159,6 +160,12 @@ func run(ctx context.Context, files, rows, partitions, perCommit int, latencies,
 		for _, cmd := range strings.Split(commands, ",") {
 			before, conns0, cpu0 := cnt.snap(), px.conns.Load(), cpuTime()
 			start := time.Now()
+			if trace {
+				cnt.trace = func(at, took time.Duration, n int64, method, target string) {
+					fmt.Fprintf(os.Stderr, "trace %s %dms %8.1f %6.1f %3d %s %s\n", cmd, ms,
+						float64(at-time.Duration(start.UnixNano()))/1e6, float64(took)/1e6, n, method, target)
+				}
+			}
 			outcome, err := runCommand(ctx, cmd, cat, ident, cfg, log)
 			r := row{cmd: cmd, rttMS: ms, wall: time.Since(start), cpu: cpuTime() - cpu0, conns: px.conns.Load() - conns0,
 				c: cnt.snap().minus(before), outcome: outcome}
