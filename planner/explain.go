@@ -205,13 +205,13 @@ func Explain(ctx context.Context, tbl *table.Table, cfg *thresholds.Config, now 
 	if _, err := tc.advance(ctx, tbl, sizesOf(set)); err != nil {
 		return Plan{}, fmt.Errorf("read %s: %w", name, err)
 	}
-	return explain(&tc, tbl.Metadata(), tbl.Identifier(), set, now), nil
+	return explain(&tc, summarizeSnapshots(tbl.Metadata()), tbl.Identifier(), set, now), nil
 }
 
 // explain is Explain's evaluation, pure as iceberg-go's PlanCompaction is:
-// what the counters read from the snapshot (tc) and its metadata (meta)
-// are over, and the jobs that follows, with no I/O.
-func explain(tc *tableCounters, meta table.Metadata, ident table.Identifier, set thresholds.Effective, now time.Time) Plan {
+// what the counters read from the snapshot (tc) and its snapshot history
+// (snaps) are over, and the jobs that follows, with no I/O.
+func explain(tc *tableCounters, snaps snapshotSummary, ident table.Identifier, set thresholds.Effective, now time.Time) Plan {
 	name := tablename.Format(ident)
 	plan := Plan{Table: name, SnapshotID: tc.snapshotID, Settings: set}
 	jobs := map[JobKind]*PlannedJob{}
@@ -255,7 +255,6 @@ func explain(tc *tableCounters, meta table.Metadata, ident table.Identifier, set
 		}
 	}
 
-	snaps := summarizeSnapshots(meta)
 	due, reason, olderThan, retainLast, next := snaps.expiry(now, set)
 	ageCheck := Check{Threshold: "snapshot_max_age", Limit: int64(set.SnapshotMaxAge / time.Second), Unit: "seconds"}
 	if n := snaps.count(); n > 0 {

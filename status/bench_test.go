@@ -20,7 +20,7 @@ const benchTables = 1000
 
 func benchSource() *fakeSource {
 	f := &fakeSource{replica: "bench", owner: "bench", health: map[string]planner.Health{},
-		parts: map[string][]planner.PartitionCounters{}, jobs: Jobs{Last: map[string]Job{}}}
+		parts: map[string][]planner.PartitionCounters{}, jobs: Jobs{Last: map[string]Job{}}, plans: map[string]planner.Plan{}}
 	now := time.Now()
 	for i := range benchTables {
 		name := fmt.Sprintf("lake%02d.events_%04d", i%10, i)
@@ -28,10 +28,17 @@ func benchSource() *fakeSource {
 			TargetFileSize: 512 << 20, SmallFiles: i % 9, TinyFiles: i % 3, Snapshots: 30 + i%40, DataManifests: 12,
 			DeleteFiles: i % 5, OldestSnapshotAge: time.Hour, Healthy: i%17 != 0,
 			Problems: []string{"61 snapshots (limit 50): expiry is not running or retain_last is too large"}[:min(1, i%17/16)]}
+		plan := planner.Plan{Table: name}
 		for p := range 4 {
-			f.parts[name] = append(f.parts[name], planner.PartitionCounters{Key: fmt.Sprintf("day=2026-12-0%d", p+1),
+			key := fmt.Sprintf("day=2026-12-0%d", p+1)
+			f.parts[name] = append(f.parts[name], planner.PartitionCounters{Key: key,
 				Counters: planner.Counters{DataFiles: 10, Bytes: 225 << 20, SmallFiles: i % 3}})
+			plan.Partitions = append(plan.Partitions, planner.PartitionPlan{Key: key, Checks: []planner.Check{
+				{Threshold: "small_file_count", Measured: int64(i % 3), Limit: 8, Unit: "files"},
+				{Threshold: "delete_file_count", Measured: 0, Limit: 20, Unit: "files"},
+				{Threshold: "compact_when_quiet_after", Measured: 3600, Limit: 60, Unit: "seconds"}}})
 		}
+		f.plans[name] = plan
 		f.jobs.Last[name] = Job{JobEvent: events.JobEvent{Phase: events.JobSucceeded, JobID: fmt.Sprintf("job-%d", i),
 			Kind: "compact", Table: name, Outcome: "succeeded", Time: now.Add(-time.Minute), DurationSeconds: 2.5,
 			Partitions: []string{"day=2026-12-01"}, Counts: map[string]int64{"rewritten_data_files_count": 8, "added_data_files_count": 1}}}
@@ -51,9 +58,9 @@ func benchSource() *fakeSource {
 }
 
 // BenchmarkStatusPage1000Tables renders / for 1,000 tables from a source
-// holding them in memory (as the worker's state does; the planner's locks
-// and the worker's table list are not in it: see the worker's
-// BenchmarkStatusTables1000Tables).
+// holding them in memory (as the worker's state does), each table without
+// a job with the planner's outlook to explain (the planner's own cost of
+// those outlooks is planner.BenchmarkOutlook1000Tables).
 func BenchmarkStatusPage1000Tables(b *testing.B) {
 	h := Handler(benchSource(), Options{})
 	req := httptest.NewRequest(http.MethodGet, "/", nil)

@@ -26,6 +26,7 @@ type fakeSource struct {
 	perTable map[string][]Job
 	owner    string
 	inspect  func(name string) (Inspection, error)
+	plans    map[string]planner.Plan
 }
 
 func (f *fakeSource) Replica() string { return f.replica }
@@ -41,8 +42,12 @@ func (f *fakeSource) Health(t string) (planner.Health, bool) { h, ok := f.health
 func (f *fakeSource) TableCounters(t string) (int64, []planner.PartitionCounters) {
 	return f.health[t].SnapshotID, f.parts[t]
 }
-func (f *fakeSource) Jobs() Jobs                  { return f.jobs }
-func (f *fakeSource) TableJobs(t string) []Job    { return f.perTable[t] }
+func (f *fakeSource) Jobs() Jobs               { return f.jobs }
+func (f *fakeSource) TableJobs(t string) []Job { return f.perTable[t] }
+func (f *fakeSource) Outlook(t string) (planner.Plan, bool) {
+	p, ok := f.plans[t]
+	return p, ok
+}
 func (f *fakeSource) Owners() func(string) string { return func(string) string { return f.owner } }
 func (f *fakeSource) Inspect(_ context.Context, t string) (Inspection, error) {
 	if f.inspect == nil {
@@ -78,13 +83,19 @@ func newFake() *fakeSource {
 	done := Job{JobEvent: events.JobEvent{Phase: events.JobSucceeded, JobID: "j-2", Kind: "compact", Table: "db.events",
 		Outcome: "succeeded", Time: testNow.Add(-10 * time.Second), DurationSeconds: 0.25,
 		Counts: map[string]int64{"rewritten_data_files_count": 6, "added_data_files_count": 1}}}
+	quiet := planner.Health{Table: "db.quiet", SnapshotID: 3, DataFiles: 2, DataBytes: 20, TargetFileSize: 1 << 20, Snapshots: 2, Healthy: true}
 	return &fakeSource{
 		replica: "replica-1", owner: "replica-1",
-		health: map[string]planner.Health{"db.events": h, hostileTable: bad},
+		health: map[string]planner.Health{"db.events": h, hostileTable: bad, "db.quiet": quiet},
 		parts: map[string][]planner.PartitionCounters{
 			"db.events":  {{Key: "category=a", Counters: planner.Counters{DataFiles: 5, Bytes: 2 << 20}}, {Key: "category=b", Counters: planner.Counters{DataFiles: 4, Bytes: 1 << 20}}},
 			hostileTable: {{Key: hostilePartition, Counters: planner.Counters{DataFiles: 1, Bytes: 10}}},
+			"db.quiet":   {{Key: hostilePartition, Counters: planner.Counters{DataFiles: 2, Bytes: 20}}},
 		},
+		// db.quiet has no job queued or running: / says why from the
+		// planner's outlook (a partition value holding markup included).
+		plans: map[string]planner.Plan{"db.quiet": {Table: "db.quiet", Partitions: []planner.PartitionPlan{{Key: hostilePartition,
+			Checks: []planner.Check{{Threshold: "small_file_count", Measured: 2, Limit: 8, Unit: "files"}}}}}},
 		jobs: Jobs{Active: []Job{running, queued}, Recent: []Job{failed, done}, Failures: []Job{failed},
 			Last: map[string]Job{"db.events": done, hostileTable: failed}},
 		perTable: map[string][]Job{"db.events": {done}, hostileTable: {failed}},
@@ -122,6 +133,9 @@ func TestPages(t *testing.T) {
 		{name: "overview lists the tables and their figures", method: "GET", path: "/", code: 200,
 			want: []string{`href="/tables/db.events"`, "9 / 3", "healthy", "unhealthy", "replica-1", `<meta http-equiv="refresh" content="5">`,
 				"small_files=8&gt;=5", "running", "queued"}},
+		{name: "overview says why nothing is due, escaped", method: "GET", path: "/", code: 200,
+			want:    []string{"nothing due", "nearest: small_file_count 2 of 8 files (category=&lt;img src=x onerror=alert(1)&gt;&amp;&#34;)"},
+			wantNot: []string{"<img"}},
 		{name: "a hostile table name and problem render as text", method: "GET", path: "/", code: 200,
 			want:    []string{"ns&#34;&lt;b&gt;&amp;amp;.t&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;", "&lt;i&gt;&#34;x&#34;&lt;/i&gt;"},
 			wantNot: []string{"<script>", "<i>", `<b>&amp;`}},

@@ -29,6 +29,10 @@ type Source interface {
 	Jobs() Jobs
 	// TableJobs are the table's last finished jobs, newest first.
 	TableJobs(table string) []Job
+	// Outlook is what the planner would schedule for the table now and
+	// why, from its state alone (planner.Planner.Outlook): no I/O, so /
+	// asks it of every table without a job queued or running.
+	Outlook(table string) (planner.Plan, bool)
 	// Owners maps a table to the replica holding its lease ("" when none
 	// does, or before NATS is reachable). It is called once per page.
 	Owners() func(table string) string

@@ -52,6 +52,11 @@ type tableRow struct {
 	Owner                                                     string
 	Last                                                      *lastJob
 	Next                                                      []jobView
+	// Due are the jobs the planner finds due while none is queued or
+	// running (a cool-down or a job just finished holds them); Why says
+	// why nothing is due when nothing is.
+	Due []string
+	Why string
 }
 
 // lastJob is a table's last finished job on /.
@@ -196,6 +201,11 @@ func buildOverview(src Source, now time.Time) overview {
 			}
 			if !h.Healthy {
 				out.Unhealthy++
+			}
+		}
+		if len(row.Next) == 0 {
+			if plan, ok := src.Outlook(name); ok {
+				row.Due, row.Why = outlook(plan)
 			}
 		}
 		if j, ok := jobs.Last[name]; ok {

@@ -14,9 +14,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
-
 	"github.com/icereactor/reactor/deletions"
 	"github.com/icereactor/reactor/events"
 	"github.com/icereactor/reactor/planner"
@@ -136,30 +133,11 @@ func (s statusSource) Replica() string {
 	return ""
 }
 
-// Tables are the tables the planner holds state for. The planner does not
-// list them; every table it has read carries a reactor_data_files series,
-// and only its tables do (a table handed over is forgotten by both), so
-// the series' labels are that list without any bookkeeping of its own.
-func (s statusSource) Tables() []string {
-	ch := make(chan prometheus.Metric, 256)
-	go func() {
-		s.w.Metrics.DataFiles.Collect(ch)
-		close(ch)
-	}()
-	var out []string
-	for m := range ch {
-		var d dto.Metric
-		if m.Write(&d) != nil {
-			continue
-		}
-		for _, l := range d.GetLabel() {
-			if l.GetName() == "table" {
-				out = append(out, l.GetValue())
-			}
-		}
-	}
-	slices.Sort(out)
-	return slices.Compact(out)
+// Tables are the tables the planner holds state for.
+func (s statusSource) Tables() []string { return s.w.Planner.Tables() }
+
+func (s statusSource) Outlook(table string) (planner.Plan, bool) {
+	return s.w.Planner.Outlook(table, time.Now())
 }
 
 func (s statusSource) Health(table string) (planner.Health, bool) { return s.w.Planner.Health(table) }

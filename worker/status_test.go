@@ -2,12 +2,10 @@ package worker
 
 import (
 	"fmt"
-	"slices"
 	"testing"
 	"time"
 
 	"github.com/icereactor/reactor/events"
-	"github.com/icereactor/reactor/metrics"
 )
 
 func TestJobHistory(t *testing.T) {
@@ -52,34 +50,5 @@ func TestJobHistory(t *testing.T) {
 	}
 	if got := l.table("db.u"); len(got) != 1 || got[0].JobID != "b" {
 		t.Fatalf("db.u: %+v", got)
-	}
-}
-
-// The status pages' table list is the planner's: a table it read is
-// listed, one handed over (ForgetTable) is not.
-func TestStatusTables(t *testing.T) {
-	w := &Worker{Metrics: metrics.New()}
-	for _, name := range []string{"db.b", "db.a", `x."<q>`} {
-		w.Metrics.DataFiles.WithLabelValues(name).Set(1)
-	}
-	w.Metrics.ForgetTable("db.b")
-	if got, want := w.Status().Tables(), []string{"db.a", `x."<q>`}; !slices.Equal(got, want) {
-		t.Fatalf("Tables() = %q, want %q", got, want)
-	}
-}
-
-// BenchmarkStatusTables1000Tables is the status pages' table list of
-// 1,000 tables (a collect of reactor_data_files), beside
-// status.BenchmarkStatusPage1000Tables.
-func BenchmarkStatusTables1000Tables(b *testing.B) {
-	w := &Worker{Metrics: metrics.New()}
-	for i := range 1000 {
-		w.Metrics.DataFiles.WithLabelValues(fmt.Sprintf("lake%02d.events_%04d", i%10, i)).Set(float64(i))
-	}
-	src := w.Status()
-	for b.Loop() {
-		if n := len(src.Tables()); n != 1000 {
-			b.Fatal(n)
-		}
 	}
 }

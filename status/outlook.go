@@ -1,0 +1,69 @@
+package status
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/icereactor/reactor/planner"
+)
+
+// outlook turns the planner's outlook of a table with no job queued or
+// running into what / shows: the jobs due (a cool-down or the table's
+// previous job holds them), or one line on why nothing is: a partition
+// waiting for its quiet period, else the threshold nearest its limit.
+func outlook(plan planner.Plan) (due []string, why string) {
+	for _, j := range plan.Jobs {
+		var rs []string
+		for _, r := range j.Reasons {
+			rs = append(rs, r.String())
+		}
+		due = append(due, string(j.Kind)+": "+strings.Join(rs, "; "))
+	}
+	if len(due) > 0 {
+		return due, ""
+	}
+	if len(plan.Partitions) == 0 {
+		return nil, "no data files"
+	}
+	for _, pp := range plan.Partitions {
+		if pp.Wait != "" {
+			return nil, pp.Key + ": " + pp.Wait
+		}
+	}
+	var (
+		best      planner.Check
+		bestWhere string
+		bestShare = -1.0
+	)
+	consider := func(c planner.Check, where string) {
+		if c.Limit <= 0 || !countsTowardAJob(c.Threshold) {
+			return
+		}
+		if share := float64(c.Measured) / float64(c.Limit); share > bestShare {
+			best, bestWhere, bestShare = c, where, share
+		}
+	}
+	for _, pp := range plan.Partitions {
+		for _, c := range pp.Checks {
+			consider(c, pp.Key)
+		}
+	}
+	for _, c := range plan.TableWide {
+		consider(c, "table")
+	}
+	if bestShare < 0 {
+		return nil, "every threshold is off"
+	}
+	return nil, fmt.Sprintf("nearest: %s %d of %d %s (%s)", best.Threshold, best.Measured, best.Limit, best.Unit, bestWhere)
+}
+
+// countsTowardAJob: thresholds whose measured value grows toward a job.
+// The quiet merge's measures how long a partition has gone unwritten, and
+// the orphan margin is not measured by the planner at all.
+func countsTowardAJob(threshold string) bool {
+	switch threshold {
+	case "compact_when_quiet_after", "orphan_margin":
+		return false
+	}
+	return true
+}
