@@ -174,7 +174,11 @@ func (e *Executor) removeListedOrphans(ctx context.Context, log *slog.Logger, tb
 	}
 	defer g.refs.close()
 	e.phase("list", 0, 0)
-	plan, err := tbl.PlanOrphanFiles(ctx, table.WithFilesOlderThan(g.margin), table.WithEqualSchemes(schemeAliases))
+	// iceberg-go reads the history's manifest lists and manifests
+	// GOMAXPROCS at once unless told: on an object store each is a round
+	// trip, so the store's read concurrency (0 locally: its default).
+	plan, err := tbl.PlanOrphanFiles(ctx, table.WithFilesOlderThan(g.margin), table.WithEqualSchemes(schemeAliases),
+		table.WithCleanupMaxConcurrency(storeConcurrency(g.fs)))
 	if err != nil {
 		return fmt.Errorf("plan orphan cleanup (full listing): %w", err)
 	}
