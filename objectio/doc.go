@@ -19,8 +19,13 @@
 //     reused across the FileIOs iceberg-go builds per scan and per commit
 //     instead of being opened for each.
 //
-// Writes, deletes, listings and ReadFile are iceberg-go's own
-// (blobfs.FileIO) on the same client. The package owns no table semantics:
+//   - WalkDir (walk.go) lists the directories of a walk the read
+//     concurrency at once, with fs.WalkDir's entries and order: orphan
+//     cleanup's full listing of a partitioned table costs a few round
+//     trips instead of two per directory one after another.
+//
+// Writes, deletes, the listing of one directory and ReadFile are
+// iceberg-go's own (blobfs.FileIO) on the same client. The package owns no table semantics:
 // it must not interpret metadata, cache objects beyond one open file, or
 // change what is written. Importing it (for its side effect) is enough;
 // the executor does.
