@@ -13,6 +13,7 @@
 //     ReadAt. A larger object keeps its tail (footer and last row groups)
 //     and reads the rest by ranges of at least RangeBytes, so neighbouring
 //     column chunks share a request.
+//
 //   - Every FileIO it builds shares one HTTP transport per proxy and
 //     connect-timeout setting, whose idle pool holds more connections per
 //     host than any read concurrency reactor allows, so connections are
