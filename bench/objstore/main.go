@@ -35,6 +35,7 @@ import (
 	_ "github.com/apache/iceberg-go/io/gocloud/s3"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/icereactor/reactor/bench/latencyproxy"
 	"github.com/icereactor/reactor/embedded"
 	"github.com/icereactor/reactor/embedded/s3gateway"
 	"github.com/icereactor/reactor/executor"
@@ -146,19 +147,19 @@ func run(ctx context.Context, files, rows, partitions, perCommit int, latencies,
 		}
 		fmt.Fprintf(os.Stderr, "generated %v: %d files, %.1f MB in %s\n", ident, files, float64(bytes)/1e6, time.Since(t0).Round(time.Millisecond))
 
-		px, err := startProxy(front, time.Duration(ms)*time.Millisecond)
+		px, err := latencyproxy.Start(front, time.Duration(ms)*time.Millisecond)
 		if err != nil {
 			return err
 		}
 		props := gw.IcebergProperties()
-		props["s3.endpoint"] = "http://" + px.addr()
+		props["s3.endpoint"] = "http://" + px.Addr()
 		cat, err := openCatalog(ctx, work, props)
 		if err != nil {
-			px.close()
+			px.Close()
 			return err
 		}
 		for _, cmd := range strings.Split(commands, ",") {
-			before, conns0, cpu0 := cnt.snap(), px.conns.Load(), cpuTime()
+			before, conns0, cpu0 := cnt.snap(), px.Conns.Load(), cpuTime()
 			start := time.Now()
 			if trace {
 				cnt.trace = func(at, took time.Duration, n int64, method, target string) {
@@ -167,16 +168,16 @@ func run(ctx context.Context, files, rows, partitions, perCommit int, latencies,
 				}
 			}
 			outcome, err := runCommand(ctx, cmd, cat, ident, cfg, log)
-			r := row{cmd: cmd, rttMS: ms, wall: time.Since(start), cpu: cpuTime() - cpu0, conns: px.conns.Load() - conns0,
+			r := row{cmd: cmd, rttMS: ms, wall: time.Since(start), cpu: cpuTime() - cpu0, conns: px.Conns.Load() - conns0,
 				c: cnt.snap().minus(before), outcome: outcome}
 			if err != nil {
-				px.close()
+				px.Close()
 				return fmt.Errorf("%s at %d ms: %w", cmd, ms, err)
 			}
 			fmt.Fprintf(os.Stderr, "%s at %d ms: %s in %s\n", cmd, ms, outcome, r.wall.Round(time.Millisecond))
 			results = append(results, r)
 		}
-		px.close()
+		px.Close()
 	}
 	printTable(results, files)
 	return nil

@@ -1,4 +1,10 @@
-package main
+// Package latencyproxy is a TCP proxy for benchmarks that adds a round
+// trip to every exchange through it and counts the connections opened:
+// bench/objstore and the executor's commit-race benchmark put it before
+// the embedded S3 gateway to stand for object storage over a network. It
+// owns no protocol knowledge (bytes are forwarded unchanged) and must not
+// limit bandwidth, drop or reorder anything.
+package latencyproxy
 
 import (
 	"net"
@@ -7,48 +13,52 @@ import (
 	"time"
 )
 
-// latencyProxy is a TCP proxy that delays every byte by half a round trip
+// Proxy is a TCP proxy that delays every byte by half a round trip
 // in each direction, so a request/response exchange costs one round trip
 // (plus one more per new connection's handshake). Delays are pipelined: a
 // chunk is forwarded delay after it arrived, so bandwidth is not limited,
 // only latency added, as on a long link.
-type latencyProxy struct {
+type Proxy struct {
 	ln     net.Listener
 	target string
 	half   time.Duration
-	conns  atomic.Int64
-	wg     sync.WaitGroup
-	mu     sync.Mutex
-	open   map[net.Conn]struct{}
+	// Conns counts the connections clients opened through it.
+	Conns atomic.Int64
+	wg    sync.WaitGroup
+	mu    sync.Mutex
+	open  map[net.Conn]struct{}
 }
 
-func startProxy(target string, rtt time.Duration) (*latencyProxy, error) {
+// Start listens on a free loopback port and forwards to target with rtt
+// added to each round trip.
+func Start(target string, rtt time.Duration) (*Proxy, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
-	p := &latencyProxy{ln: ln, target: target, half: rtt / 2, open: map[net.Conn]struct{}{}}
+	p := &Proxy{ln: ln, target: target, half: rtt / 2, open: map[net.Conn]struct{}{}}
 	p.wg.Add(1)
 	go p.serve()
 	return p, nil
 }
 
-func (p *latencyProxy) addr() string { return p.ln.Addr().String() }
+// Addr is the host:port to connect to.
+func (p *Proxy) Addr() string { return p.ln.Addr().String() }
 
-func (p *latencyProxy) serve() {
+func (p *Proxy) serve() {
 	defer p.wg.Done()
 	for {
 		c, err := p.ln.Accept()
 		if err != nil {
 			return
 		}
-		p.conns.Add(1)
+		p.Conns.Add(1)
 		p.wg.Add(1)
 		go p.handle(c)
 	}
 }
 
-func (p *latencyProxy) track(c net.Conn, add bool) {
+func (p *Proxy) track(c net.Conn, add bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if add {
@@ -58,7 +68,7 @@ func (p *latencyProxy) track(c net.Conn, add bool) {
 	}
 }
 
-func (p *latencyProxy) handle(client net.Conn) {
+func (p *Proxy) handle(client net.Conn) {
 	defer p.wg.Done()
 	// The connection handshake crosses the link too.
 	time.Sleep(2 * p.half)
@@ -87,7 +97,7 @@ type chunk struct {
 
 // pipe copies src to dst, each chunk delayed by p.half; at src's end it
 // half-closes dst, on a write error it closes both.
-func (p *latencyProxy) pipe(dst, src net.Conn) {
+func (p *Proxy) pipe(dst, src net.Conn) {
 	ch := make(chan chunk, 4096)
 	go func() {
 		defer close(ch)
@@ -119,8 +129,8 @@ func (p *latencyProxy) pipe(dst, src net.Conn) {
 	}
 }
 
-// close stops accepting and cuts every open connection.
-func (p *latencyProxy) close() {
+// Close stops accepting and cuts every open connection.
+func (p *Proxy) Close() {
 	_ = p.ln.Close()
 	p.mu.Lock()
 	for c := range p.open {
