@@ -17,6 +17,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
@@ -24,6 +25,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -56,12 +58,13 @@ func main() {
 		commands   = flag.String("commands", "plan,orphans,compact,expire", "commands to time, in this order")
 		work       = flag.String("work", "", "work directory (default: a new one in the system temporary directory, removed at the end)")
 		verbose    = flag.Bool("v", false, "log the jobs' lines")
+		repeat     = flag.Int("repeat", 1, "times each command runs per latency; the row is the run with the median wall time (plan and orphans only: compact and expire change the table)")
 		trace      = flag.Bool("trace", false, "print every request of the timed commands (start ms, duration ms, in flight, method, target)")
 	)
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, *files, *rows, *partitions, *perCommit, *latencies, *commands, *work, *verbose, *trace); err != nil {
+	if err := run(ctx, *files, *rows, *partitions, *perCommit, *latencies, *commands, *work, *verbose, *trace, *repeat); err != nil {
 		fmt.Fprintln(os.Stderr, "objstore:", err)
 		os.Exit(1)
 	}
@@ -77,7 +80,7 @@ type row struct {
 	outcome string
 }
 
-func run(ctx context.Context, files, rows, partitions, perCommit int, latencies, commands, work string, verbose, trace bool) error {
+func run(ctx context.Context, files, rows, partitions, perCommit int, latencies, commands, work string, verbose, trace bool, repeat int) error {
 	var rtts []int
 	for _, s := range strings.Split(latencies, ",") {
 		ms, err := strconv.Atoi(strings.TrimSpace(s))
@@ -159,23 +162,32 @@ func run(ctx context.Context, files, rows, partitions, perCommit int, latencies,
 			return err
 		}
 		for _, cmd := range strings.Split(commands, ",") {
-			before, conns0, cpu0 := cnt.snap(), px.Conns.Load(), cpuTime()
-			start := time.Now()
-			if trace {
-				cnt.trace = func(at, took time.Duration, n int64, method, target string) {
-					fmt.Fprintf(os.Stderr, "trace %s %dms %8.1f %6.1f %3d %s %s\n", cmd, ms,
-						float64(at-time.Duration(start.UnixNano()))/1e6, float64(took)/1e6, n, method, target)
+			runs := 1
+			if cmd == "plan" || cmd == "orphans" {
+				runs = max(repeat, 1)
+			}
+			var reps []row
+			for range runs {
+				before, conns0, cpu0 := cnt.snap(), px.Conns.Load(), cpuTime()
+				start := time.Now()
+				if trace {
+					cnt.trace = func(at, took time.Duration, n int64, method, target string) {
+						fmt.Fprintf(os.Stderr, "trace %s %dms %8.1f %6.1f %3d %s %s\n", cmd, ms,
+							float64(at-time.Duration(start.UnixNano()))/1e6, float64(took)/1e6, n, method, target)
+					}
 				}
+				outcome, err := runCommand(ctx, cmd, cat, ident, cfg, log)
+				r := row{cmd: cmd, rttMS: ms, wall: time.Since(start), cpu: cpuTime() - cpu0, conns: px.Conns.Load() - conns0,
+					c: cnt.snap().minus(before), outcome: outcome}
+				if err != nil {
+					px.Close()
+					return fmt.Errorf("%s at %d ms: %w", cmd, ms, err)
+				}
+				fmt.Fprintf(os.Stderr, "%s at %d ms: %s in %s\n", cmd, ms, outcome, r.wall.Round(time.Millisecond))
+				reps = append(reps, r)
 			}
-			outcome, err := runCommand(ctx, cmd, cat, ident, cfg, log)
-			r := row{cmd: cmd, rttMS: ms, wall: time.Since(start), cpu: cpuTime() - cpu0, conns: px.Conns.Load() - conns0,
-				c: cnt.snap().minus(before), outcome: outcome}
-			if err != nil {
-				px.Close()
-				return fmt.Errorf("%s at %d ms: %w", cmd, ms, err)
-			}
-			fmt.Fprintf(os.Stderr, "%s at %d ms: %s in %s\n", cmd, ms, outcome, r.wall.Round(time.Millisecond))
-			results = append(results, r)
+			slices.SortFunc(reps, func(a, b row) int { return cmp.Compare(a.wall, b.wall) })
+			results = append(results, reps[len(reps)/2])
 		}
 		px.Close()
 	}
