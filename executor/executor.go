@@ -41,6 +41,12 @@ type Executor struct {
 	// hist are the tables' history indexes (history.go); nil: every
 	// question walks the whole history.
 	hist *histories
+	// live are this process's jobs with an output intent
+	// (output_intents.go): never recovered while they run.
+	live liveJobs
+	// crash, set by tests only, makes a rewrite stop at the named point
+	// as a killed process would: nothing after it runs, no cleanup.
+	crash func(point string) bool
 }
 
 // Report is what a job did, in the terms the Spark procedures report
@@ -84,6 +90,8 @@ type Report struct {
 	// SpilledRuns counts the sorted runs a sort job spilled to disk
 	// (0: every group was sorted in memory).
 	SpilledRuns int
+	// Conversion: what a convert_equality_deletes job did.
+	Conversion ConversionCounts
 	// DryRun reports are what the job would have done.
 	DryRun bool
 	// Backend is where the job ran: BackendLocal or BackendSpark.
@@ -105,6 +113,8 @@ func (e *Executor) Run(ctx context.Context, job planner.Job) (planner.Result, Re
 		res, rep = e.compact(ctx, log, job)
 	case planner.KindRewritePositionDeletes:
 		res, rep = e.rewritePositionDeletes(ctx, log, job)
+	case planner.KindConvertEqualityDeletes:
+		res, rep = e.convertEqualityDeletes(ctx, log, job)
 	case planner.KindSort:
 		res, rep = e.sort(ctx, log, job)
 	case planner.KindRewriteManifests:
@@ -149,6 +159,11 @@ func RecordFinished(log *slog.Logger, met *metrics.Metrics, job planner.Job, res
 		attrs = append(attrs, "delete_files_in", rep.RewrittenDeleteFiles, "delete_files_out", rep.AddedDeleteFiles,
 			"delete_bytes_in", rep.RewrittenDeleteBytes, "delete_bytes_out", rep.AddedDeleteBytes,
 			"dangling_delete_rows", rep.DanglingDeleteRows)
+	case planner.KindConvertEqualityDeletes:
+		c := rep.Conversion
+		attrs = append(attrs, "equality_delete_files_removed", c.EqualityDeleteFilesRemoved,
+			"position_delete_files_added", c.PositionDeleteFilesAdded, "rows_matched", c.RowsMatched,
+			"data_files_scanned", c.DataFilesScanned, "bytes_read", c.BytesRead)
 	case planner.KindRewriteManifests:
 		attrs = append(attrs, "manifests_rewritten", rep.ManifestsRewritten, "manifests_added", rep.ManifestsAdded)
 	case planner.KindSort:
@@ -199,6 +214,15 @@ func (r Report) ProcedureCounts(kind planner.JobKind) []Count {
 			{"rewritten_bytes_count", r.RewrittenDeleteBytes},
 			{"added_bytes_count", r.AddedDeleteBytes},
 			{"dangling_deletes_removed_count", r.DanglingDeleteRows},
+		}
+	case planner.KindConvertEqualityDeletes:
+		c := r.Conversion
+		return []Count{
+			{"removed_equality_delete_files_count", int64(c.EqualityDeleteFilesRemoved)},
+			{"added_position_delete_files_count", int64(c.PositionDeleteFilesAdded)},
+			{"matched_rows_count", c.RowsMatched},
+			{"scanned_data_files_count", int64(c.DataFilesScanned)},
+			{"read_bytes_count", c.BytesRead},
 		}
 	case planner.KindExpireSnapshots:
 		// Files expiry unlinks are deleted min_reader_margin later, by the

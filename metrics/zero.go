@@ -3,7 +3,7 @@ package metrics
 // JobKinds are the values of the kind label of the job metrics, planner's
 // job kinds (metrics cannot import planner, which records through it;
 // exported_test.go keeps the two lists equal).
-var JobKinds = []string{"compact", "rewrite_position_deletes", "sort", "expire_snapshots", "delete_expired_files",
+var JobKinds = []string{"compact", "convert_equality_deletes", "rewrite_position_deletes", "sort", "expire_snapshots", "delete_expired_files",
 	"rewrite_manifests", "remove_orphans"}
 
 // ObjectOutcomes are the values of reactor_objects_total's outcome label,

@@ -116,7 +116,7 @@ type kindSet uint8
 // setKinds are the kinds a kindSet can hold, by bit (a new kind goes here;
 // TestKindSet checks every kind the planner schedules).
 var setKinds = [...]JobKind{KindCompact, KindRewritePositionDeletes, KindSort, KindExpireSnapshots,
-	KindRewriteManifests, KindDeleteExpiredFiles, KindRemoveOrphans}
+	KindRewriteManifests, KindDeleteExpiredFiles, KindRemoveOrphans, KindConvertEqualityDeletes}
 
 func (s kindSet) with(k JobKind) kindSet {
 	for i, known := range setKinds {

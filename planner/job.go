@@ -23,6 +23,11 @@ type JobKind string
 const (
 	// KindCompact is bin-pack compaction of whole partitions.
 	KindCompact JobKind = "compact"
+	// KindConvertEqualityDeletes replaces a partition's equality delete
+	// files by position deletes naming the rows they delete, reading only
+	// the equality columns of the data files they apply to and rewriting
+	// none (Amoro's minor optimizing).
+	KindConvertEqualityDeletes JobKind = "convert_equality_deletes"
 	// KindRewritePositionDeletes merges a partition's position-delete
 	// files into files near the delete target size, dropping entries for
 	// data files no longer live, without touching data files (Spark's
@@ -55,7 +60,7 @@ const (
 // by, so a new kind cannot be left out of them (kinds_test.go checks every
 // Kind constant is here).
 func Kinds() []JobKind {
-	return []JobKind{KindCompact, KindRewritePositionDeletes, KindSort, KindExpireSnapshots, KindDeleteExpiredFiles,
+	return []JobKind{KindCompact, KindConvertEqualityDeletes, KindRewritePositionDeletes, KindSort, KindExpireSnapshots, KindDeleteExpiredFiles,
 		KindRewriteManifests, KindRemoveOrphans}
 }
 
@@ -129,7 +134,7 @@ func priorityOf(kind JobKind, reasons []Reason) Priority {
 			return PriorityUrgent
 		}
 		return PriorityBackground
-	case KindRewritePositionDeletes, KindRewriteManifests:
+	case KindConvertEqualityDeletes, KindRewritePositionDeletes, KindRewriteManifests:
 		return PriorityUrgent
 	case KindExpireSnapshots:
 		for _, r := range reasons {

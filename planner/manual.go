@@ -55,7 +55,7 @@ func ManualJob(ctx context.Context, tbl *table.Table, cfg *thresholds.Config, ki
 	}
 	manual := Reason{Partition: tableWide, Threshold: "manual", Note: "requested on the command line"}
 	switch kind {
-	case KindCompact, KindRewritePositionDeletes, KindSort:
+	case KindCompact, KindRewritePositionDeletes, KindConvertEqualityDeletes, KindSort:
 		if kind == KindSort {
 			if opts.Strategy != "" {
 				job.Settings.Strategy = opts.Strategy
@@ -82,6 +82,13 @@ func ManualJob(ctx context.Context, tbl *table.Table, cfg *thresholds.Config, ki
 			delete(missing, ps.Key)
 			reason := Reason{Partition: ps.Key, Threshold: "manual",
 				Measured: int64(ps.SmallFiles), Limit: int64(set.MinInputFiles), Note: "small files; min_input_files"}
+			if kind == KindConvertEqualityDeletes {
+				if ps.EqualityDeleteFiles == 0 && len(opts.Partitions) == 0 {
+					continue
+				}
+				reason.Measured, reason.Limit = int64(ps.EqualityDeleteFiles), 1
+				reason.Note = "equality-delete files"
+			}
 			if kind == KindRewritePositionDeletes {
 				if ps.PositionDeleteFiles == 0 && len(opts.Partitions) == 0 {
 					continue

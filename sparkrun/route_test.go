@@ -134,7 +134,7 @@ func TestSparkKindsArePlannerKinds(t *testing.T) {
 		}
 	}
 	for _, k := range all {
-		if k != planner.KindDeleteExpiredFiles && !slices.Contains(thresholds.SparkKinds(), string(k)) {
+		if k != planner.KindDeleteExpiredFiles && k != planner.KindConvertEqualityDeletes && !slices.Contains(thresholds.SparkKinds(), string(k)) {
 			t.Errorf("planner kind %q with a Spark procedure is missing from thresholds.SparkKinds", k)
 		}
 	}

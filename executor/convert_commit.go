@@ -1,0 +1,173 @@
+package executor
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/iceberg-go"
+	iceio "github.com/apache/iceberg-go/io"
+	"github.com/apache/iceberg-go/table"
+	"github.com/google/uuid"
+
+	"github.com/icereactor/reactor/executor/internal/commit"
+	"github.com/icereactor/reactor/executor/internal/datapath"
+	"github.com/icereactor/reactor/planner"
+)
+
+// convertedDeleteSuffix ends the name of every position-delete file the
+// conversion writes.
+const convertedDeleteSuffix = "-converted-deletes.parquet"
+
+// write writes one position-delete file per (spec, partition) of matched
+// rows, sorted by (file_path, pos) as the spec requires.
+func (cv *conversion) write(ctx context.Context, tbl *table.Table, wfs iceio.WriteFileIO) error {
+	meta := tbl.Metadata()
+	sc, err := table.SchemaToArrowSchema(iceberg.PositionalDeleteSchema, nil, true, false)
+	if err != nil {
+		return fmt.Errorf("arrow schema: %w", err)
+	}
+	props := parquet.NewWriterProperties(parquet.WithStats(true), parquet.WithCompression(datapath.DeleteCodec(meta.Properties())))
+	writeID := uuid.New()
+	for n, name := range slices.Sorted(maps.Keys(cv.groups)) {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		g := cv.groups[name]
+		spec := meta.PartitionSpecByID(int(g.sample.SpecID()))
+		if spec == nil {
+			return fmt.Errorf("unknown partition spec %d", g.sample.SpecID())
+		}
+		locate, err := datapath.PartitionLocation(tbl, spec, g.sample)
+		if err != nil {
+			return err
+		}
+		type row struct {
+			path string
+			pos  int64
+		}
+		var rows []row
+		for path, positions := range g.rows {
+			for _, p := range positions {
+				rows = append(rows, row{path, p})
+			}
+		}
+		slices.SortFunc(rows, func(a, b row) int {
+			if c := cmp.Compare(a.path, b.path); c != 0 {
+				return c
+			}
+			return cmp.Compare(a.pos, b.pos)
+		})
+		g.path = locate(fmt.Sprintf("%s-%05d%s", writeID, n, convertedDeleteSuffix))
+		size, fmeta, err := datapath.WritePositionDeleteFile(wfs, g.path, sc, props, len(rows), func(i int) (string, int64) {
+			return rows[i].path, rows[i].pos
+		})
+		if err != nil {
+			return fmt.Errorf("write %s: %w", g.path, err)
+		}
+		df, err := table.DataFileFromMetadata(table.DataFileArgs{
+			Schema:          iceberg.PositionalDeleteSchema,
+			Spec:            *spec,
+			Format:          iceberg.ParquetFile,
+			Metadata:        fmeta,
+			FilePath:        g.path,
+			FileSize:        size,
+			Content:         iceberg.EntryContentPosDeletes,
+			PartitionValues: g.sample.Partition(),
+			// Exact file_path bounds: a file naming one data file is then
+			// file-scoped, and scan planning tries it against that file only.
+			Properties:    iceberg.Properties{table.MetricsModeColumnConfPrefix + ".file_path": "full"},
+			FormatVersion: meta.Version(),
+		})
+		if err != nil {
+			return fmt.Errorf("describe %s: %w", g.path, err)
+		}
+		g.out = df
+	}
+	return nil
+}
+
+// commitConversion removes the converted equality deletes and adds the
+// position deletes in one snapshot through the staged commit (format v2),
+// retrying lost races within the job's budget. Every attempt validates
+// what was committed since the conversion read its snapshot:
+//
+//   - a converted delete removed meanwhile (another conversion, a
+//     compaction that found it dead) ends the job: ErrInputsGone;
+//   - a scanned data file removed meanwhile (a compaction rewrote it) ends
+//     it too: its rows may live on in a file the positions do not name;
+//   - a data file added at a sequence number below a converted delete's in
+//     its scope (a rewrite keeping old sequence numbers) would lose that
+//     delete with nothing in its place: ErrInputsGone as well.
+//
+// Data files writers add meanwhile carry a higher sequence number than any
+// converted delete, which never applied to them; deletes writers add are
+// other files and stay.
+//
+// The position deletes get the highest sequence number of the converted
+// deletes: every file they name is below it (a position delete applies at
+// or below its own), and a low number lets a later compaction find them
+// dead sooner than the commit's own would.
+func (e *Executor) commitConversion(ctx context.Context, log *slog.Logger, job planner.Job, planned *table.Table, fs iceio.IO,
+	cv *conversion, rep *Report) (*table.Table, error) {
+	scanned := map[string]bool{}
+	for _, g := range cv.groups {
+		for path := range g.rows {
+			scanned[path] = true
+		}
+	}
+	// Files read but without a match are inputs too: a delete went because
+	// none of their rows matched.
+	for _, df := range cv.data {
+		for _, d := range cv.deletes {
+			if d.applies(df) {
+				scanned[df.file.FilePath()] = true
+				break
+			}
+		}
+	}
+	floor := map[string]int64{} // scope -> highest converted sequence number
+	for _, d := range cv.deletes {
+		floor[d.scope] = max(floor[d.scope], d.seq)
+	}
+	keys := planner.NewKeyer(planned.Metadata())
+	meta := planned.Metadata()
+	st := &commit.Staged{
+		FS: fs, Op: table.OpReplace,
+		Props:       iceberg.Properties{planner.SnapshotJobProperty: job.ID},
+		Always:      map[string]iceberg.DataFile{},
+		DataTracked: true,
+		Validate: func(snapID int64, entry iceberg.ManifestEntry) error {
+			df := entry.DataFile()
+			if df.ContentType() != iceberg.EntryContentData {
+				return nil
+			}
+			switch entry.Status() {
+			case iceberg.EntryStatusDELETED:
+				if scanned[df.FilePath()] {
+					return fmt.Errorf("%w: snapshot %d removed data file %s the conversion read", commit.ErrInputsGone, snapID, df.FilePath())
+				}
+			case iceberg.EntryStatusADDED:
+				seq := entry.SequenceNum()
+				scope := scopeKey(keys, meta, df)
+				below := func(s string) bool { f, ok := floor[s]; return ok && (seq < 0 || seq < f) }
+				if below(scope) || below("") {
+					return fmt.Errorf("%w: snapshot %d added data file %s at sequence number %d, below converted equality deletes",
+						commit.ErrInputsGone, snapID, df.FilePath(), seq)
+				}
+			}
+			return nil
+		},
+	}
+	for _, d := range cv.deletes {
+		st.Always[d.file.FilePath()] = d.file
+	}
+	for _, name := range slices.Sorted(maps.Keys(cv.groups)) {
+		st.AddDeletes = append(st.AddDeletes, commit.DeleteAddition{File: cv.groups[name].out, Seq: cv.maxSeq})
+	}
+	return e.commitStaged(ctx, log, job, planned, fs, st, rep, "equality-delete conversion")
+}
