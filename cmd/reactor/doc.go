@@ -14,6 +14,7 @@
 //	reactor plan TABLE       show what would be scheduled now, and why
 //	reactor compact TABLE    compact now (rewrite_data_files)
 //	reactor rewrite-deletes TABLE     merge position deletes (rewrite_position_delete_files)
+//	reactor convert-equality-deletes TABLE   equality deletes to position deletes
 //	reactor expire TABLE     expire snapshots now (expire_snapshots)
 //	reactor orphans TABLE    find orphan files (remove_orphan_files)
 //	reactor rewrite-manifests TABLE   merge manifests (rewrite_manifests)

@@ -32,6 +32,7 @@ func commands() []command {
 		{"plan", "show what would be scheduled for a table now, and why", planCmd},
 		{"compact", "compact a table's small files now (Spark's rewrite_data_files)", compactCmd},
 		{"rewrite-deletes", "merge position-delete files now (Spark's rewrite_position_delete_files)", rewriteDeletesCmd},
+		{"convert-equality-deletes", "turn equality deletes into position deletes now, rewriting no data file", convertDeletesCmd},
 		{"expire", "expire old snapshots now (Spark's expire_snapshots)", expireCmd},
 		{"orphans", "find, and optionally delete, orphan files (Spark's remove_orphan_files)", orphansCmd},
 		{"rewrite-manifests", "merge a table's manifests now (Spark's rewrite_manifests)", rewriteManifestsCmd},

@@ -50,7 +50,7 @@ func runOneShot(ctx context.Context, c *tableCommand, kind planner.JobKind, opts
 	if err != nil {
 		return &usageError{err: err}
 	}
-	if (kind == planner.KindCompact || kind == planner.KindRewritePositionDeletes) && len(job.Partitions) == 0 {
+	if (kind == planner.KindCompact || kind == planner.KindRewritePositionDeletes || kind == planner.KindConvertEqualityDeletes) && len(job.Partitions) == 0 {
 		fmt.Fprintf(stderr, "%s has no partition to work on\n", c.table)
 	}
 	concurrency := thresholds.DefaultConcurrency
