@@ -14,6 +14,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog"
+	iceio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icereactor/reactor/embedded"
@@ -210,5 +211,79 @@ func TestThrottledWritesFailCleanly(t *testing.T) {
 	testFront.failing(t, nil)
 	if n := countRows(t, cat, ident); n != files*rows {
 		t.Fatalf("after the failed compaction %d rows, want %d", n, files*rows)
+	}
+}
+
+// TestCompactionOverResetBodies: a store cutting the first GET of every
+// data file mid-body still gets a compaction that commits every row (each
+// read made again whole); one cutting every GET of the data files fails
+// the compaction and commits nothing: the table keeps its snapshot and
+// rows, and every file either snapshot references is whole (its size is
+// the manifest's).
+func TestCompactionOverResetBodies(t *testing.T) {
+	const files, rows = 8, 2000
+	ctx := context.Background()
+	cat, ident := smallFileTable(t, files, rows, objectio.MaxAttemptsProperty, "2")
+	before, err := cat.LoadTable(ctx, ident)
+	if err != nil {
+		t.Fatal(err)
+	}
+	testFront.cutting(t, func(method, kind, _ string) bool { return method == "GET" && strings.HasPrefix(kind, "data") })
+	testFront.reset()
+	res, _ := compact(t, cat, ident)
+	reqs, _ := testFront.reset()
+	if res.Err == nil || !strings.Contains(res.Err.Error(), "unexpected EOF") {
+		t.Fatalf("compaction against a store cutting every data-file body: %v (requests %v), want an unexpected EOF", res.Err, reqs)
+	}
+	if reqs["cut GET data ranged"] == 0 {
+		t.Fatalf("requests %v: no data-file body was cut", reqs)
+	}
+	after, err := cat.LoadTable(ctx, ident)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.CurrentSnapshot().SnapshotID != before.CurrentSnapshot().SnapshotID {
+		t.Fatalf("a failed compaction committed snapshot %d", after.CurrentSnapshot().SnapshotID)
+	}
+
+	seen := map[string]bool{}
+	testFront.cutting(t, func(method, kind, path string) bool {
+		if method != "GET" || !strings.HasPrefix(kind, "data") {
+			return false
+		}
+		first := !seen[path]
+		seen[path] = true
+		return first
+	})
+	testFront.reset()
+	res, rep := compact(t, cat, ident)
+	reqs, _ = testFront.reset()
+	if res.Err != nil || rep.RewrittenDataFiles != files {
+		t.Fatalf("compaction with each data file's first GET cut: %v, rewrote %d of %d (requests %v)", res.Err, rep.RewrittenDataFiles, files, reqs)
+	}
+	if reqs["cut GET data ranged"] != files {
+		t.Fatalf("requests %v, want the first GET of each of the %d data files cut", reqs, files)
+	}
+	testFront.cutting(t, nil)
+	if n := countRows(t, cat, ident); n != files*rows {
+		t.Fatalf("after the compaction %d rows, want %d", n, files*rows)
+	}
+	after, err = cat.LoadTable(ctx, ident)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fsys, err := after.FS(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tasks, err := after.Scan().PlanFiles(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, task := range tasks {
+		st, err := fsys.(iceio.StatIO).Stat(task.File.FilePath())
+		if err != nil || st.Size() != task.File.FileSizeBytes() {
+			t.Fatalf("committed file %s: %v, size %v, manifest says %d", task.File.FilePath(), err, st, task.File.FileSizeBytes())
+		}
 	}
 }

@@ -85,3 +85,43 @@ func TestFailedMultipartUploadIsAborted(t *testing.T) {
 		t.Fatalf("after the failed upload Open = %v, want fs.ErrNotExist", err)
 	}
 }
+
+// TestResetMidBodyIsRetried: a GET whose connection is cut after part of
+// the body is made again and the read returns the whole object; a store
+// that cuts every attempt fails the read with an unexpected EOF, after
+// the configured attempts and no more, and never returns the part.
+func TestResetMidBodyIsRetried(t *testing.T) {
+	bucket := newBucket(t)
+	body := randomBytes(200 << 10)
+	put(t, bucket, "obj/cut.bin", body)
+	var cuts atomic.Int64
+	testFront.cutting(t, func(method, kind, _ string) bool {
+		return method == "GET" && strings.HasPrefix(kind, "obj") && cuts.Add(1) <= 2
+	})
+	fsys, err := iceio.LoadFS(context.Background(), props(), "s3://"+bucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	testFront.reset()
+	f, err := fsys.Open("s3://" + bucket + "/obj/cut.bin")
+	if err != nil {
+		t.Fatalf("two cut attempts of %d: %v", objectio.DefaultMaxAttempts, err)
+	}
+	readLikeParquet(t, f, body)
+	if reqs, _ := testFront.reset(); reqs["cut GET obj ranged"] != 2 || reqs["GET obj ranged"] != 3 {
+		t.Fatalf("requests %v, want 2 cut and 1 whole", reqs)
+	}
+
+	cuts.Store(-1 << 40) // cut everything from now on
+	fsys, err = iceio.LoadFS(context.Background(), props(objectio.MaxAttemptsProperty, "2"), "s3://"+bucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err = fsys.Open("s3://" + bucket + "/obj/cut.bin")
+	if err == nil || !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Fatalf("Open against a store that cuts every body: file %v, %v; want an unexpected EOF", f, err)
+	}
+	if reqs, _ := testFront.reset(); reqs["cut GET obj ranged"] != 2 {
+		t.Fatalf("requests %v, want exactly the 2 attempts configured", reqs)
+	}
+}

@@ -32,6 +32,9 @@ type FileIO struct {
 	whole   int64
 	rng     int64
 	readers int
+	// attempts bounds the GETs of one read whose body breaks off (the
+	// SDK's retries end when the headers arrive).
+	attempts int
 }
 
 // ReadConcurrency is how many files a scan should read at once from
@@ -83,9 +86,29 @@ func (f *FileIO) Open(name string) (iceio.File, error) {
 	return o, nil
 }
 
+// errBody marks a GET whose body broke off: the object is immutable, so
+// the GET is made again.
+var errBody = errors.New("read body")
+
 // get fetches key (the byte range rng, "" for all) and returns the bytes,
-// where they start and the object's size.
+// where they start and the object's size. A body that ends early (a
+// connection reset mid-response) is fetched again, up to the attempts
+// of a request; bytes are returned only from a whole body.
 func (f *FileIO) get(key, rng string) (data []byte, start, total int64, mod time.Time, err error) {
+	for attempt := 1; ; attempt++ {
+		data, start, total, mod, err = f.getOnce(key, rng)
+		if err == nil || !errors.Is(err, errBody) || attempt >= max(f.attempts, 1) || f.ctx.Err() != nil {
+			return data, start, total, mod, err
+		}
+		select {
+		case <-f.ctx.Done():
+			return nil, 0, 0, mod, err
+		case <-time.After(time.Duration(attempt) * 20 * time.Millisecond):
+		}
+	}
+}
+
+func (f *FileIO) getOnce(key, rng string) (data []byte, start, total int64, mod time.Time, err error) {
 	in := &s3.GetObjectInput{Bucket: aws.String(f.bucket), Key: aws.String(key)}
 	if rng != "" {
 		in.Range = aws.String(rng)
@@ -105,7 +128,7 @@ func (f *FileIO) get(key, rng string) (data []byte, start, total int64, mod time
 	}
 	data = make([]byte, n)
 	if _, err := io.ReadFull(out.Body, data); err != nil {
-		return nil, 0, 0, mod, fmt.Errorf("get %s: read body: %w", key, err)
+		return nil, 0, 0, mod, fmt.Errorf("get %s: %w: %w", key, errBody, err)
 	}
 	start, total = 0, n
 	if cr := aws.ToString(out.ContentRange); cr != "" {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -71,6 +72,46 @@ type front struct {
 	// fail, when set, answers the requests it is true for with 503
 	// SlowDown, as S3 does when throttling.
 	fail func(method, kind string) bool
+	// cut, when set, sends the requests it is true for the headers and
+	// the first cutAfter bytes of the body, then closes the connection
+	// (a reset mid-body).
+	cut func(method, kind, path string) bool
+}
+
+// cutAfter is how much of a cut response's body gets through.
+const cutAfter = 4 << 10
+
+// cutting makes the front cut what cut selects until the test ends.
+func (f *front) cutting(t *testing.T, cut func(method, kind, path string) bool) {
+	f.mu.Lock()
+	f.cut = cut
+	f.mu.Unlock()
+	t.Cleanup(func() {
+		f.mu.Lock()
+		f.cut = nil
+		f.mu.Unlock()
+	})
+}
+
+// cutWriter passes limit bytes of the body, then hijacks the connection
+// and closes it.
+type cutWriter struct {
+	http.ResponseWriter
+	limit int
+}
+
+func (w *cutWriter) Write(b []byte) (int, error) {
+	if len(b) < w.limit {
+		w.limit -= len(b)
+		return w.ResponseWriter.Write(b)
+	}
+	n, _ := w.ResponseWriter.Write(b[:w.limit])
+	w.limit = 0
+	w.ResponseWriter.(http.Flusher).Flush()
+	if conn, _, err := w.ResponseWriter.(http.Hijacker).Hijack(); err == nil {
+		_ = conn.Close()
+	}
+	return n, errors.New("front: connection cut mid-body")
 }
 
 // failing makes the front throttle what fail selects until the test
@@ -92,6 +133,8 @@ func startFront(target string) (*front, error) {
 		return nil, err
 	}
 	rp := httputil.NewSingleHostReverseProxy(u)
+	// A cut response's copy error is the point, not news.
+	rp.ErrorLog = log.New(io.Discard, "", 0)
 	f := &front{reqs: map[string]int{}}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -117,6 +160,10 @@ func startFront(target string) (*front, error) {
 			f.mu.Lock()
 			f.reqs[r.Method+" "+kind]++
 			throttle := f.fail != nil && f.fail(r.Method, kind)
+			cut := f.cut != nil && f.cut(r.Method, kind, r.URL.Path)
+			if cut {
+				f.reqs["cut "+r.Method+" "+kind]++
+			}
 			f.mu.Unlock()
 			if throttle {
 				f.mu.Lock()
@@ -127,6 +174,9 @@ func startFront(target string) (*front, error) {
 				w.WriteHeader(http.StatusServiceUnavailable)
 				_, _ = io.WriteString(w, `<?xml version="1.0" encoding="UTF-8"?><Error><Code>SlowDown</Code><Message>Please reduce your request rate.</Message></Error>`)
 				return
+			}
+			if cut {
+				w = &cutWriter{ResponseWriter: w, limit: cutAfter}
 			}
 			rp.ServeHTTP(w, r)
 		}),

@@ -233,5 +233,5 @@ func (p *provider) open(ctx context.Context, parsed *url.URL, props map[string]s
 	}
 	extract := blobfs.DefaultObjectLocationExtractor(parsed.Host, schemes...)
 	return &FileIO{FileIO: blobfs.New(ctx, bucket, extract), ctx: ctx, client: client, bucket: parsed.Host,
-		extract: extract, whole: whole, rng: rng, readers: int(readers)}, nil
+		extract: extract, whole: whole, rng: rng, readers: int(readers), attempts: cfg.RetryMaxAttempts}, nil
 }
