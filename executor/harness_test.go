@@ -43,6 +43,13 @@ func newFixture(t testing.TB, tableProps iceberg.Properties) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return newFixtureOn(t, cat, tableProps)
+}
+
+// newFixtureOn is newFixture on cat (benchStore's s3:// catalog).
+func newFixtureOn(t testing.TB, cat catalog.Catalog, tableProps iceberg.Properties) *fixture {
+	t.Helper()
+	ctx := t.Context()
 	if _, err := streamwriter.CreateTable(ctx, cat, ident, tableProps); err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,6 @@ import (
 	"github.com/apache/iceberg-go"
 	iceio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
-	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -33,7 +32,12 @@ func growHistory(t testing.TB, f *fixture, n int) streamwriter.Tally {
 			src = task.File
 		}
 	}
-	data, err := os.ReadFile(strings.TrimPrefix(src.FilePath(), "file://"))
+	// Through the table's IO: the warehouse may be s3:// (s3RTTEnv).
+	fsys, err := f.load().FS(f.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := fsys.(iceio.ReadFileIO).ReadFile(src.FilePath())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +48,7 @@ func growHistory(t testing.TB, f *fixture, n int) streamwriter.Tally {
 		txn := tbl.NewTransaction()
 		for i := start; i < min(start+100, n); i++ {
 			dst := fmt.Sprintf("%s/filler-%05d.parquet", dir, i)
-			if err := os.WriteFile(strings.TrimPrefix(dst, "file://"), data, 0o644); err != nil {
+			if err := fsys.(iceio.WriteFileIO).WriteFile(dst, data); err != nil {
 				t.Fatal(err)
 			}
 			b, err := iceberg.NewDataFileBuilder(tbl.Spec(), iceberg.EntryContentData, dst, iceberg.ParquetFile,
