@@ -13,6 +13,7 @@ import (
 	"github.com/apache/iceberg-go"
 	iceio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
+	"github.com/google/uuid"
 
 	"github.com/icereactor/reactor/arrowpool"
 	"github.com/icereactor/reactor/conflict"
@@ -90,6 +91,15 @@ func (e *Executor) rewrite(ctx context.Context, log *slog.Logger, job planner.Jo
 		files += int64(len(g.Tasks))
 		bytes += g.TotalSizeBytes
 	}
+	e.recoverOutputsBefore(ctx, log, tbl, fs)
+	ctx, outputs, err := e.beginOutputs(ctx, tbl, fs, job, uuid.NewString())
+	if err != nil {
+		return fail(planner.Failed, err)
+	}
+	// keepIntent: an outcome not known, or outputs not all deleted, leave
+	// the intent for the table's next look.
+	keepIntent := false
+	defer func() { outputs.finish(log, keepIntent) }()
 	e.phase("rewrite", files, bytes)
 	batches := batch(groups, job.Settings.PartialProgressCommits)
 	var (
@@ -97,6 +107,11 @@ func (e *Executor) rewrite(ctx context.Context, log *slog.Logger, job planner.Jo
 		lastErr   error
 		gaveUp    bool
 	)
+	cleanUp := func(results []table.CompactionGroupResult) {
+		n, paths, all := removeOutputs(fs, results, log)
+		rep.OutputFilesCleanedUp += n
+		keepIntent = keepIntent || !all || !outputs.covers(paths)
+	}
 	for i, b := range batches {
 		if ctx.Err() != nil {
 			lastErr = ctx.Err()
@@ -104,10 +119,14 @@ func (e *Executor) rewrite(ctx context.Context, log *slog.Logger, job planner.Jo
 		}
 		results, err := e.writeBatch(ctx, log, tbl, b, rw.write)
 		if err != nil {
-			rep.OutputFilesCleanedUp += removeOutputs(fs, results, log)
+			cleanUp(results)
 			rep.FailedBatches++
 			lastErr = err
 			break
+		}
+		if e.crashed("before-commit") {
+			keepIntent = true
+			return fail(planner.Failed, errCrashed)
 		}
 		head := tbl
 		if committed != nil {
@@ -116,15 +135,18 @@ func (e *Executor) rewrite(ctx context.Context, log *slog.Logger, job planner.Jo
 		next, err := e.commitBatch(ctx, log, job, tbl, head, fs, results, equalityDeletesOf(b), rw.props, &rep)
 		if err != nil {
 			if errors.Is(err, errUnknownCommitState) {
-				// Leave the outputs: a snapshot may reference them. Orphan
-				// cleanup, with its age margin, is the safe owner now.
-				log.Error("commit outcome unknown; output files left in place for orphan cleanup",
+				// Leave the outputs: a snapshot may reference them. The
+				// intent stays: the table's next look checks them against
+				// the history it then reads, and orphan cleanup, with its
+				// age margin, remains their owner otherwise.
+				log.Error("commit outcome unknown; output files left in place for the table's next look",
 					"batch", i+1, "error", err)
+				keepIntent = true
 				rep.FailedBatches++
 				lastErr = err
 				break
 			}
-			rep.OutputFilesCleanedUp += removeOutputs(fs, results, log)
+			cleanUp(results)
 			rep.FailedBatches++
 			lastErr = err
 			gaveUp = conflict.IsRetryable(err)
@@ -132,6 +154,10 @@ func (e *Executor) rewrite(ctx context.Context, log *slog.Logger, job planner.Jo
 			break
 		}
 		committed = next
+		if e.crashed("after-commit") {
+			keepIntent = true
+			return fail(planner.Failed, errCrashed)
+		}
 		if len(batches) > 1 {
 			log.Info("batch committed", "batch", i+1, "batches", len(batches),
 				"snapshot_id", next.CurrentSnapshot().SnapshotID)
@@ -195,31 +221,42 @@ func equalityDeletesOf(groups []table.CompactionTaskGroup) map[string]iceberg.Da
 	return out
 }
 
-func removeOutputs(fs iceio.IO, results []table.CompactionGroupResult, log *slog.Logger) int {
+// removeOutputs deletes the files results wrote; it returns how many it
+// deleted, their paths, and whether every one is gone.
+func removeOutputs(fs iceio.IO, results []table.CompactionGroupResult, log *slog.Logger) (int, []string, bool) {
 	var paths []string
 	for _, gr := range results {
 		for _, df := range gr.NewDataFiles {
 			paths = append(paths, df.FilePath())
 		}
 	}
-	return removePaths(fs, paths, log)
+	n, all := removeAll(fs, paths, log)
+	return n, paths, all
 }
 
 func removePaths(fs iceio.IO, paths []string, log *slog.Logger) int {
-	n := 0
+	n, _ := removeAll(fs, paths, log)
+	return n
+}
+
+// removeAll deletes paths, counting the deleted ones; all is false when
+// one could not be deleted (one already gone counts as gone).
+func removeAll(fs iceio.IO, paths []string, log *slog.Logger) (n int, all bool) {
+	all = true
 	for _, p := range paths {
 		if p == "" {
 			continue
 		}
 		if err := fs.Remove(p); err != nil {
 			if !errors.Is(err, iofs.ErrNotExist) {
+				all = false
 				log.Warn("could not delete a file of a failed attempt; orphan cleanup will find it", "path", p, "error", err)
 			}
 			continue
 		}
 		n++
 	}
-	return n
+	return n, all
 }
 
 // The data path of a rewrite. A group's inputs are cut into units of
@@ -316,7 +353,9 @@ func (e *Executor) compactionGroupWriter(target int64, mem memory.Allocator) gro
 		defer e.tokens.release()
 		// Outputs roll at reactor's target, not only the table
 		// property's: a tier merge may hold several targets' worth.
-		gr, err := table.ExecuteCompactionGroup(ctx, tbl, g, table.WithCompactionTargetFileSize(target))
+		// iceberg-go names its files itself: each is added to the job's
+		// output intent before it is created.
+		gr, err := table.ExecuteCompactionGroup(ctx, recordingTable(ctx, tbl), g, table.WithCompactionTargetFileSize(target))
 		if err == nil {
 			e.advance(int64(len(g.Tasks)), g.TotalSizeBytes)
 		}

@@ -220,6 +220,7 @@ func (e *Executor) deleteExpiredFiles(ctx context.Context, log *slog.Logger, job
 	if err != nil {
 		return planner.Result{Outcome: planner.Failed, Err: fmt.Errorf("open table io: %w", err), PendingDeletes: job.PendingDeletes}, rep
 	}
+	e.recoverOutputsBefore(ctx, log, tbl, fs)
 	now := time.Now()
 	var left []deletions.Ref
 	var gone int

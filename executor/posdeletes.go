@@ -187,11 +187,24 @@ func (e *Executor) rewritePositionDeletes(ctx context.Context, log *slog.Logger,
 		}
 		return paths
 	}
+	// The job's output token: every merged file's name starts with it.
 	writeID := uuid.New()
+	e.recoverOutputsBefore(ctx, log, tbl, fs)
+	ctx, outputs, err := e.beginOutputs(ctx, tbl, fs, job, writeID.String())
+	if err != nil {
+		return fail(planner.Failed, err)
+	}
+	keepIntent := false
+	defer func() { outputs.finish(log, keepIntent) }()
+	cleanUp := func() {
+		n, all := removeAll(fs, written(), log)
+		rep.OutputFilesCleanedUp += n
+		keepIntent = keepIntent || !all
+	}
 	for _, m := range merges {
 		start := time.Now()
 		if err := writeDeleteMerge(ctx, tbl, wfs, m, writeID); err != nil {
-			rep.OutputFilesCleanedUp += removePaths(fs, written(), log)
+			cleanUp()
 			return fail(planner.Failed, fmt.Errorf("write merged position deletes of %s: %w", m.part.Key, err))
 		}
 		var bytes int64
@@ -203,15 +216,20 @@ func (e *Executor) rewritePositionDeletes(ctx context.Context, log *slog.Logger,
 			"bytes_in", m.removeBytes, "bytes_out", bytes, "duration", time.Since(start).Round(time.Millisecond))
 	}
 
+	if e.crashed("before-commit") {
+		keepIntent = true
+		return fail(planner.Failed, errCrashed)
+	}
 	committed, err := e.commitDeleteMerges(ctx, log, job, tbl, fs, merges, &rep)
 	if err != nil {
 		if errors.Is(err, errUnknownCommitState) {
-			// A snapshot may reference the outputs: orphan cleanup, with its
-			// age margin, is their owner now.
-			log.Error("commit outcome unknown; merged delete files left in place for orphan cleanup", "error", err)
+			// A snapshot may reference the outputs: the intent stays for
+			// the table's next look, which checks them against its history.
+			log.Error("commit outcome unknown; merged delete files left in place for the table's next look", "error", err)
+			keepIntent = true
 			return fail(planner.Failed, err)
 		}
-		rep.OutputFilesCleanedUp += removePaths(fs, written(), log)
+		cleanUp()
 		log.Warn("position-delete rewrite abandoned; its output files were deleted", "error", err)
 		if conflict.IsRetryable(err) {
 			return fail(planner.GaveUp, fmt.Errorf("gave up after %d attempts in %s: %w", rep.Attempts, job.Settings.CommitRetryTime, err))

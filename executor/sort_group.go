@@ -48,6 +48,11 @@ func (e *Executor) writeSortedGroup(ctx context.Context, tbl *table.Table, g tab
 			return res, extsort.Stats{}, err
 		}
 	}
+	if f == nil {
+		// iceberg-go's writer names its files itself: each is added to
+		// the job's output intent before it is created.
+		writeTo = recordingTable(ctx, writeTo)
+	}
 	mem := e.newJobPool()
 	readCtx := ctx
 	if !datapath.AnyDeletes(g.Tasks) {

@@ -61,6 +61,25 @@ type Format struct {
 	props         []parquet.WriterProperty
 	rowGroupBytes int64
 	target        int64
+	// token is the job's output token (WithOutputToken), in every file
+	// name: a later owner finds a killed job's outputs by it.
+	token string
+}
+
+type outputTokenKey struct{}
+
+// WithOutputToken makes every file a Format prepared under ctx carries
+// token in its name. The name, not a record written before each file, is
+// what lets a later owner find a killed job's outputs: the hot loop adds
+// no round trip, and the one listing it costs is paid only after a crash.
+func WithOutputToken(ctx context.Context, token string) context.Context {
+	return context.WithValue(ctx, outputTokenKey{}, token)
+}
+
+// OutputToken is the token WithOutputToken put in ctx ("" if none).
+func OutputToken(ctx context.Context) string {
+	t, _ := ctx.Value(outputTokenKey{}).(string)
+	return t
 }
 
 // ArrowSchema is the Arrow schema of the table's rows as f writes them
@@ -125,7 +144,7 @@ func newFormat(ctx context.Context, tbl *table.Table, sample iceberg.DataFile, t
 		return nil, fmt.Errorf("location provider: %w", err)
 	}
 	f := &Format{fs: fs, schema: schema, arrowSchema: sc, spec: spec, partition: sample.Partition(), loc: loc,
-		tableProps: props, formatVersion: meta.Version(), target: target}
+		tableProps: props, formatVersion: meta.Version(), target: target, token: OutputToken(ctx)}
 	if f.props, f.rowGroupBytes, err = parquetProperties(props, sc); err != nil {
 		return nil, err
 	}
@@ -353,7 +372,11 @@ func (w *RollingWriter) Write(rec arrow.RecordBatch) error {
 
 func (w *RollingWriter) open() error {
 	w.count++
-	w.path = w.f.loc.NewDataLocation(fmt.Sprintf("%05d-%d-%s-%05d.parquet", w.task, w.task, w.name, w.count))
+	name := fmt.Sprintf("%05d-%d-%s-%05d.parquet", w.task, w.task, w.name, w.count)
+	if w.f.token != "" {
+		name = fmt.Sprintf("%05d-%d-%s-%s-%05d.parquet", w.task, w.task, w.name, w.f.token, w.count)
+	}
+	w.path = w.f.loc.NewDataLocation(name)
 	file, err := w.f.fs.Create(w.path)
 	if err != nil {
 		return fmt.Errorf("create %s: %w", w.path, err)

@@ -1,0 +1,103 @@
+package deletions
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	iofs "io/fs"
+	"path"
+	"regexp"
+	"slices"
+	"time"
+
+	iceio "github.com/apache/iceberg-go/io"
+)
+
+// OutputIntent records a rewriting job (compaction, sort, position-delete
+// rewrite) about to write output files, before it writes the first. A job
+// killed between its outputs and its commit leaves the intent behind, and
+// the table's next owner deletes the outputs the table does not reference
+// instead of leaving them to orphan cleanup's margin. The job removes the
+// intent itself after it committed, or after it deleted its outputs; an
+// unknown commit outcome leaves it for the next owner, who can tell.
+type OutputIntent struct {
+	Table string `json:"table"`
+	JobID string `json:"job_id"`
+	Kind  string `json:"kind"`
+	// Token is in the name of every output file reactor's own writers
+	// name for the job: a later owner finds the outputs by listing Dirs.
+	Token string `json:"token"`
+	// BaseMetadata is the metadata file the job planned from.
+	BaseMetadata string `json:"base_metadata"`
+	// Dirs are where the outputs go: the table's data directories.
+	Dirs []string `json:"dirs"`
+	// Planned are outputs of a writer reactor does not name (iceberg-go's
+	// fallback writer), each added here before its file is created.
+	Planned []string  `json:"planned,omitempty"`
+	Written time.Time `json:"written_at"`
+}
+
+var outputIntentRE = regexp.MustCompile(`^outputs-([A-Za-z0-9_-]{1,64})\.json$`)
+
+// WriteOutputIntent stores in (again, replacing it, when Planned grew).
+func WriteOutputIntent(fs iceio.IO, tableLocation string, in OutputIntent) (Ref, error) {
+	w, ok := fs.(iceio.WriteFileIO)
+	if !ok {
+		return Ref{}, ErrNotWritable
+	}
+	id := sanitize(in.JobID)
+	if id == "" {
+		return Ref{}, errors.New("deletions: an output intent needs a job id")
+	}
+	data, err := json.Marshal(in)
+	if err != nil {
+		return Ref{}, fmt.Errorf("deletions: encode output intent: %w", err)
+	}
+	loc := Dir(tableLocation) + "/outputs-" + id + ".json"
+	if err := w.WriteFile(loc, data); err != nil {
+		return Ref{}, fmt.Errorf("deletions: write %s: %w", loc, err)
+	}
+	return Ref{Location: loc, Intent: true}, nil
+}
+
+// ListOutputIntents returns the table's output intents in name order; none
+// (no directory at all) is an empty list. List never returns them: they
+// are not deletion batches.
+func ListOutputIntents(fs iceio.IO, tableLocation string) ([]Ref, error) {
+	lister, ok := fs.(iceio.ListableIO)
+	if !ok {
+		return nil, fmt.Errorf("deletions: table storage cannot list %s", Dir(tableLocation))
+	}
+	var refs []Ref
+	err := lister.WalkDir(Dir(tableLocation), func(p string, d iofs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, iofs.ErrNotExist) {
+				return iofs.SkipAll
+			}
+			return err
+		}
+		if !d.IsDir() && outputIntentRE.MatchString(path.Base(p)) {
+			refs = append(refs, Ref{Location: p, Intent: true})
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, iofs.ErrNotExist) {
+		return nil, fmt.Errorf("deletions: list %s: %w", Dir(tableLocation), err)
+	}
+	slices.SortFunc(refs, func(a, b Ref) int {
+		switch {
+		case a.Location < b.Location:
+			return -1
+		case a.Location > b.Location:
+			return 1
+		}
+		return 0
+	})
+	return refs, nil
+}
+
+// ReadOutputIntent loads a stored output intent.
+func ReadOutputIntent(fs iceio.IO, ref Ref) (OutputIntent, error) {
+	var in OutputIntent
+	return in, readJSON(fs, ref, &in)
+}
