@@ -18,6 +18,7 @@ import (
 	"github.com/icereactor/reactor/deletions"
 	"github.com/icereactor/reactor/executor"
 	"github.com/icereactor/reactor/planner"
+	"github.com/icereactor/reactor/streamwriter"
 )
 
 // filesOnDisk is every file under the table's data directory.
@@ -238,5 +239,39 @@ func TestForgedOutputIntentsDeleteNothing(t *testing.T) {
 	}
 	if n := len(f.outputIntents()); n != 0 {
 		t.Errorf("%d output intents left", n)
+	}
+}
+
+func TestKilledPositionDeleteRewriteOutputsAreDeleted(t *testing.T) {
+	f := newFixture(t, streamwriter.MergeOnReadProperties)
+	for range 3 {
+		f.commit("a", 10) // ids 1..30
+	}
+	for _, id := range []int64{2, 12, 22, 5, 15, 25} {
+		pdmDelete(t, f, id)
+	}
+	before, live := f.contents(), f.filesOnDisk()
+	killed := newTestExecutor(t, f.cat, slog.New(slog.DiscardHandler), f.met)
+	executor.CrashAt(killed, "before-commit")
+	if res, _ := killed.Run(f.ctx, pdmJob(f, "defaults: {delete_min_input_files: 5}", "a")); res.Outcome != planner.Failed {
+		t.Fatalf("killed job: %v %v, want failed", res.Outcome, res.Err)
+	}
+	merged := pdmMergedOnDisk(t, f)
+	if len(merged) == 0 || len(f.outputIntents()) != 1 {
+		t.Fatalf("the killed job left %d merged files and %d intents; want some and one", len(merged), len(f.outputIntents()))
+	}
+	next, _ := f.nextOwner()
+	rec, err := next.RecoverOutputs(f.ctx, ident)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.Deleted != len(merged) || rec.Kept != 0 {
+		t.Errorf("recovery %+v; want the %d merged files deleted", rec, len(merged))
+	}
+	if got := f.filesOnDisk(); !maps.Equal(got, live) {
+		t.Errorf("files after recovery: %d, want exactly the %d live ones", len(got), len(live))
+	}
+	if after := f.contents(); !reflect.DeepEqual(before, after) {
+		t.Errorf("contents changed: %+v -> %+v", before.Total, after.Total)
 	}
 }
