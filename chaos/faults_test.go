@@ -33,6 +33,9 @@ func (r *rig) faults(ctx context.Context, rng *rand.Rand, until time.Time) error
 		kind := bag[0]
 		bag = bag[1:]
 		victim := r.reps[rng.IntN(len(r.reps))]
+		if kind != faultNATS {
+			victim = r.busyReplica(ctx, victim)
+		}
 		pause := time.Duration(rng.IntN(1000)) * time.Millisecond
 		r.t.Logf("%s %s", time.Now().Format(time.StampMilli), kind+" "+map[bool]string{true: victim.name}[kind != faultNATS])
 		switch kind {
@@ -83,6 +86,26 @@ func (r *rig) faults(ctx context.Context, rng *rand.Rand, until time.Time) error
 	return nil
 }
 
+// busyReplica is a replica running a job, waited for up to two seconds,
+// else dflt: a fault that lands mid-job is the one that tests something.
+func (r *rig) busyReplica(ctx context.Context, dflt *replica) *replica {
+	deadline := time.Now().Add(2 * time.Second)
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		for _, j := range r.jobs.history().runs {
+			rep := r.byName[j.replica]
+			if rep == nil || !j.end.IsZero() || time.Since(j.start) > 30*time.Second {
+				continue
+			}
+			if n := len(rep.exits); n > 0 && rep.exits[n-1].After(j.start) {
+				continue
+			}
+			return rep
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return dflt
+}
+
 // snapshotIDs is every table's snapshots now.
 func (r *rig) snapshotIDs(ctx context.Context) (map[string]map[int64]bool, error) {
 	out := map[string]map[int64]bool{}
@@ -130,11 +153,9 @@ func (r *rig) checkStaleCommits(ctx context.Context, h jobHistory) []string {
 			r.unattributed++
 			return
 		}
-		for _, s := range r.stops {
-			if j.replica == s.victim && j.start.Before(s.stopped) && !s.before[table][snap] {
-				problems = append(problems, fmt.Sprintf("%s: job %s (%s) of %s, started before its SIGSTOP at %s, committed snapshot %d after it was continued at %s, its lease lapsed",
-					table, j.id, j.kind, j.replica, s.stopped.Format(time.StampMilli), snap, s.continued.Format(time.StampMilli)))
-			}
+		if s := r.frozenBy(j); s != nil && !s.before[table][snap] {
+			problems = append(problems, fmt.Sprintf("%s: job %s (%s) of %s, started before its SIGSTOP at %s, committed snapshot %d after it was continued at %s, its lease lapsed",
+				table, j.id, j.kind, j.replica, s.stopped.Format(time.StampMilli), snap, s.continued.Format(time.StampMilli)))
 		}
 	}
 	for _, name := range r.tables {
@@ -154,10 +175,8 @@ func (r *rig) checkStaleCommits(ctx context.Context, h jobHistory) []string {
 		if j.commits > 0 && j.snapshot != 0 {
 			stale(j.id, j.table, j.snapshot)
 		}
-		for _, s := range r.stops {
-			if j.replica == s.victim && j.start.Before(s.stopped) && (j.end.IsZero() || j.end.After(s.stopped)) {
-				r.frozen = append(r.frozen, fmt.Sprintf("%s %s on %s: %s", j.replica, j.kind, j.table, or(j.outcome, "no end")))
-			}
+		if r.frozenBy(j) != nil {
+			r.frozen = append(r.frozen, fmt.Sprintf("%s %s on %s: %s", j.replica, j.kind, j.table, or(j.outcome, "no end")))
 		}
 	}
 	return problems

@@ -104,23 +104,41 @@ func (l *jobLog) history() jobHistory {
 // after it is continued is checked apart). ok is false when the end is
 // unknown: its event was lost while NATS restarted.
 func (r *rig) interval(j *run) (start, end time.Time, ok bool) {
-	end = j.end
-	for _, s := range r.stops {
-		if s.victim == j.replica && j.start.Before(s.stopped) && (end.IsZero() || end.After(s.continued)) {
-			return j.start, s.stopped, true
-		}
+	if s := r.frozenBy(j); s != nil {
+		return j.start, s.stopped, true
 	}
-	if !end.IsZero() {
-		return j.start, end, true
+	if !j.end.IsZero() {
+		return j.start, j.end, true
 	}
+	if x := r.exitAfter(j); !x.IsZero() {
+		return j.start, x, true
+	}
+	return j.start, time.Time{}, false
+}
+
+// exitAfter is when the process that ran j ended, or zero while it runs.
+func (r *rig) exitAfter(j *run) time.Time {
 	if rep := r.byName[j.replica]; rep != nil {
 		for _, x := range rep.exits {
 			if x.After(j.start) {
-				return j.start, x, true
+				return x
 			}
 		}
 	}
-	return j.start, time.Time{}, false
+	return time.Time{}
+}
+
+// frozenBy is the SIGSTOP that caught j running, or nil.
+func (r *rig) frozenBy(j *run) *stopFault {
+	x := r.exitAfter(j)
+	for i := range r.stops {
+		s := &r.stops[i]
+		if s.victim == j.replica && j.start.Before(s.stopped) && (x.IsZero() || x.After(s.stopped)) &&
+			(j.end.IsZero() || !j.end.Before(s.stopped)) {
+			return s
+		}
+	}
+	return nil
 }
 
 // checkOverlaps: no two jobs of one table ran at the same time.

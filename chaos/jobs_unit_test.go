@@ -10,7 +10,8 @@ import (
 
 // The overlap check finds two jobs of a table at once, a job that
 // finished twice and one that never finished; a killed replica's job ends
-// with its process, a stopped replica's at the stop.
+// with its process (a later stop of its replica's next process does not
+// extend it), a stopped replica's at the stop.
 func TestOverlapCheck(t *testing.T) {
 	t0 := time.Now()
 	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
@@ -21,7 +22,10 @@ func TestOverlapCheck(t *testing.T) {
 		"pod-0": {name: "pod-0", exits: []time.Time{at(5)}},
 		"pod-1": {name: "pod-1"},
 		"pod-2": {name: "pod-2"},
-	}, stops: []stopFault{{victim: "pod-2", stopped: at(20), continued: at(25)}}}
+	}, stops: []stopFault{
+		{victim: "pod-0", stopped: at(10), continued: at(14)}, // its new process, after j1's was killed
+		{victim: "pod-2", stopped: at(20), continued: at(25)},
+	}}
 	l := &jobLog{evs: []events.JobEvent{
 		// Fine: pod-0 killed at 5 with j1 running, pod-1 takes over at 6.
 		ev(events.JobStarted, "j1", "db.a", "pod-0", 1),
