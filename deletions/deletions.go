@@ -12,8 +12,14 @@
 // storage, and is never an orphan candidate: a path component starting with
 // "_" is hidden from Spark's remove_orphan_files and from reactor's own.
 //
-// The package reads and writes batches; it never deletes a table file and
-// never decides what is unreachable: that is the executor's.
+// Beside the batches it keeps two other small records of the same kind:
+// the output intents of rewriting jobs (outputs.go: what a killed job may
+// have written, for the table's next owner) and the snapshots reactor
+// committed through Spark (own_snapshots.go: reactor's own, though their
+// summaries cannot say so).
+//
+// The package reads and writes these records; it never deletes a table
+// file and never decides what is unreachable: that is the executor's.
 package deletions
 
 import (

@@ -41,23 +41,29 @@ var outputIntentRE = regexp.MustCompile(`^outputs-([A-Za-z0-9_-]{1,64})\.json$`)
 
 // WriteOutputIntent stores in (again, replacing it, when Planned grew).
 func WriteOutputIntent(fs iceio.IO, tableLocation string, in OutputIntent) (Ref, error) {
-	w, ok := fs.(iceio.WriteFileIO)
-	if !ok {
-		return Ref{}, ErrNotWritable
-	}
 	id := sanitize(in.JobID)
 	if id == "" {
 		return Ref{}, errors.New("deletions: an output intent needs a job id")
 	}
-	data, err := json.Marshal(in)
-	if err != nil {
-		return Ref{}, fmt.Errorf("deletions: encode output intent: %w", err)
+	ref, err := writeJSON(fs, Dir(tableLocation)+"/outputs-"+id+".json", in)
+	ref.Intent = true
+	return ref, err
+}
+
+// writeJSON stores v at loc.
+func writeJSON(fs iceio.IO, loc string, v any) (Ref, error) {
+	w, ok := fs.(iceio.WriteFileIO)
+	if !ok {
+		return Ref{}, ErrNotWritable
 	}
-	loc := Dir(tableLocation) + "/outputs-" + id + ".json"
+	data, err := json.Marshal(v)
+	if err != nil {
+		return Ref{}, fmt.Errorf("deletions: encode %s: %w", path.Base(loc), err)
+	}
 	if err := w.WriteFile(loc, data); err != nil {
 		return Ref{}, fmt.Errorf("deletions: write %s: %w", loc, err)
 	}
-	return Ref{Location: loc, Intent: true}, nil
+	return Ref{Location: loc}, nil
 }
 
 // ListOutputIntents returns the table's output intents in name order; none

@@ -126,8 +126,11 @@ type tableState struct {
 	// pending are the batches of files expiry unlinked, earliest due
 	// first; they live in the table's storage (package deletions) and are
 	// listed once when the table is first seen.
-	pending               []deletions.Ref
-	pendingLoaded         bool
+	pending       []deletions.Ref
+	pendingLoaded bool
+	// offloadedLoaded: the snapshots reactor committed through Spark were
+	// read from the table's storage (offloaded.go).
+	offloadedLoaded       bool
 	pendingRetryAt        time.Time // a failed deletion pass waits until then
 	manifestCooldownUntil time.Time
 	orphanCooldownUntil   time.Time
@@ -270,6 +273,9 @@ func (p *Planner) Observe(ctx context.Context, tbl *table.Table) error {
 
 func (p *Planner) observeLocked(ctx context.Context, st *tableState, tbl *table.Table) error {
 	st.settings = p.cfg.Load().For(st.name, tbl.Properties())
+	if !st.offloadedLoaded {
+		p.loadOffloadedLocked(ctx, st, tbl)
+	}
 	start := p.now()
 	stats, err := st.counters.advance(ctx, tbl, sizesOf(st.settings))
 	if err != nil {

@@ -197,6 +197,7 @@ func (r *Runner) Run(ctx context.Context, job planner.Job, started func()) (plan
 	after, err := r.cat.LoadTable(context.WithoutCancel(ctx), job.Table)
 	if err == nil {
 		r.account(&rep, &res, job, before, after)
+		recordOwnSnapshots(context.WithoutCancel(ctx), log, job, after, res.OwnSnapshots)
 	} else {
 		log.Warn("could not reload the table after the Spark job", "error", err)
 	}

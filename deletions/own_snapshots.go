@@ -1,0 +1,71 @@
+package deletions
+
+import (
+	"errors"
+	"fmt"
+	iofs "io/fs"
+	"path"
+	"regexp"
+	"time"
+
+	iceio "github.com/apache/iceberg-go/io"
+)
+
+// OwnSnapshots records snapshots a reactor job committed through Spark.
+// Spark's procedures cannot add reactor.job-id to their snapshots'
+// summaries, so without this record a restarted planner would read them
+// as another writer's commits (and a sort's output as unsorted). One
+// immutable file per job, written after the Spark job returned, beside the
+// intents; the planner reads them when it first sees the table.
+type OwnSnapshots struct {
+	Table string `json:"table"`
+	JobID string `json:"job_id"`
+	Kind  string `json:"kind"`
+	// Sort: the snapshots were written by a sort or z-order rewrite.
+	Sort        bool      `json:"sort,omitempty"`
+	SnapshotIDs []int64   `json:"snapshot_ids"`
+	Written     time.Time `json:"written_at"`
+}
+
+var ownSnapshotsRE = regexp.MustCompile(`^spark-([A-Za-z0-9_-]{1,64})\.json$`)
+
+// WriteOwnSnapshots stores rec.
+func WriteOwnSnapshots(fs iceio.IO, tableLocation string, rec OwnSnapshots) (Ref, error) {
+	id := sanitize(rec.JobID)
+	if id == "" {
+		return Ref{}, errors.New("deletions: an own-snapshots record needs a job id")
+	}
+	return writeJSON(fs, Dir(tableLocation)+"/spark-"+id+".json", rec)
+}
+
+// ListOwnSnapshots returns the table's own-snapshots records (none: an
+// empty list).
+func ListOwnSnapshots(fs iceio.IO, tableLocation string) ([]Ref, error) {
+	lister, ok := fs.(iceio.ListableIO)
+	if !ok {
+		return nil, fmt.Errorf("deletions: table storage cannot list %s", Dir(tableLocation))
+	}
+	var refs []Ref
+	err := lister.WalkDir(Dir(tableLocation), func(p string, d iofs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, iofs.ErrNotExist) {
+				return iofs.SkipAll
+			}
+			return err
+		}
+		if !d.IsDir() && ownSnapshotsRE.MatchString(path.Base(p)) {
+			refs = append(refs, Ref{Location: p})
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, iofs.ErrNotExist) {
+		return nil, fmt.Errorf("deletions: list %s: %w", Dir(tableLocation), err)
+	}
+	return refs, nil
+}
+
+// ReadOwnSnapshots loads a stored own-snapshots record.
+func ReadOwnSnapshots(fs iceio.IO, ref Ref) (OwnSnapshots, error) {
+	var rec OwnSnapshots
+	return rec, readJSON(fs, ref, &rec)
+}

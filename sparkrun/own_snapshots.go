@@ -1,0 +1,55 @@
+package sparkrun
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/icereactor/reactor/deletions"
+	"github.com/icereactor/reactor/planner"
+)
+
+// recordOwnSnapshots writes, in the table's storage, the snapshots Spark
+// committed for job (res.OwnSnapshots), so that a restarted planner reads
+// them as reactor's own and not as another writer's commits (a sort's
+// output as unsorted): Spark's procedures take no snapshot property that
+// could say so. Records whose snapshots are all gone from the table are
+// removed. A failure costs only a possible redo after a restart: logged.
+func recordOwnSnapshots(ctx context.Context, log *slog.Logger, job planner.Job, after *table.Table, ids []int64) {
+	fs, err := after.FS(ctx)
+	if err != nil {
+		log.Warn("could not record the snapshots Spark committed for the job", "error", err)
+		return
+	}
+	if len(ids) > 0 {
+		rec := deletions.OwnSnapshots{Table: job.TableName, JobID: job.ID, Kind: string(job.Kind), Sort: job.Kind == planner.KindSort,
+			SnapshotIDs: ids}
+		if _, err := deletions.WriteOwnSnapshots(fs, after.Location(), rec); err != nil {
+			log.Warn("could not record the snapshots Spark committed for the job; after a restart they may read as another writer's",
+				"snapshots", ids, "error", err)
+		}
+	}
+	refs, err := deletions.ListOwnSnapshots(fs, after.Location())
+	if err != nil {
+		return
+	}
+	for _, ref := range refs {
+		rec, err := deletions.ReadOwnSnapshots(fs, ref)
+		if err != nil {
+			continue
+		}
+		live := false
+		for _, id := range rec.SnapshotIDs {
+			if after.Metadata().SnapshotByID(id) != nil {
+				live = true
+				break
+			}
+		}
+		if !live {
+			if err := deletions.Remove(fs, ref); err != nil {
+				log.Debug("could not remove a stale own-snapshots record", "record", ref.Location, "error", err)
+			}
+		}
+	}
+}
