@@ -34,6 +34,10 @@
 //     of what it unlinked; expire_intents.go: the intent files those
 //     deletions are recorded in ([Executor.DuePendingDeletes]);
 //     expire_unlinked.go: the files an expiry unlinks.
+//   - output_intents.go: the output intent every rewrite records before
+//     its first output, and the next look at the table that deletes the
+//     unreferenced outputs of jobs that ended without their cleanup
+//     ([Executor.RecoverOutputs]).
 //   - orphans.go: orphan cleanup from tracked candidates or a listing
 //     ([OrphanReport]); orphans_guard.go: the check of every candidate
 //     before its deletion (references, age, canonical location).
