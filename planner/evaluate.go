@@ -49,8 +49,8 @@ func (p *Planner) evaluateLocked(st *tableState) {
 	sort.Strings(keys)
 	// Partitions due for a position-delete rewrite wait for the table's
 	// compaction (if any) to finish: one job per table at a time.
-	var deleteParts, sortParts []Partition
-	var deleteReasons, sortReasons []Reason
+	var deleteParts, sortParts, convertParts []Partition
+	var deleteReasons, sortReasons, convertReasons []Reason
 	for _, k := range keys {
 		ps := st.counters.partitions[k]
 		var settled []JobKind
@@ -117,6 +117,10 @@ func (p *Planner) evaluateLocked(st *tableState) {
 				"reason", quietThreshold, "note", reason.Note)
 		}
 		switch kind {
+		case KindConvertEqualityDeletes:
+			convertParts = append(convertParts, part)
+			convertReasons = append(convertReasons, reason)
+			continue
 		case KindRewritePositionDeletes:
 			deleteParts = append(deleteParts, part)
 			deleteReasons = append(deleteReasons, reason)
@@ -128,6 +132,13 @@ func (p *Planner) evaluateLocked(st *tableState) {
 		}
 		parts = append(parts, part)
 		reasons = append(reasons, reason)
+	}
+	if len(parts) == 0 && len(convertParts) > 0 {
+		for _, part := range convertParts {
+			st.counters.partitions[part.Key].inJob = true
+		}
+		p.scheduleLocked(st, KindConvertEqualityDeletes, convertParts, convertReasons, now)
+		return
 	}
 	if len(parts) == 0 && len(deleteParts) > 0 {
 		parts, reasons = deleteParts, deleteReasons

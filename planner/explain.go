@@ -99,6 +99,14 @@ func deleteChecks(c Counters, set thresholds.Effective) (files, rows Check) {
 	return files, rows
 }
 
+// equalityCheck is the conversion trigger: equality_delete_file_count
+// equality delete files in the partition (0: never).
+func equalityCheck(c Counters, set thresholds.Effective) Check {
+	return Check{Threshold: "equality_delete_file_count", Measured: int64(c.EqualityDeleteFiles), Limit: int64(set.EqualityDeleteFileCount),
+		Unit: "files", Over: set.EqualityDeleteFileCount > 0 && c.EqualityDeleteFiles >= set.EqualityDeleteFileCount,
+		Note: fmt.Sprintf("%d equality delete files (%d rows)", c.EqualityDeleteFiles, c.EqualityDeleteRows)}
+}
+
 // deleteRemedy picks the cheaper job that clears a partition's delete debt:
 // merging its position-delete files reads and writes only the deletes, but
 // it cannot remove equality deletes, drop deleted rows from the data files,
@@ -147,6 +155,10 @@ func partitionDue(c Counters, set thresholds.Effective, now time.Time, settled .
 	small := tierCheck(c, set)
 	files, rows := deleteChecks(c, set)
 	checks = []Check{small, files, rows}
+	eq := equalityCheck(c, set)
+	if set.EqualityDeleteFileCount > 0 {
+		checks = append(checks, eq)
+	}
 	type candidate struct {
 		kind         JobKind
 		reason       Reason
@@ -155,11 +167,21 @@ func partitionDue(c Counters, set thresholds.Effective, now time.Time, settled .
 	var candidates []candidate
 	if small.Over {
 		r := Reason{Threshold: small.Threshold, Measured: small.Measured, Limit: small.Limit}
-		if files.Over || rows.Over {
+		if files.Over || rows.Over || eq.Over {
 			// Compacting anyway: apply the deletes while at it.
 			r.Note = "also over a delete threshold: deletes applied"
 		}
-		candidates = append(candidates, candidate{KindCompact, r, files.Over || rows.Over})
+		candidates = append(candidates, candidate{KindCompact, r, files.Over || rows.Over || eq.Over})
+	}
+	if eq.Over && !rows.Over {
+		r := Reason{Threshold: eq.Threshold, Measured: eq.Measured, Limit: eq.Limit}
+		r.Note = fmt.Sprintf("%d equality delete files: converting reads at most %s (the equality columns only; file sizes bound it) "+
+			"and rewrites no data, where a compaction reads and rewrites all %s", c.EqualityDeleteFiles, thresholds.Size(c.Bytes), thresholds.Size(c.Bytes))
+		candidates = append(candidates, candidate{KindConvertEqualityDeletes, r, false})
+		// Once the conversion found nothing to do (a format it does not
+		// write), only a compaction applying the deletes removes them.
+		candidates = append(candidates, candidate{KindCompact, Reason{Threshold: eq.Threshold, Measured: eq.Measured, Limit: eq.Limit,
+			Note: "the equality-delete conversion found nothing to convert: compaction applies the deletes"}, true})
 	}
 	if files.Over || rows.Over {
 		trigger := files

@@ -47,7 +47,10 @@ const (
 	DefaultDeletedRowRatio        = 0.3
 	DefaultDeleteFileThreshold    = 5
 	DefaultDeleteMinInputFiles    = 5
-	DefaultDeleteTargetFileSize   = 64 * MiB
+	// DefaultEqualityDeleteFileCount 0: equality deletes are converted
+	// only where a thresholds file asks for it.
+	DefaultEqualityDeleteFileCount = 0
+	DefaultDeleteTargetFileSize    = 64 * MiB
 )
 
 // DeleteTargetFileSizeProperty is the Iceberg table property consulted for
@@ -281,6 +284,12 @@ type Policy struct {
 	// min-input-files), and the fewest delete files for DeleteFileRatio to
 	// count. Default 5; must be >= 1.
 	DeleteMinInputFiles *int `yaml:"delete_min_input_files"`
+	// EqualityDeleteFileCount: a partition with this many equality delete
+	// files has them converted into position deletes (reading only the
+	// equality columns, rewriting no data file) unless small files or
+	// deleted_row_ratio call for a compaction, which applies them. Default
+	// 0: never converted; must be >= 0.
+	EqualityDeleteFileCount *int `yaml:"equality_delete_file_count"`
 	// DeleteTargetFileSize is the size merged position-delete files are
 	// written at. Unset: the table property
 	// write.delete.target-file-size-bytes, else 64MiB. Must be > 0.
@@ -326,42 +335,43 @@ func (s Strategy) Sorts() bool { return s == StrategySort || s == StrategyZOrder
 // copy on every call). It is what the Default* constants describe.
 func Builtin() Policy {
 	return Policy{
-		TargetFileSize:         ptr(DefaultTargetFileSize),
-		SmallFileRatio:         ptr(DefaultSmallFileRatio),
-		MaxFileRatio:           ptr(DefaultMaxFileRatio),
-		MinInputFiles:          ptr(DefaultMinInputFiles),
-		SmallFileCount:         ptr(DefaultSmallFileCount),
-		TierFanIn:              ptr(DefaultTierFanIn),
-		QuietPeriod:            ptr(Duration(DefaultQuietPeriod)),
-		MaxQuietWait:           ptr(Duration(DefaultMaxQuietWait)),
-		OrphanMargin:           ptr(Duration(DefaultOrphanMargin)),
-		OrphanMarginFloor:      ptr(Duration(DefaultOrphanMarginFloor)),
-		OrphanDelete:           ptr(false),
-		OrphanListingInterval:  ptr(Duration(DefaultOrphanListingInterval)),
-		ManifestCount:          ptr(DefaultManifestCount),
-		TinyFileSize:           ptr(Size(DefaultTinyFileSize)),
-		HealthMaxTinyFiles:     ptr(DefaultHealthMaxTinyFiles),
-		HealthMaxSnapshots:     ptr(DefaultHealthMaxSnapshots),
-		HealthMaxSnapshotAge:   ptr(Duration(DefaultHealthMaxSnapshotAge)),
-		SnapshotMaxAge:         ptr(Duration(DefaultSnapshotMaxAge)),
-		RetainLast:             ptr(DefaultRetainLast),
-		MinReaderMargin:        ptr(Duration(DefaultMinReaderMargin)),
-		ExpireDeletionDelay:    ptr(Duration(0)),
-		SnapshotCount:          ptr(DefaultSnapshotCount),
-		Cooldown:               ptr(Duration(DefaultCooldown)),
-		ConflictCooldown:       ptr(Duration(DefaultConflictCooldown)),
-		CommitRetryTime:        ptr(Duration(DefaultCommitRetryTime)),
-		MaxGroupSize:           ptr(DefaultMaxGroupSize),
-		PartialProgressCommits: ptr(DefaultPartialProgressCommits),
-		DeleteFileRatio:        ptr(DefaultDeleteFileRatio),
-		DeletedRowRatio:        ptr(DefaultDeletedRowRatio),
-		DeleteFileThreshold:    ptr(DefaultDeleteFileThreshold),
-		DeleteMinInputFiles:    ptr(DefaultDeleteMinInputFiles),
-		DeleteTargetFileSize:   ptr(Size(DefaultDeleteTargetFileSize)),
-		Strategy:               ptr(StrategyBinpack),
-		SortOrder:              ptr(""),
-		SortQuietPeriod:        ptr(Duration(DefaultSortQuietPeriod)),
-		CompactWhenQuietAfter:  ptr(DurationOrOff(DefaultCompactWhenQuietAfter)),
+		TargetFileSize:          ptr(DefaultTargetFileSize),
+		SmallFileRatio:          ptr(DefaultSmallFileRatio),
+		MaxFileRatio:            ptr(DefaultMaxFileRatio),
+		MinInputFiles:           ptr(DefaultMinInputFiles),
+		SmallFileCount:          ptr(DefaultSmallFileCount),
+		TierFanIn:               ptr(DefaultTierFanIn),
+		QuietPeriod:             ptr(Duration(DefaultQuietPeriod)),
+		MaxQuietWait:            ptr(Duration(DefaultMaxQuietWait)),
+		OrphanMargin:            ptr(Duration(DefaultOrphanMargin)),
+		OrphanMarginFloor:       ptr(Duration(DefaultOrphanMarginFloor)),
+		OrphanDelete:            ptr(false),
+		OrphanListingInterval:   ptr(Duration(DefaultOrphanListingInterval)),
+		ManifestCount:           ptr(DefaultManifestCount),
+		TinyFileSize:            ptr(Size(DefaultTinyFileSize)),
+		HealthMaxTinyFiles:      ptr(DefaultHealthMaxTinyFiles),
+		HealthMaxSnapshots:      ptr(DefaultHealthMaxSnapshots),
+		HealthMaxSnapshotAge:    ptr(Duration(DefaultHealthMaxSnapshotAge)),
+		SnapshotMaxAge:          ptr(Duration(DefaultSnapshotMaxAge)),
+		RetainLast:              ptr(DefaultRetainLast),
+		MinReaderMargin:         ptr(Duration(DefaultMinReaderMargin)),
+		ExpireDeletionDelay:     ptr(Duration(0)),
+		SnapshotCount:           ptr(DefaultSnapshotCount),
+		Cooldown:                ptr(Duration(DefaultCooldown)),
+		ConflictCooldown:        ptr(Duration(DefaultConflictCooldown)),
+		CommitRetryTime:         ptr(Duration(DefaultCommitRetryTime)),
+		MaxGroupSize:            ptr(DefaultMaxGroupSize),
+		PartialProgressCommits:  ptr(DefaultPartialProgressCommits),
+		DeleteFileRatio:         ptr(DefaultDeleteFileRatio),
+		DeletedRowRatio:         ptr(DefaultDeletedRowRatio),
+		DeleteFileThreshold:     ptr(DefaultDeleteFileThreshold),
+		DeleteMinInputFiles:     ptr(DefaultDeleteMinInputFiles),
+		EqualityDeleteFileCount: ptr(DefaultEqualityDeleteFileCount),
+		DeleteTargetFileSize:    ptr(Size(DefaultDeleteTargetFileSize)),
+		Strategy:                ptr(StrategyBinpack),
+		SortOrder:               ptr(""),
+		SortQuietPeriod:         ptr(Duration(DefaultSortQuietPeriod)),
+		CompactWhenQuietAfter:   ptr(DurationOrOff(DefaultCompactWhenQuietAfter)),
 	}
 }
 

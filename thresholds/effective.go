@@ -45,7 +45,9 @@ type Effective struct {
 	DeletedRowRatio        float64
 	DeleteFileThreshold    int
 	DeleteMinInputFiles    int
-	DeleteTargetFileSize   int64
+	// EqualityDeleteFileCount: 0 never converts equality deletes.
+	EqualityDeleteFileCount int
+	DeleteTargetFileSize    int64
 	// DeleteTargetFileSizeSource: SourceConfig, the table property or
 	// SourceDefault.
 	DeleteTargetFileSizeSource string
@@ -144,6 +146,7 @@ func (c *Config) For(table string, props map[string]string) Effective {
 	e.DeletedRowRatio = *first(layers, func(p *Policy) *float64 { return p.DeletedRowRatio })
 	e.DeleteFileThreshold = *first(layers, func(p *Policy) *int { return p.DeleteFileThreshold })
 	e.DeleteMinInputFiles = *first(layers, func(p *Policy) *int { return p.DeleteMinInputFiles })
+	e.EqualityDeleteFileCount = *first(layers, func(p *Policy) *int { return p.EqualityDeleteFileCount })
 	e.Strategy = *first(layers, func(p *Policy) *Strategy { return p.Strategy })
 	e.SortOrder = *first(layers, func(p *Policy) *string { return p.SortOrder })
 	e.SortQuietPeriod = time.Duration(*first(layers, func(p *Policy) *Duration { return p.SortQuietPeriod }))

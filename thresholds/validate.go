@@ -236,6 +236,9 @@ func (p *Policy) validate(prefix string, parents []layer, add func(path string, 
 			add(f(name), *v, "must be >= 1")
 		}
 	}
+	if v := p.EqualityDeleteFileCount; v != nil && *v < 0 {
+		add(f("equality_delete_file_count"), *v, "must be >= 0 (0: never convert)")
+	}
 	if v := p.DeleteTargetFileSize; v != nil && *v <= 0 {
 		add(f("delete_target_file_size"), *v, "must be > 0")
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -38,6 +39,18 @@ func TestConvertEqualityDeletesCommand(t *testing.T) {
 		}
 	}
 	o := &oneShotTable{t: t, ctx: ctx, dir: dir, cat: cat, ident: ident, writer: w}
+
+	// With equality_delete_file_count set, reactor plan picks the
+	// conversion for a and says why; b has one file, below the count.
+	th := filepath.Join(dir, "thresholds.yaml")
+	if err := os.WriteFile(th, []byte("defaults: {equality_delete_file_count: 2, quiet_period: 0s}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	plan, _ := o.run(0, "plan", "db.t", "--thresholds", th)
+	if !strings.Contains(plan, "convert_equality_deletes") || !strings.Contains(plan, "equality_delete_file_count") ||
+		!strings.Contains(plan, "rewrites no data") {
+		t.Errorf("reactor plan does not choose the conversion, or says not why:\n%s", plan)
+	}
 
 	out, _ := o.run(0, "convert-equality-deletes", "db.t", "--partition", "category=a", "--dry-run", "--json")
 	if c := counts(t, out); c["removed_equality_delete_files_count"] != 2 || c["matched_rows_count"] != 2 || c["scanned_data_files_count"] != 2 {
