@@ -33,7 +33,12 @@ type OutputIntent struct {
 	Dirs []string `json:"dirs"`
 	// Planned are outputs of a writer reactor does not name (iceberg-go's
 	// fallback writer), each added here before its file is created.
-	Planned []string  `json:"planned,omitempty"`
+	Planned []string `json:"planned,omitempty"`
+	// Leased: the job ran under a table lease (a replica's commit guard).
+	// Only such a job's outputs may be deleted by a later owner: a
+	// one-shot command holds no lease and may still be running beside a
+	// replica, about to commit them.
+	Leased  bool      `json:"leased"`
 	Written time.Time `json:"written_at"`
 }
 

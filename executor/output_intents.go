@@ -34,9 +34,11 @@ import (
 // and only there, each path is added to the intent before the file is
 // created (recordingTable).
 //
-// Why the next owner may delete what it finds: a job of this process that
-// is still running is in e.live and never touched. Any other intent is a
-// job that ended without removing it: killed, cut off, or with an unknown
+// Why the next owner may delete what it finds: only a process holding the
+// table's lease (a commit guard) looks, and only at intents written under
+// a lease; a one-shot command holds none and may run beside a replica. A
+// job of this process that is still running is in e.live and never
+// touched. Any other leased intent is a job that ended without removing it: killed, cut off, or with an unknown
 // commit outcome. A cut-off owner cannot commit once its lease could have
 // expired (docs/design.md#rule-one-owner: the lease is checked inside the
 // catalog's commit call, whose context ends when the lease could), and a
@@ -94,7 +96,8 @@ type jobOutputsKey struct{}
 func (e *Executor) beginOutputs(ctx context.Context, tbl *table.Table, fs iceio.IO, job planner.Job, token string) (context.Context, *jobOutputs, error) {
 	e.live.add(job.ID)
 	o := &jobOutputs{e: e, fs: fs, loc: tbl.Location(), in: deletions.OutputIntent{Table: job.TableName, JobID: job.ID,
-		Kind: string(job.Kind), Token: token, BaseMetadata: tbl.MetadataLocation(), Dirs: dataRoots(tbl), Written: time.Now().UTC()}}
+		Kind: string(job.Kind), Token: token, BaseMetadata: tbl.MetadataLocation(), Dirs: dataRoots(tbl), Leased: e.guard != nil,
+		Written: time.Now().UTC()}}
 	ref, err := deletions.WriteOutputIntent(fs, o.loc, o.in)
 	if err != nil {
 		e.live.done(job.ID)
@@ -196,8 +199,11 @@ type OutputRecovery struct {
 
 // RecoverOutputs deletes the outputs of the table's ended jobs that the
 // table does not reference, and their intents (see the comment above
-// liveJobs). It is the first step of every rewrite and expiry, so a killed
-// job's outputs go within the lease TTL and the new owner's first such job.
+// liveJobs). It is the first step of every rewrite and expired-file
+// deletion pass of an executor with a commit guard (a replica holding the
+// lease), so a killed job's outputs go within the lease TTL and the new
+// owner's first such job. The caller of RecoverOutputs itself vouches that
+// no other process runs jobs on the table.
 func (e *Executor) RecoverOutputs(ctx context.Context, ident table.Identifier) (OutputRecovery, error) {
 	tbl, err := e.cat.LoadTable(ctx, ident)
 	if err != nil {
@@ -241,6 +247,12 @@ func (e *Executor) recoverOutputs(ctx context.Context, log *slog.Logger, tbl *ta
 		}
 		if e.live.running(in.JobID) {
 			continue // this process's own running job
+		}
+		if !in.Leased {
+			// A one-shot command's: it held no lease, so nothing says it
+			// has ended; its files are left to orphan cleanup's margin.
+			log.Debug("output intent of a job without a lease left alone", "intent", ref.Location, "job_id", in.JobID)
+			continue
 		}
 		files, reason := e.intentOutputs(log, fs, in, roots)
 		if reason != "" {
@@ -399,6 +411,12 @@ func (o *jobOutputs) covers(paths []string) bool {
 // recoverOutputsBefore is recoverOutputs as a job's first step: what it
 // cannot finish the next job's look will, so it never fails the job.
 func (e *Executor) recoverOutputsBefore(ctx context.Context, log *slog.Logger, tbl *table.Table, fs iceio.IO) {
+	if e.guard == nil {
+		// No lease (a one-shot command): this process may not be the
+		// table's only one, and another's running job must keep its
+		// outputs.
+		return
+	}
 	if _, err := e.recoverOutputs(ctx, log, tbl, fs); err != nil {
 		log.Warn("could not clean up the outputs ended jobs left; the next job will try again", "error", err)
 	}

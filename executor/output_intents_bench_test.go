@@ -31,7 +31,7 @@ func BenchmarkKilledJobCleanup(b *testing.B) {
 			}
 		}
 		yaml := "defaults: {target_file_size: 1MiB, small_file_count: 5, partial_progress_max_commits: 1}"
-		killed := newTestExecutor(b, f.cat, slog.New(slog.DiscardHandler), f.met)
+		killed := f.leasedExecutor(slog.New(slog.DiscardHandler))
 		executor.CrashAt(killed, "before-commit")
 		killed.Run(f.ctx, f.job(yaml, cats...))
 		next, _ := f.nextOwner()

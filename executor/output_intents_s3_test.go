@@ -81,7 +81,7 @@ func TestKilledRewriteOutputsOnObjectStorage(t *testing.T) {
 	}
 	before, live := f.contents(), f.objectNames()
 	yaml := "defaults: {target_file_size: 1MiB, small_file_count: 5}"
-	killed := newTestExecutor(t, f.cat, slog.New(slog.DiscardHandler), f.met)
+	killed := f.leasedExecutor(slog.New(slog.DiscardHandler))
 	executor.CrashAt(killed, "before-commit")
 	killed.Run(f.ctx, f.job(yaml, "a"))
 	if n := len(f.objectNames()) - len(live); n != 1 {

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	iceio "github.com/apache/iceberg-go/io"
 	"github.com/google/uuid"
@@ -63,11 +64,24 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
+// leased is a commit guard that always allows: the executor holds the
+// table's lease.
+type leased struct{}
+
+func (leased) CommitDeadline(string) (time.Time, error) { return time.Now().Add(time.Hour), nil }
+
+// leasedExecutor is newTestExecutor holding the table's lease.
+func (f *fixture) leasedExecutor(log *slog.Logger) *executor.Executor {
+	e := newTestExecutor(f.t, f.cat, log, f.met)
+	executor.GuardCommits(e, leased{})
+	return e
+}
+
 // nextOwner is a second executor on the fixture's catalog: the replica
 // that takes the table over, or the process after a restart.
 func (f *fixture) nextOwner() (*executor.Executor, *syncBuffer) {
 	logs := &syncBuffer{}
-	return newTestExecutor(f.t, f.cat, slog.New(slog.NewTextHandler(logs, nil)), f.met), logs
+	return f.leasedExecutor(slog.New(slog.NewTextHandler(logs, nil))), logs
 }
 
 func TestKilledRewriteOutputsAreDeletedByTheNextOwner(t *testing.T) {
@@ -77,7 +91,7 @@ func TestKilledRewriteOutputsAreDeletedByTheNextOwner(t *testing.T) {
 		f.commit("b", 10)
 	}
 	before, live := f.contents(), f.filesOnDisk()
-	killed := newTestExecutor(t, f.cat, slog.New(slog.DiscardHandler), f.met)
+	killed := f.leasedExecutor(slog.New(slog.DiscardHandler))
 	executor.CrashAt(killed, "before-commit")
 	if res, _ := killed.Run(f.ctx, f.job("defaults: {target_file_size: 1MiB, small_file_count: 5}", "a", "b")); res.Outcome != planner.Failed {
 		t.Fatalf("killed job: %v %v, want failed", res.Outcome, res.Err)
@@ -127,7 +141,7 @@ func TestCommittedRewriteKeepsItsOutputsWhenItsIntentOutlivesIt(t *testing.T) {
 		f.commit("a", 10)
 	}
 	before := f.contents()
-	killed := newTestExecutor(t, f.cat, slog.New(slog.DiscardHandler), f.met)
+	killed := f.leasedExecutor(slog.New(slog.DiscardHandler))
 	executor.CrashAt(killed, "after-commit")
 	killed.Run(f.ctx, f.job("defaults: {target_file_size: 1MiB, small_file_count: 5}", "a"))
 	if len(f.dataFiles("a")) != 1 || len(f.outputIntents()) != 1 {
@@ -161,13 +175,14 @@ func TestRunningJobsOutputsAreNeverRecovered(t *testing.T) {
 	before := f.contents()
 	var rec executor.OutputRecovery
 	var recErr error
-	executor.AtCrashPoint(f.exec, func(point string) {
+	e := f.leasedExecutor(slog.New(slog.DiscardHandler))
+	executor.AtCrashPoint(e, func(point string) {
 		if point == "before-commit" {
 			// The same process looks at the table while its job runs.
-			rec, recErr = f.exec.RecoverOutputs(f.ctx, ident)
+			rec, recErr = e.RecoverOutputs(f.ctx, ident)
 		}
 	})
-	if res, _ := f.exec.Run(f.ctx, f.job("defaults: {target_file_size: 1MiB, small_file_count: 5}", "a")); res.Outcome != planner.Succeeded {
+	if res, _ := e.Run(f.ctx, f.job("defaults: {target_file_size: 1MiB, small_file_count: 5}", "a")); res.Outcome != planner.Succeeded {
 		t.Fatalf("compaction: %v %v", res.Outcome, res.Err)
 	}
 	if recErr != nil || rec.Intents != 1 || rec.Deleted != 0 {
@@ -204,13 +219,13 @@ func TestForgedOutputIntentsDeleteNothing(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	write(deletions.OutputIntent{JobID: "outside", Token: uuid.NewString(), Dirs: []string{data}, Planned: []string{"file://" + outside}})
-	write(deletions.OutputIntent{JobID: "outside-dir", Token: uuid.NewString(), Dirs: []string{"file://" + filepath.Dir(outside)}})
-	write(deletions.OutputIntent{JobID: "dotdot", Token: uuid.NewString(), Dirs: []string{data + "/../../.."}})
+	write(deletions.OutputIntent{JobID: "outside", Leased: true, Token: uuid.NewString(), Dirs: []string{data}, Planned: []string{"file://" + outside}})
+	write(deletions.OutputIntent{JobID: "outside-dir", Leased: true, Token: uuid.NewString(), Dirs: []string{"file://" + filepath.Dir(outside)}})
+	write(deletions.OutputIntent{JobID: "dotdot", Leased: true, Token: uuid.NewString(), Dirs: []string{data + "/../../.."}})
 	// A token every name matches.
-	write(deletions.OutputIntent{JobID: "wildcard", Token: "parquet", Dirs: []string{data}})
+	write(deletions.OutputIntent{JobID: "wildcard", Leased: true, Token: "parquet", Dirs: []string{data}})
 	// A live file named as an output: checked against the history, kept.
-	write(deletions.OutputIntent{JobID: "live", Token: uuid.NewString(), Dirs: []string{data}, Planned: []string{liveFile}})
+	write(deletions.OutputIntent{JobID: "live", Leased: true, Token: uuid.NewString(), Dirs: []string{data}, Planned: []string{liveFile}})
 	if err := fs.(iceio.WriteFileIO).WriteFile(deletions.Dir(tbl.Location())+"/outputs-garbled.json", []byte(`{"job_id": "x", "dirs": [`)); err != nil {
 		t.Fatal(err)
 	}
@@ -251,7 +266,7 @@ func TestKilledPositionDeleteRewriteOutputsAreDeleted(t *testing.T) {
 		pdmDelete(t, f, id)
 	}
 	before, live := f.contents(), f.filesOnDisk()
-	killed := newTestExecutor(t, f.cat, slog.New(slog.DiscardHandler), f.met)
+	killed := f.leasedExecutor(slog.New(slog.DiscardHandler))
 	executor.CrashAt(killed, "before-commit")
 	if res, _ := killed.Run(f.ctx, pdmJob(f, "defaults: {delete_min_input_files: 5}", "a")); res.Outcome != planner.Failed {
 		t.Fatalf("killed job: %v %v, want failed", res.Outcome, res.Err)
@@ -273,5 +288,61 @@ func TestKilledPositionDeleteRewriteOutputsAreDeleted(t *testing.T) {
 	}
 	if after := f.contents(); !reflect.DeepEqual(before, after) {
 		t.Errorf("contents changed: %+v -> %+v", before.Total, after.Total)
+	}
+}
+
+// A job without a lease (a one-shot command) may still be running beside
+// the replica that owns the table: its intent and outputs are left alone.
+func TestUnleasedJobsOutputsAreLeftAlone(t *testing.T) {
+	f := newFixture(t, nil)
+	for range 6 {
+		f.commit("a", 10)
+	}
+	oneShot := newTestExecutor(t, f.cat, slog.New(slog.DiscardHandler), f.met)
+	executor.CrashAt(oneShot, "before-commit")
+	oneShot.Run(f.ctx, f.job("defaults: {target_file_size: 1MiB, small_file_count: 5}", "a"))
+	onDisk := f.filesOnDisk()
+	next, _ := f.nextOwner()
+	rec, err := next.RecoverOutputs(f.ctx, ident)
+	if err != nil || rec.Deleted != 0 {
+		t.Fatalf("recovery %+v %v; want nothing deleted", rec, err)
+	}
+	if got := f.filesOnDisk(); !maps.Equal(got, onDisk) || len(f.outputIntents()) != 1 {
+		t.Errorf("files %d (want %d), intents %d (want 1)", len(got), len(onDisk), len(f.outputIntents()))
+	}
+}
+
+// The next owner's look is the first step of its next rewrite: no explicit
+// call needed.
+func TestNextRewriteDeletesAKilledJobsOutputsFirst(t *testing.T) {
+	f := newFixture(t, nil)
+	for range 6 {
+		f.commit("a", 10)
+	}
+	before, live := f.contents(), f.filesOnDisk()
+	yaml := "defaults: {target_file_size: 1MiB, small_file_count: 5}"
+	killed := f.leasedExecutor(slog.New(slog.DiscardHandler))
+	executor.CrashAt(killed, "before-commit")
+	killed.Run(f.ctx, f.job(yaml, "a"))
+	var outputs []string
+	for p := range f.filesOnDisk() {
+		if !live[p] {
+			outputs = append(outputs, p)
+		}
+	}
+	next, logs := f.nextOwner()
+	if res, _ := next.Run(f.ctx, f.job(yaml, "a")); res.Outcome != planner.Succeeded {
+		t.Fatalf("next compaction: %v %v", res.Outcome, res.Err)
+	}
+	for _, p := range outputs {
+		if _, err := os.Stat(p); !os.IsNotExist(err) {
+			t.Errorf("the killed job's output %s is still there (%v)", p, err)
+		}
+	}
+	if len(outputs) == 0 || !strings.Contains(logs.String(), "outputs of an ended job looked at") {
+		t.Errorf("%d outputs; no recovery line in\n%s", len(outputs), logs)
+	}
+	if after := f.contents(); !reflect.DeepEqual(before, after) || len(f.outputIntents()) != 0 {
+		t.Errorf("contents %+v (want %+v), %d intents", after.Total, before.Total, len(f.outputIntents()))
 	}
 }
