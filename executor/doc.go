@@ -41,6 +41,11 @@
 //   - orphans.go: orphan cleanup from tracked candidates or a listing
 //     ([OrphanReport]); orphans_guard.go: the check of every candidate
 //     before its deletion (references, age, canonical location).
+//   - convert_eqdeletes.go: the conversion of a partition's equality deletes
+//     into position deletes ([ConversionCounts], [ErrEqualityFieldMissing],
+//     [ErrEqualityTypeMismatch]); convert_match.go: the equality columns
+//     read by field id and matched; convert_commit.go: the position-delete
+//     files written and committed through the staged commit.
 //   - posdeletes.go: the position-delete rewrite of a partition (scan,
 //     merge plan); posdeletes_commit.go: the merged files written and
 //     committed.

@@ -17,7 +17,8 @@ type JobKind string
 // Job kinds. A table's due jobs run one at a time, in this order
 // (evaluate.go; docs/design.md#job-order): metadata over its bounds first
 // (snapshot_count or manifest_count reached: expiry, then manifest
-// rewrite); otherwise compaction, then position-delete rewrite, then sort,
+// rewrite); otherwise compaction, then equality-delete conversion, then
+// position-delete rewrite, then sort,
 // then the table-wide jobs: expiry, the deferred deletion of what expiry
 // unlinked, manifest rewrite, orphan cleanup.
 const (
