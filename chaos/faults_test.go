@@ -222,11 +222,15 @@ func TestChaos(t *testing.T) {
 		t.Error(p)
 	}
 	kinds := map[string]int{}
+	failures := map[string]int{} // why jobs failed, cut short: a new reason is worth a look
 	succeeded := 0
 	for _, j := range h.runs {
 		kinds[j.kind]++
 		if j.outcome == "succeeded" {
 			succeeded++
+		}
+		if j.err != "" {
+			failures[j.err[:min(len(j.err), 110)]]++
 		}
 	}
 	for _, name := range r.tables {
@@ -249,6 +253,9 @@ func TestChaos(t *testing.T) {
 		chaosTime.Round(time.Second), faultCounts(r.counts), r.counts["append"], r.counts["position delete"], r.counts["equality delete"])
 	t.Logf("jobs: %d started (%v), %d succeeded; %d with an end lost to a NATS restart, %d ends without a start",
 		len(h.runs), kinds, succeeded, unknown, h.noStart)
+	for why, n := range failures {
+		t.Logf("%d job(s) failed: %s", n, why)
+	}
 	t.Logf("jobs caught running by a SIGSTOP (each must commit nothing once continued): %v; reactor snapshots whose job's start event was lost: %d",
 		r.frozen, r.unattributed)
 	if t.Failed() {

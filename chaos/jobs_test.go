@@ -57,7 +57,7 @@ type run struct {
 	start, end               time.Time
 	commits                  int
 	snapshot                 int64
-	outcome                  string
+	outcome, err             string
 }
 
 // jobHistory is what the checks read from the events.
@@ -93,7 +93,7 @@ func (l *jobLog) history() jobHistory {
 			h.problems = append(h.problems, fmt.Sprintf("job %s (%s) finished twice", ev.JobID, ev.Table))
 			continue
 		}
-		r.end, r.commits, r.snapshot, r.outcome = ev.Time, ev.Commits, ev.CommittedSnapshotID, ev.Outcome
+		r.end, r.commits, r.snapshot, r.outcome, r.err = ev.Time, ev.Commits, ev.CommittedSnapshotID, ev.Outcome, ev.Error
 	}
 	return h
 }
