@@ -38,6 +38,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icereactor/reactor/bench/latencyproxy"
+	"github.com/icereactor/reactor/objectio"
 	"github.com/icereactor/reactor/embedded"
 	"github.com/icereactor/reactor/embedded/s3gateway"
 	"github.com/icereactor/reactor/executor"
@@ -58,13 +59,14 @@ func main() {
 		commands   = flag.String("commands", "plan,orphans,compact,expire", "commands to time, in this order")
 		work       = flag.String("work", "", "work directory (default: a new one in the system temporary directory, removed at the end)")
 		verbose    = flag.Bool("v", false, "log the jobs' lines")
+		readConc   = flag.Int("read-concurrency", 0, "reactor.read-concurrency for the timed commands (0: objectio's default)")
 		repeat     = flag.Int("repeat", 1, "times each command runs per latency; the row is the run with the median wall time (plan and orphans only: compact and expire change the table)")
 		trace      = flag.Bool("trace", false, "print every request of the timed commands (start ms, duration ms, in flight, method, target)")
 	)
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, *files, *rows, *partitions, *perCommit, *latencies, *commands, *work, *verbose, *trace, *repeat); err != nil {
+	if err := run(ctx, *files, *rows, *partitions, *perCommit, *latencies, *commands, *work, *verbose, *trace, *repeat, *readConc); err != nil {
 		fmt.Fprintln(os.Stderr, "objstore:", err)
 		os.Exit(1)
 	}
@@ -80,7 +82,7 @@ type row struct {
 	outcome string
 }
 
-func run(ctx context.Context, files, rows, partitions, perCommit int, latencies, commands, work string, verbose, trace bool, repeat int) error {
+func run(ctx context.Context, files, rows, partitions, perCommit int, latencies, commands, work string, verbose, trace bool, repeat, readConc int) error {
 	var rtts []int
 	for _, s := range strings.Split(latencies, ",") {
 		ms, err := strconv.Atoi(strings.TrimSpace(s))
@@ -156,6 +158,9 @@ func run(ctx context.Context, files, rows, partitions, perCommit int, latencies,
 		}
 		props := gw.IcebergProperties()
 		props["s3.endpoint"] = "http://" + px.Addr()
+		if readConc > 0 {
+			props[objectio.ReadConcurrencyProperty] = strconv.Itoa(readConc)
+		}
 		cat, err := openCatalog(ctx, work, props)
 		if err != nil {
 			px.Close()
