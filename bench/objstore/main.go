@@ -38,11 +38,11 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icereactor/reactor/bench/latencyproxy"
-	"github.com/icereactor/reactor/objectio"
 	"github.com/icereactor/reactor/embedded"
 	"github.com/icereactor/reactor/embedded/s3gateway"
 	"github.com/icereactor/reactor/executor"
 	"github.com/icereactor/reactor/metrics"
+	"github.com/icereactor/reactor/objectio"
 	"github.com/icereactor/reactor/planner"
 	"github.com/icereactor/reactor/thresholds"
 )
