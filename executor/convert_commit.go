@@ -97,7 +97,8 @@ func (cv *conversion) write(ctx context.Context, tbl *table.Table, wfs iceio.Wri
 // what was committed since the conversion read its snapshot:
 //
 //   - a converted delete removed meanwhile (another conversion, a
-//     compaction that found it dead) ends the job: ErrInputsGone;
+//     compaction that found it dead) ends the attempt: ErrInputsGone, on
+//     which convertEqualityDeletes plans again;
 //   - a scanned data file removed meanwhile (a compaction rewrote it) ends
 //     it too: its rows may live on in a file the positions do not name;
 //   - a data file added at a sequence number below a converted delete's in

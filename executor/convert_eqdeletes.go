@@ -43,6 +43,9 @@ type ConversionCounts struct {
 	// Skipped are equality delete files left as they are (another format,
 	// a data file they apply to that is not Parquet).
 	Skipped int
+	// Replans: how often a concurrent rewrite of what the job read made it
+	// plan again (BytesRead and DataFilesScanned include every plan).
+	Replans int
 }
 
 // eqDelete is one live equality delete file of the job's partitions.
@@ -104,7 +107,44 @@ func scopeKey(keys *planner.Keyer, meta table.Metadata, df iceberg.DataFile) str
 // columns, and each row whose key a delete applying to it holds becomes a
 // (file_path, pos) row. The deletes go and the position deletes come in one
 // snapshot, validated against everything committed since the read.
+//
+// A commit that removed a file the conversion read (a compaction rewrote a
+// scanned data file, or applied and removed a delete) makes the outputs
+// stale: they are deleted and the conversion plans again on the new files,
+// up to maxConversionReplans times.
 func (e *Executor) convertEqualityDeletes(ctx context.Context, log *slog.Logger, job planner.Job) (planner.Result, Report) {
+	var total Report
+	for replan := 0; ; replan++ {
+		res, rep := e.convertOnce(ctx, log, job)
+		total.Attempts += rep.Attempts
+		total.Conflicts += rep.Conflicts
+		total.RetriesAfterCommit += rep.RetriesAfterCommit
+		total.OutputFilesCleanedUp += rep.OutputFilesCleanedUp
+		total.StagedMetadataCleanedUp += rep.StagedMetadataCleanedUp
+		read, scanned := total.Conversion.BytesRead+rep.Conversion.BytesRead, total.Conversion.DataFilesScanned+rep.Conversion.DataFilesScanned
+		if res.Outcome == planner.Failed && errors.Is(res.Err, ErrInputsGone) && replan < maxConversionReplans && ctx.Err() == nil {
+			log.Info("a file the conversion read was removed meanwhile; planning it again on the new files", "replan", replan+1, "why", res.Err)
+			total.Conversion.BytesRead, total.Conversion.DataFilesScanned = read, scanned
+			continue
+		}
+		attempts, conflicts, retries, cleaned, staged := total.Attempts, total.Conflicts, total.RetriesAfterCommit,
+			total.OutputFilesCleanedUp, total.StagedMetadataCleanedUp
+		total = rep
+		total.Attempts, total.Conflicts, total.RetriesAfterCommit = attempts, conflicts, retries
+		total.OutputFilesCleanedUp, total.StagedMetadataCleanedUp = cleaned, staged
+		total.Conversion.BytesRead, total.Conversion.DataFilesScanned, total.Conversion.Replans = read, scanned, replan
+		return res, total
+	}
+}
+
+// maxConversionReplans bounds how often one job plans again after a
+// concurrent rewrite removed what it read: a partition compacted that busily
+// is better served by those compactions.
+const maxConversionReplans = 2
+
+// convertOnce is one conversion: plan on the current snapshot, match,
+// write, commit.
+func (e *Executor) convertOnce(ctx context.Context, log *slog.Logger, job planner.Job) (planner.Result, Report) {
 	var rep Report
 	fail := func(outcome planner.Outcome, err error) (planner.Result, Report) {
 		return planner.Result{Outcome: outcome, Err: err}, rep

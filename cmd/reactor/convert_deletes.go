@@ -16,7 +16,8 @@ deletes naming the rows it deletes: the data files it applies to (those of
 its partition with a lower data sequence number) are read, only their
 equality columns, and the matching rows become (file_path, pos) rows. One
 commit, validated against every writer that committed meanwhile; a
-concurrent rewrite of a scanned file abandons it, leaving the table as it was.
+concurrent rewrite of a scanned file makes it plan again on the new files (at
+most twice, then it fails and leaves the table as it was).
 
 An equality delete on a field the data files lack, or of another type, is
 refused and the table left untouched.
