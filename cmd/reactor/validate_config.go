@@ -149,6 +149,7 @@ func printEffective(w io.Writer, s thresholds.Effective) {
 	row("delete_file_threshold", s.DeleteFileThreshold, "")
 	row("delete_min_input_files", s.DeleteMinInputFiles, "")
 	row("delete_target_file_size", thresholds.Size(s.DeleteTargetFileSize), s.DeleteTargetFileSizeSource)
+	row("equality_delete_file_count", s.EqualityDeleteFileCount, "0: never converted")
 	row("manifest_count", s.ManifestCount, "")
 	row("snapshot_max_age", s.SnapshotMaxAge, s.SnapshotMaxAgeSource)
 	row("retain_last", s.RetainLast, s.RetainLastSource)
