@@ -36,7 +36,7 @@ type chaosConfig struct {
 }
 
 func loadConfig(t *testing.T) chaosConfig {
-	cfg := chaosConfig{duration: 40 * time.Second, seed: uint64(time.Now().UnixNano()), replicas: 3, ttl: 3 * time.Second, tables: 2}
+	cfg := chaosConfig{duration: 45 * time.Second, seed: uint64(time.Now().UnixNano()), replicas: 3, ttl: 3 * time.Second, tables: 2}
 	if v := os.Getenv("REACTOR_CHAOS"); v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil || d <= 0 {
@@ -69,6 +69,12 @@ type stopFault struct {
 	before             map[string]map[int64]bool
 }
 
+// oldExit: a replaced process, stopped at stopped, killed at killed.
+type oldExit struct {
+	replica         string
+	stopped, killed time.Time
+}
+
 type rig struct {
 	t        *testing.T
 	cfg      chaosConfig
@@ -90,6 +96,7 @@ type rig struct {
 
 	stops        []stopFault
 	natsRestarts []time.Time
+	oldExits     []oldExit
 	frozen       []string // jobs running when their replica was stopped
 	unattributed int      // reactor snapshots whose job has no start event
 }

@@ -3,7 +3,9 @@
 // warehouse and one NATS server the test owns, a writer committing
 // appends, position deletes and equality deletes, and a seeded schedule of
 // faults: SIGKILL and SIGTERM of a replica (restarted under its name),
-// SIGSTOP for longer than the lease TTL then SIGCONT, and NATS restarts.
+// SIGSTOP for longer than the lease TTL then SIGCONT (alone, or with a
+// new process started under the stopped one's name meanwhile), and NATS
+// restarts.
 // At the end it checks the rows with a reader of its own (manifests and
 // Parquet files read directly, deletes applied by its own code, not
 // iceberg-go's scan), that no two jobs of a table overlapped, and that a

@@ -18,6 +18,11 @@ const (
 	faultTerm = "SIGTERM"
 	faultStop = "SIGSTOP"
 	faultNATS = "NATS restart"
+	// faultReplace: SIGSTOP, a new process under the same name (as a
+	// StatefulSet's pod force-deleted from an unreachable node comes back
+	// beside the old one), SIGCONT of the old one, which must find itself
+	// superseded; it is killed a little later.
+	faultReplace = "SIGSTOP+replaced"
 )
 
 // faults runs the seeded schedule until the deadline: a bag of the four
@@ -27,7 +32,7 @@ func (r *rig) faults(ctx context.Context, rng *rand.Rand, until time.Time) error
 	var bag []string
 	for time.Now().Before(until) && ctx.Err() == nil {
 		if len(bag) == 0 {
-			bag = []string{faultKill, faultTerm, faultStop, faultNATS}
+			bag = []string{faultKill, faultTerm, faultStop, faultNATS, faultReplace}
 			rng.Shuffle(len(bag), func(i, j int) { bag[i], bag[j] = bag[j], bag[i] })
 		}
 		kind := bag[0]
@@ -72,6 +77,32 @@ func (r *rig) faults(ctx context.Context, rng *rand.Rand, until time.Time) error
 				return err
 			}
 			r.stops = append(r.stops, f)
+		case faultReplace:
+			old := victim.proc
+			f := stopFault{victim: victim.name, stopped: time.Now()}
+			if err := syscall.Kill(old.Pid(), syscall.SIGSTOP); err != nil {
+				return err
+			}
+			if err := r.startReplica(ctx, victim); err != nil {
+				_ = syscall.Kill(old.Pid(), syscall.SIGCONT)
+				old.Kill()
+				return err
+			}
+			time.Sleep(max(0, time.Until(f.stopped.Add(r.cfg.ttl+1500*time.Millisecond+pause))))
+			before, err := r.snapshotIDs(ctx)
+			if err != nil {
+				_ = syscall.Kill(old.Pid(), syscall.SIGCONT)
+				old.Kill()
+				return err
+			}
+			f.before, f.continued = before, time.Now()
+			if err := syscall.Kill(old.Pid(), syscall.SIGCONT); err != nil {
+				return err
+			}
+			r.stops = append(r.stops, f)
+			time.Sleep(2 * time.Second)
+			old.Kill()
+			r.oldExits = append(r.oldExits, oldExit{victim.name, f.stopped, time.Now()})
 		case faultNATS:
 			r.nats.Shutdown()
 			r.natsRestarts = append(r.natsRestarts, time.Now())
@@ -270,7 +301,7 @@ func TestChaos(t *testing.T) {
 
 func faultCounts(c map[string]int) string {
 	var parts []string
-	for _, k := range []string{faultKill, faultTerm, faultStop, faultNATS} {
+	for _, k := range []string{faultKill, faultTerm, faultStop, faultReplace, faultNATS} {
 		parts = append(parts, fmt.Sprintf("%s %d", k, c[k]))
 	}
 	return strings.Join(parts, ", ")

@@ -116,16 +116,27 @@ func (r *rig) interval(j *run) (start, end time.Time, ok bool) {
 	return j.start, time.Time{}, false
 }
 
-// exitAfter is when the process that ran j ended, or zero while it runs.
+// exitAfter is when the process that ran j ended, or zero while it runs:
+// the first exit of its replica's processes after it started (a replaced
+// process's jobs started before its stop, its successor's after).
 func (r *rig) exitAfter(j *run) time.Time {
-	if rep := r.byName[j.replica]; rep != nil {
-		for _, x := range rep.exits {
-			if x.After(j.start) {
-				return x
-			}
+	var first time.Time
+	earliest := func(x time.Time) {
+		if x.After(j.start) && (first.IsZero() || x.Before(first)) {
+			first = x
 		}
 	}
-	return time.Time{}
+	for _, o := range r.oldExits {
+		if o.replica == j.replica && j.start.Before(o.stopped) {
+			earliest(o.killed)
+		}
+	}
+	if rep := r.byName[j.replica]; rep != nil {
+		for _, x := range rep.exits {
+			earliest(x)
+		}
+	}
+	return first
 }
 
 // frozenBy is the SIGSTOP that caught j running, or nil.
