@@ -121,16 +121,13 @@ func Write(fs iceio.IO, tableLocation string, b Batch) (Ref, error) {
 	return Ref{Location: loc, Due: due}, nil
 }
 
-// List returns the table's batches, earliest due first (intents, due at
-// once, before them). A table with none
-// (no directory at all) returns an empty list; files in the directory that
-// are not batches are ignored.
-func List(fs iceio.IO, tableLocation string) ([]Ref, error) {
+// walkFiles calls visit with every file under the table's deletions
+// directory; a table without one visits nothing.
+func walkFiles(fs iceio.IO, tableLocation string, visit func(p string)) error {
 	lister, ok := fs.(iceio.ListableIO)
 	if !ok {
-		return nil, fmt.Errorf("deletions: table storage cannot list %s", Dir(tableLocation))
+		return fmt.Errorf("deletions: table storage cannot list %s", Dir(tableLocation))
 	}
-	var refs []Ref
 	err := lister.WalkDir(Dir(tableLocation), func(p string, d iofs.DirEntry, err error) error {
 		if err != nil {
 			if errors.Is(err, iofs.ErrNotExist) {
@@ -138,23 +135,37 @@ func List(fs iceio.IO, tableLocation string) ([]Ref, error) {
 			}
 			return err
 		}
-		if d.IsDir() {
-			return nil
+		if !d.IsDir() {
+			visit(p)
 		}
-		if intentRE.MatchString(path.Base(p)) {
-			refs = append(refs, Ref{Location: p, Intent: true})
-			return nil
-		}
-		m := nameRE.FindStringSubmatch(path.Base(p))
-		if m == nil {
-			return nil
-		}
-		ms, _ := strconv.ParseInt(m[1], 10, 64)
-		refs = append(refs, Ref{Location: p, Due: time.UnixMilli(ms).UTC()})
 		return nil
 	})
 	if err != nil && !errors.Is(err, iofs.ErrNotExist) {
-		return nil, fmt.Errorf("deletions: list %s: %w", Dir(tableLocation), err)
+		return fmt.Errorf("deletions: list %s: %w", Dir(tableLocation), err)
+	}
+	return nil
+}
+
+// List returns the table's batches, earliest due first (intents, due at
+// once, before them). A table with none
+// (no directory at all) returns an empty list; files in the directory that
+// are not batches are ignored.
+func List(fs iceio.IO, tableLocation string) ([]Ref, error) {
+	var refs []Ref
+	err := walkFiles(fs, tableLocation, func(p string) {
+		if intentRE.MatchString(path.Base(p)) {
+			refs = append(refs, Ref{Location: p, Intent: true})
+			return
+		}
+		m := nameRE.FindStringSubmatch(path.Base(p))
+		if m == nil {
+			return
+		}
+		ms, _ := strconv.ParseInt(m[1], 10, 64)
+		refs = append(refs, Ref{Location: p, Due: time.UnixMilli(ms).UTC()})
+	})
+	if err != nil {
+		return nil, err
 	}
 	slices.SortFunc(refs, func(a, b Ref) int {
 		return cmp.Or(a.Due.Compare(b.Due), strings.Compare(a.Location, b.Location))

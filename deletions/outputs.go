@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	iofs "io/fs"
 	"path"
 	"regexp"
 	"slices"
@@ -75,25 +74,14 @@ func writeJSON(fs iceio.IO, loc string, v any) (Ref, error) {
 // (no directory at all) is an empty list. List never returns them: they
 // are not deletion batches.
 func ListOutputIntents(fs iceio.IO, tableLocation string) ([]Ref, error) {
-	lister, ok := fs.(iceio.ListableIO)
-	if !ok {
-		return nil, fmt.Errorf("deletions: table storage cannot list %s", Dir(tableLocation))
-	}
 	var refs []Ref
-	err := lister.WalkDir(Dir(tableLocation), func(p string, d iofs.DirEntry, err error) error {
-		if err != nil {
-			if errors.Is(err, iofs.ErrNotExist) {
-				return iofs.SkipAll
-			}
-			return err
-		}
-		if !d.IsDir() && outputIntentRE.MatchString(path.Base(p)) {
+	err := walkFiles(fs, tableLocation, func(p string) {
+		if outputIntentRE.MatchString(path.Base(p)) {
 			refs = append(refs, Ref{Location: p, Intent: true})
 		}
-		return nil
 	})
-	if err != nil && !errors.Is(err, iofs.ErrNotExist) {
-		return nil, fmt.Errorf("deletions: list %s: %w", Dir(tableLocation), err)
+	if err != nil {
+		return nil, err
 	}
 	slices.SortFunc(refs, func(a, b Ref) int {
 		switch {

@@ -2,8 +2,6 @@ package deletions
 
 import (
 	"errors"
-	"fmt"
-	iofs "io/fs"
 	"path"
 	"regexp"
 	"time"
@@ -41,25 +39,14 @@ func WriteOwnSnapshots(fs iceio.IO, tableLocation string, rec OwnSnapshots) (Ref
 // ListOwnSnapshots returns the table's own-snapshots records (none: an
 // empty list).
 func ListOwnSnapshots(fs iceio.IO, tableLocation string) ([]Ref, error) {
-	lister, ok := fs.(iceio.ListableIO)
-	if !ok {
-		return nil, fmt.Errorf("deletions: table storage cannot list %s", Dir(tableLocation))
-	}
 	var refs []Ref
-	err := lister.WalkDir(Dir(tableLocation), func(p string, d iofs.DirEntry, err error) error {
-		if err != nil {
-			if errors.Is(err, iofs.ErrNotExist) {
-				return iofs.SkipAll
-			}
-			return err
-		}
-		if !d.IsDir() && ownSnapshotsRE.MatchString(path.Base(p)) {
+	err := walkFiles(fs, tableLocation, func(p string) {
+		if ownSnapshotsRE.MatchString(path.Base(p)) {
 			refs = append(refs, Ref{Location: p})
 		}
-		return nil
 	})
-	if err != nil && !errors.Is(err, iofs.ErrNotExist) {
-		return nil, fmt.Errorf("deletions: list %s: %w", Dir(tableLocation), err)
+	if err != nil {
+		return nil, err
 	}
 	return refs, nil
 }
