@@ -186,6 +186,12 @@ func split(loc string) (scheme, authority, path string, err error) {
 	if scheme == "file" {
 		u, err := url.Parse(loc)
 		if err != nil {
+			// url.Error quotes the whole location, unbounded; the caller
+			// quotes it once, bounded.
+			var ue *url.Error
+			if errors.As(err, &ue) {
+				err = ue.Err
+			}
 			return "", "", "", fmt.Errorf("not a valid file URI: %v", err)
 		}
 		switch {
