@@ -16,14 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apache/iceberg-go/table"
 	"github.com/goccy/go-yaml"
-
-	"github.com/icereactor/reactor/embedded"
-	"github.com/icereactor/reactor/embedded/embeddedtest"
-	"github.com/icereactor/reactor/events"
-	"github.com/icereactor/reactor/streamwriter"
-	"github.com/icereactor/reactor/triggers"
 )
 
 // noSeriesInThisRun are the metrics the dashboard or the rules read that a
@@ -55,27 +48,8 @@ func TestDashboardAndRulesQueriesAgainstRealPrometheus(t *testing.T) {
 	documented := documentedMetrics(t, filepath.Join(root, "docs", "operations.md"))
 
 	dir := t.TempDir()
-	srv, _, js := embeddedtest.JetStream(t, filepath.Join(dir, "nats"))
-	if err := triggers.EnsureStreams(ctx, js, triggers.CommitOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	cat, err := embedded.OpenCatalog(ctx, filepath.Join(dir, "catalog"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cat.(interface{ Close() error }).Close()
-	ident := table.Identifier{"db", "events"}
-	if _, err := streamwriter.CreateTable(ctx, cat, ident, nil); err != nil {
-		t.Fatal(err)
-	}
-	writer := streamwriter.New(cat, ident, func(ctx context.Context, ev events.CommitEvent) error {
-		data, err := ev.Encode()
-		if err != nil {
-			return err
-		}
-		_, err = js.Publish(ctx, "iceberg.commits.db.events", data)
-		return err
-	})
+	f := newRunFixture(t, ctx, dir)
+	srv, js, writer := f.srv, f.js, f.writer
 	thresholdsFile := filepath.Join(dir, "thresholds.yaml")
 	if err := os.WriteFile(thresholdsFile, []byte("defaults: {small_file_count: 5, quiet_period: 0s}\n"), 0o644); err != nil {
 		t.Fatal(err)

@@ -15,11 +15,8 @@ import (
 	"github.com/apache/iceberg-go/table"
 	"github.com/nats-io/nats.go"
 
-	"github.com/icereactor/reactor/embedded"
-	"github.com/icereactor/reactor/embedded/embeddedtest"
 	"github.com/icereactor/reactor/events"
 	"github.com/icereactor/reactor/streamwriter"
-	"github.com/icereactor/reactor/triggers"
 )
 
 // runAsReactor makes the test binary act as the reactor command when it
@@ -48,27 +45,8 @@ func TestSIGTERMDuringCompaction(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	dir := t.TempDir()
-	srv, nc, js := embeddedtest.JetStream(t, filepath.Join(dir, "nats"))
-	if err := triggers.EnsureStreams(ctx, js, triggers.CommitOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	cat, err := embedded.OpenCatalog(ctx, filepath.Join(dir, "catalog"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cat.(interface{ Close() error }).Close()
-	ident := table.Identifier{"db", "events"}
-	if _, err := streamwriter.CreateTable(ctx, cat, ident, nil); err != nil {
-		t.Fatal(err)
-	}
-	writer := streamwriter.New(cat, ident, func(ctx context.Context, ev events.CommitEvent) error {
-		data, err := ev.Encode()
-		if err != nil {
-			return err
-		}
-		_, err = js.Publish(ctx, "iceberg.commits.db.events", data)
-		return err
-	})
+	f := newRunFixture(t, ctx, dir)
+	srv, nc, cat, ident, writer := f.srv, f.nc, f.cat, f.ident, f.writer
 	// Enough small files that the rewrite takes a while; all there before
 	// reactor starts, so its first job is a compaction of all of them.
 	for i := range 40 {
