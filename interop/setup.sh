@@ -32,7 +32,7 @@ interop_fetch() {
 }
 
 # interop_setup WORK: exports INTEROP_PYTHON, INTEROP_JARS, INTEROP_REACTOR,
-# INTEROP_RENDER, INTEROP_JOBTAIL (binaries built into WORK/bin).
+# INTEROP_RENDER, INTEROP_JOBTAIL, INTEROP_EQDELETE (binaries built into WORK/bin).
 interop_setup() {
   local work=$1 repo
   repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -64,9 +64,9 @@ interop_setup() {
   interop_fetch "$MAVEN/org/xerial/sqlite-jdbc/$SQLITE_JDBC_VERSION/sqlite-jdbc-$SQLITE_JDBC_VERSION.jar" "$sqlite_jar"
   flock -u 9
 
-  echo "interop: building reactor, sparkcall-render and jobtail"
+  echo "interop: building reactor, sparkcall-render, jobtail and eqdelete"
   (cd "$repo" && go build -o "$work/bin/reactor" ./cmd/reactor && go build -o "$work/bin/sparkcall-render" ./interop/sparkcall-render &&
-    go build -o "$work/bin/jobtail" ./interop/jobtail) ||
+    go build -o "$work/bin/jobtail" ./interop/jobtail && go build -o "$work/bin/eqdelete" ./interop/eqdelete) ||
     interop_die "go build failed"
 
   export INTEROP_PYTHON="$venv/bin/python"
@@ -75,6 +75,7 @@ interop_setup() {
   export INTEROP_REACTOR="$work/bin/reactor"
   export INTEROP_RENDER="$work/bin/sparkcall-render"
   export INTEROP_JOBTAIL="$work/bin/jobtail"
+  export INTEROP_EQDELETE="$work/bin/eqdelete"
   export INTEROP_VERSIONS="pyspark $PYSPARK_VERSION, $runtime $ICEBERG_VERSION, sqlite-jdbc $SQLITE_JDBC_VERSION, $(java -version 2>&1 | head -1)"
   echo "interop: $INTEROP_VERSIONS"
 }

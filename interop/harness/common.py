@@ -207,7 +207,8 @@ def backdate(root, seconds):
 def tools_from_env():
     """The tools interop/run set up: reactor, sparkcall-render, the jars."""
     return {"reactor": os.environ.get("INTEROP_REACTOR"), "render": os.environ.get("INTEROP_RENDER"),
-            "jobtail": os.environ.get("INTEROP_JOBTAIL"), "jars": json.loads(os.environ["INTEROP_JARS"])}
+            "jobtail": os.environ.get("INTEROP_JOBTAIL"), "eqdelete": os.environ.get("INTEROP_EQDELETE"),
+            "jars": json.loads(os.environ["INTEROP_JARS"])}
 
 
 def run_py(args, **kw):
