@@ -1,0 +1,109 @@
+package executor_test
+
+import (
+	"cmp"
+	"maps"
+	"slices"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/icereactor/reactor/streamwriter"
+)
+
+// Helpers for the format v3 tests (prefix v3): deletion vectors and row
+// lineage.
+
+// v3Props makes a merge-on-read table of format v3: iceberg-go's deletes
+// write one deletion vector per data file.
+func v3Props() iceberg.Properties {
+	p := maps.Clone(streamwriter.MergeOnReadProperties)
+	p[table.PropertyFormatVersion] = "3"
+	return p
+}
+
+// v3Lineage is one live row's lineage: its _row_id and
+// _last_updated_sequence_number as a scan reads them.
+type v3Lineage struct {
+	RowID, Seq int64
+}
+
+// v3RowLineage reads every live row's lineage by id.
+func v3RowLineage(t *testing.T, f *fixture) map[int64]v3Lineage {
+	t.Helper()
+	_, itr, err := f.load().Scan(table.WithRowLineage()).ToArrowRecords(f.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[int64]v3Lineage{}
+	for rec, err := range itr {
+		if err != nil {
+			t.Fatal(err)
+		}
+		col := func(name string) *array.Int64 {
+			idx := rec.Schema().FieldIndices(name)
+			if len(idx) != 1 {
+				t.Fatalf("no column %s in %s", name, rec.Schema())
+			}
+			return rec.Column(idx[0]).(*array.Int64)
+		}
+		ids, rowIDs, seqs := col("id"), col(iceberg.RowIDColumnName), col(iceberg.LastUpdatedSequenceNumberColumnName)
+		for i := range int(rec.NumRows()) {
+			if rowIDs.IsNull(i) || seqs.IsNull(i) {
+				t.Fatalf("id %d: null lineage (_row_id null %v, sequence number null %v)", ids.Value(i), rowIDs.IsNull(i), seqs.IsNull(i))
+			}
+			out[ids.Value(i)] = v3Lineage{rowIDs.Value(i), seqs.Value(i)}
+		}
+		rec.Release()
+	}
+	return out
+}
+
+// v3DV is one live deletion vector of the current snapshot.
+type v3DV struct {
+	df  iceberg.DataFile
+	ref string // the data file it deletes from
+	seq int64
+}
+
+// v3DVs lists the live deletion vectors, by referenced data file then path.
+func v3DVs(t *testing.T, f *fixture) []v3DV {
+	t.Helper()
+	var out []v3DV
+	for _, d := range pdmDeleteFiles(t, f) {
+		if !table.IsDeletionVector(d.df) {
+			continue
+		}
+		out = append(out, v3DV{df: d.df, ref: *d.df.ReferencedDataFile(), seq: d.seq})
+	}
+	slices.SortFunc(out, func(a, b v3DV) int {
+		return cmp.Or(cmp.Compare(a.ref, b.ref), cmp.Compare(a.df.FilePath(), b.df.FilePath()))
+	})
+	return out
+}
+
+// v3AssertDVRules checks the spec's rules on the live deletion vectors: at
+// most one per data file, and each names a live data file.
+func v3AssertDVRules(t *testing.T, f *fixture) {
+	t.Helper()
+	live := map[string]bool{}
+	tasks, err := f.load().Scan().PlanFiles(f.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, task := range tasks {
+		live[task.File.FilePath()] = true
+	}
+	seen := map[string]int{}
+	for _, d := range v3DVs(t, f) {
+		seen[d.ref]++
+		if seen[d.ref] == 2 {
+			t.Errorf("data file %s has two or more deletion vectors", d.ref)
+		}
+		if !live[d.ref] {
+			t.Errorf("deletion vector %s names data file %s, which is not live", d.df.FilePath(), d.ref)
+		}
+	}
+}
