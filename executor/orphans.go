@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"time"
 
+	iceio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icereactor/reactor/location"
@@ -50,15 +51,11 @@ type RefusedFile struct {
 // maxReportedRefusals bounds the refusals a report lists.
 const maxReportedRefusals = 100
 
-// schemeAliases lets s3:// references match s3a:// or s3n:// listings
-// (Spark writes s3a, other engines s3) in iceberg-go's own planning.
-var schemeAliases = map[string]string{"s3": "s3,s3a,s3n"}
-
 // removeOrphans deletes — or in a dry run, reports — files under the table
 // location that no snapshot, metadata file or statistics file references
 // and that the object store says are older than the orphan margin. Tracked
-// candidates come from bucket notifications, listing jobs from
-// iceberg-go's orphan planning over a full listing; either way every file
+// candidates come from bucket notifications, listing jobs from a full
+// listing of the table location; either way every file
 // passes the deletion guard (canonical location under the table, a stat of
 // the exact key, the reference check re-read from the catalog) right
 // before it is deleted.
@@ -159,47 +156,51 @@ func (e *Executor) removeTrackedOrphans(ctx context.Context, log *slog.Logger, t
 	return settled, deferred, nil
 }
 
-// removeListedOrphans plans with iceberg-go over a full listing of the
-// table location, then puts every file of the plan through the deletion
-// guard: iceberg-go compares spellings its own way (Iceberg Java writes
-// local paths as file:/ and keeps percent escapes of partition values
-// literally in file names, which iceberg-go's listing decodes, so its plan
-// can name live files; the Spark interop harness found it), and the
-// listing's ages are from listing time, not deletion time.
+// removeListedOrphans lists the table location and puts every file the
+// listing shows older than the orphan margin through the deletion guard,
+// whose references are the only ones consulted: the guard compares
+// locations by identity (Iceberg Java writes local paths as file:/ and
+// keeps percent escapes of partition values literally in file names, which
+// iceberg-go's listing decodes; the Spark interop harness found it), and
+// the listing's ages are from listing time, so the guard stats each
+// candidate again. The listing runs beside the guard's read of the history:
+// on an object store both are round trips, and iceberg-go's own orphan
+// plan would walk the same history a second time.
 func (e *Executor) removeListedOrphans(ctx context.Context, log *slog.Logger, tbl *table.Table, loadedAt time.Time, loadCost time.Duration,
 	job planner.Job, or *OrphanReport) error {
+	e.phase("list", 0, 0)
+	margin := max(job.Settings.OrphanMargin, job.Settings.OrphanMarginFloor)
+	listed := make(chan listing, 1)
+	listCtx, stopListing := context.WithCancel(ctx)
+	defer stopListing()
+	go func() { listed <- listOlderThan(listCtx, tbl, margin) }()
 	g, err := e.newDeletionGuard(ctx, tbl, loadedAt, loadCost, job, false)
 	if err != nil {
+		stopListing()
+		<-listed
 		return err
 	}
 	defer g.refs.close()
-	e.phase("list", 0, 0)
-	// iceberg-go reads the history's manifest lists and manifests
-	// GOMAXPROCS at once unless told: on an object store each is a round
-	// trip, so the store's read concurrency (0 locally: its default).
-	plan, err := tbl.PlanOrphanFiles(ctx, table.WithFilesOlderThan(g.margin), table.WithEqualSchemes(schemeAliases),
-		table.WithCleanupMaxConcurrency(storeConcurrency(g.fs)))
-	if err != nil {
-		return fmt.Errorf("plan orphan cleanup (full listing): %w", err)
+	l := <-listed
+	if l.err != nil {
+		return fmt.Errorf("list table location: %w", l.err)
 	}
-	e.phase("check", int64(len(plan.OrphanFiles())), 0)
-	for _, f := range plan.OrphanFiles() {
+	e.phase("check", int64(len(l.paths)), 0)
+	for _, path := range l.paths {
 		e.advance(1, 0)
-		j, err := g.judge(ctx, f.Path, !or.DryRun)
+		j, err := g.judge(ctx, path, !or.DryRun)
 		if err != nil {
 			return err
 		}
 		switch j.verdict {
-		case verdictHidden, verdictGone:
+		case verdictHidden, verdictGone, verdictReferenced:
 			// Hidden files (.crc sidecars, _temporary directories) are not
 			// orphans, as in Spark's remove_orphan_files: never reported,
-			// never deleted.
-		case verdictReferenced:
-			log.Warn("orphan listing named a file the table's history references; kept", "path", bounded(f.Path))
+			// never deleted. Referenced ones are the table's live files.
 		case verdictYoung:
 			or.TooYoung++
 		case verdictRefused:
-			g.refuse(log, or, f.Path, j)
+			g.refuse(log, or, path, j)
 		case verdictOrphan:
 			or.Orphans = append(or.Orphans, OrphanFile{Location: j.canonical, Size: j.size})
 			or.OrphanBytes += j.size
@@ -216,6 +217,48 @@ func (e *Executor) removeListedOrphans(ctx context.Context, log *slog.Logger, tb
 		}
 	}
 	return nil
+}
+
+// listing is the files of a table location the listing found older than
+// the margin, or why it could not list.
+type listing struct {
+	paths []string
+	err   error
+}
+
+// listOlderThan lists every file under tbl's location whose listed
+// modification time is older than margin, in the listing's order.
+func listOlderThan(ctx context.Context, tbl *table.Table, margin time.Duration) listing {
+	fs, err := tbl.FS(ctx)
+	if err != nil {
+		return listing{err: fmt.Errorf("open table io: %w", err)}
+	}
+	lister, ok := fs.(iceio.ListableIO)
+	if !ok {
+		return listing{err: fmt.Errorf("%T cannot list, so no orphan can be found by listing", fs)}
+	}
+	cutoff := time.Now().Add(-margin)
+	var l listing
+	l.err = lister.WalkDir(tbl.Location(), func(path string, d iofs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if d.IsDir() {
+			return nil
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		if info.ModTime().Before(cutoff) {
+			l.paths = append(l.paths, path)
+		}
+		return nil
+	})
+	return l
 }
 
 // locations is every referenced location, by identity, plus the table's

@@ -6,11 +6,14 @@
 // fresh table of small files is written straight to the gateway (not
 // timed), then `plan`, `orphans` (dry run), `compact` and `expire` run on
 // it through the proxy, in that order, in this process, and each prints
-// wall time, CPU time (getrusage, the gateway's included), requests, new
-// connections, bytes, and its wall time as a ratio to the same command at
-// the first latency.
+// wall time, CPU time (getrusage, the gateway's included), peak resident
+// memory (VmHWM, reset before each command; the gateway's included),
+// requests, new connections, bytes, and its wall time as a ratio to the
+// same command at 0 ms (or the first latency). The latency "local" runs
+// the same commands on a table of the same shape on local disk, the
+// figure "today's on local disk" compares against.
 //
-//	go run ./bench/objstore -files 700 -latencies 0,2,10,30
+//	go run ./bench/objstore -files 700 -latencies local,0,2,10,30
 //
 // It is a benchmark, not part of the reactor binary; BENCHMARKS.md
 // section 18 holds its results.
@@ -55,7 +58,7 @@ func main() {
 		rows       = flag.Int("rows", 1600, "rows per data file (1,600 rows make a file of about 300 KB)")
 		partitions = flag.Int("partitions", 7, "partitions the files are spread over")
 		perCommit  = flag.Int("per-commit", 10, "files per generating commit (one manifest each)")
-		latencies  = flag.String("latencies", "0,2,10,30", "added round trips in milliseconds, comma-separated")
+		latencies  = flag.String("latencies", "0,2,10,30", "added round trips in milliseconds, comma-separated; \"local\" for the table on local disk")
 		commands   = flag.String("commands", "plan,orphans,compact,expire", "commands to time, in this order")
 		work       = flag.String("work", "", "work directory (default: a new one in the system temporary directory, removed at the end)")
 		verbose    = flag.Bool("v", false, "log the jobs' lines")
@@ -78,6 +81,7 @@ type row struct {
 	wall    time.Duration
 	cpu     time.Duration
 	conns   int64
+	peakRSS int64 // bytes
 	c       snapshot
 	outcome string
 }
@@ -85,6 +89,10 @@ type row struct {
 func run(ctx context.Context, files, rows, partitions, perCommit int, latencies, commands, work string, verbose, trace bool, repeat, readConc int) error {
 	var rtts []int
 	for _, s := range strings.Split(latencies, ",") {
+		if strings.TrimSpace(s) == "local" {
+			rtts = append(rtts, localDisk)
+			continue
+		}
 		ms, err := strconv.Atoi(strings.TrimSpace(s))
 		if err != nil || ms < 0 {
 			return fmt.Errorf("bad latency %q", s)
@@ -123,7 +131,7 @@ func run(ctx context.Context, files, rows, partitions, perCommit int, latencies,
 		level = slog.LevelInfo
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
-	direct, err := openCatalog(ctx, work, gw.IcebergProperties())
+	direct, err := openCatalog(ctx, work, "s3://"+bucket+"/warehouse", gw.IcebergProperties())
 	if err != nil {
 		return err
 	}
@@ -145,26 +153,36 @@ func run(ctx context.Context, files, rows, partitions, perCommit int, latencies,
 	var results []row
 	for _, ms := range rtts {
 		ident := table.Identifier{"bench", fmt.Sprintf("t%dms", ms)}
+		gen := direct
+		var local catalog.Catalog
+		if ms == localDisk {
+			ident = table.Identifier{"bench", "tlocal"}
+			if local, err = openCatalog(ctx, work, "file://"+filepath.Join(work, "local"), nil); err != nil {
+				return err
+			}
+			gen = local
+		}
 		t0 := time.Now()
-		bytes, err := generate(ctx, direct, ident, files, rows, partitions, perCommit)
+		bytes, err := generate(ctx, gen, ident, files, rows, partitions, perCommit)
 		if err != nil {
 			return err
 		}
 		fmt.Fprintf(os.Stderr, "generated %v: %d files, %.1f MB in %s\n", ident, files, float64(bytes)/1e6, time.Since(t0).Round(time.Millisecond))
 
-		px, err := latencyproxy.Start(front, time.Duration(ms)*time.Millisecond)
-		if err != nil {
-			return err
-		}
-		props := gw.IcebergProperties()
-		props["s3.endpoint"] = "http://" + px.Addr()
-		if readConc > 0 {
-			props[objectio.ReadConcurrencyProperty] = strconv.Itoa(readConc)
-		}
-		cat, err := openCatalog(ctx, work, props)
-		if err != nil {
-			px.Close()
-			return err
+		px, cat := &latencyproxy.Proxy{}, local // the local table counts no connections
+		if ms != localDisk {
+			if px, err = latencyproxy.Start(front, time.Duration(ms)*time.Millisecond); err != nil {
+				return err
+			}
+			props := gw.IcebergProperties()
+			props["s3.endpoint"] = "http://" + px.Addr()
+			if readConc > 0 {
+				props[objectio.ReadConcurrencyProperty] = strconv.Itoa(readConc)
+			}
+			if cat, err = openCatalog(ctx, work, "s3://"+bucket+"/warehouse", props); err != nil {
+				px.Close()
+				return err
+			}
 		}
 		for _, cmd := range strings.Split(commands, ",") {
 			runs := 1
@@ -173,6 +191,7 @@ func run(ctx context.Context, files, rows, partitions, perCommit int, latencies,
 			}
 			var reps []row
 			for range runs {
+				resetPeakRSS()
 				before, conns0, cpu0 := cnt.snap(), px.Conns.Load(), cpuTime()
 				start := time.Now()
 				if trace {
@@ -183,9 +202,9 @@ func run(ctx context.Context, files, rows, partitions, perCommit int, latencies,
 				}
 				outcome, err := runCommand(ctx, cmd, cat, ident, cfg, log)
 				r := row{cmd: cmd, rttMS: ms, wall: time.Since(start), cpu: cpuTime() - cpu0, conns: px.Conns.Load() - conns0,
-					c: cnt.snap().minus(before), outcome: outcome}
+					peakRSS: peakRSS(), c: cnt.snap().minus(before), outcome: outcome}
 				if err != nil {
-					px.Close()
+					closeProxy(px, ms)
 					return fmt.Errorf("%s at %d ms: %w", cmd, ms, err)
 				}
 				fmt.Fprintf(os.Stderr, "%s at %d ms: %s in %s\n", cmd, ms, outcome, r.wall.Round(time.Millisecond))
@@ -194,18 +213,18 @@ func run(ctx context.Context, files, rows, partitions, perCommit int, latencies,
 			slices.SortFunc(reps, func(a, b row) int { return cmp.Compare(a.wall, b.wall) })
 			results = append(results, reps[len(reps)/2])
 		}
-		px.Close()
+		closeProxy(px, ms)
 	}
 	printTable(results, files)
 	return nil
 }
 
-func openCatalog(ctx context.Context, work string, s3props map[string]string) (catalog.Catalog, error) {
+func openCatalog(ctx context.Context, work, warehouse string, s3props map[string]string) (catalog.Catalog, error) {
 	props, err := embedded.CatalogProperties(work)
 	if err != nil {
 		return nil, err
 	}
-	props["warehouse"] = "s3://" + bucket + "/warehouse"
+	props["warehouse"] = warehouse
 	for k, v := range s3props {
 		props[k] = v
 	}
@@ -263,17 +282,33 @@ func cpuTime() time.Duration {
 func printTable(rows []row, files int) {
 	base := map[string]time.Duration{}
 	for _, r := range rows {
+		if _, ok := base[r.cmd]; !ok && r.rttMS == 0 {
+			base[r.cmd] = r.wall
+		}
+	}
+	for _, r := range rows {
 		if _, ok := base[r.cmd]; !ok {
 			base[r.cmd] = r.wall
 		}
 	}
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "command\tRTT ms\twall s\tratio\tCPU s\trequests\treq/file\tGET\tranged GET\tHEAD\tPUT\tLIST\tDELETE\tPOST\tconns\tMB down\tMB up\t")
+	fmt.Fprintln(tw, "command\tRTT ms\twall s\tratio\tCPU s\tpeak MB\trequests\treq/file\tGET\tranged GET\tHEAD\tPUT\tLIST\tDELETE\tPOST\tconns\tMB down\tMB up\t")
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%d\t%.2f\t%.2fx\t%.2f\t%d\t%.1f\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%.1f\t%.1f\t\n", r.cmd, r.rttMS,
-			r.wall.Seconds(), r.wall.Seconds()/base[r.cmd].Seconds(), r.cpu.Seconds(), r.c.Requests, float64(r.c.Requests)/float64(files),
+		rtt := strconv.Itoa(r.rttMS)
+		if r.rttMS == localDisk {
+			rtt = "local"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%.2f\t%.2fx\t%.2f\t%.0f\t%d\t%.1f\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%.1f\t%.1f\t\n", r.cmd, rtt,
+			r.wall.Seconds(), r.wall.Seconds()/base[r.cmd].Seconds(), r.cpu.Seconds(), float64(r.peakRSS)/1e6, r.c.Requests, float64(r.c.Requests)/float64(files),
 			r.c.GETs, r.c.RangedGETs, r.c.HEADs, r.c.PUTs, r.c.LISTs, r.c.DELETEs, r.c.POSTs, r.conns,
 			float64(r.c.BytesDown)/1e6, float64(r.c.BytesUp)/1e6)
 	}
 	_ = tw.Flush()
+}
+
+// closeProxy closes the proxy of a latency run; the local run has none.
+func closeProxy(px *latencyproxy.Proxy, ms int) {
+	if ms != localDisk {
+		px.Close()
+	}
 }
