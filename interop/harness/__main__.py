@@ -17,7 +17,7 @@ from .common import Failure, log, tools_from_env
 
 
 def scenarios_main(argv):
-    from .scenarios import KNOWN_BUGS, SCENARIOS
+    from .scenarios import KNOWN_BUGS, PENDING, SCENARIOS
 
     work, names, opts, report = argv[0], [], {}, None
     it = iter(argv[1:])
@@ -31,10 +31,11 @@ def scenarios_main(argv):
         else:
             names.append(a)
     names = names or list(SCENARIOS)
-    every = {**SCENARIOS, **KNOWN_BUGS}
+    every = {**SCENARIOS, **PENDING, **KNOWN_BUGS}
     unknown = [n for n in names if n not in every]
     if unknown:
-        print(f"unknown scenario(s) {unknown}; scenarios: {list(SCENARIOS)}, known-bug reproductions: {list(KNOWN_BUGS)}",
+        print(f"unknown scenario(s) {unknown}; scenarios: {list(SCENARIOS)}, pending: {list(PENDING)}, "
+              f"known-bug reproductions: {list(KNOWN_BUGS)}",
               file=sys.stderr)
         return 2
     tools = tools_from_env()

@@ -736,6 +736,8 @@ def scenario_partition_filter(work, tools, opts):
 
 
 from .spark_connect import scenario_spark_connect  # noqa: E402 (it uses this module's helpers)
+from .eqdeletes import scenario_eqdeletes  # noqa: E402 (likewise)
+from .v3 import scenario_v2_to_v3, scenario_v3_dvs  # noqa: E402 (likewise)
 
 SCENARIOS = {
     "maintenance": scenario_maintenance,
@@ -743,6 +745,14 @@ SCENARIOS = {
     "orphans": scenario_orphans,
     "sparkcall": scenario_sparkcall,
     "spark_connect": scenario_spark_connect,
+}
+
+# Scenarios of issue 25 not yet passing on main (reactor's v3 maintenance
+# is being built): run by name, not by default; interop/README.md says why.
+PENDING = {
+    "eqdeletes": scenario_eqdeletes,
+    "v3_dvs": scenario_v3_dvs,
+    "v2_to_v3": scenario_v2_to_v3,
 }
 
 # Reproductions of known bugs: run by name, not by default.
