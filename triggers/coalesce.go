@@ -79,8 +79,12 @@ type Coalescer struct {
 	readyAt int
 	pending int // items waiting or in a round
 	closed  bool
-	done    chan struct{} // closed by Close
-	wg      sync.WaitGroup
+	// refreshed hears the name of every table a round refreshed (the
+	// commit consumer's fast lane follows which tables are hot); set
+	// once, before events flow.
+	refreshed func(table string)
+	done      chan struct{} // closed by Close
+	wg        sync.WaitGroup
 }
 
 // NewCoalescer starts workers refresh workers (DefaultRefreshConcurrency
@@ -111,6 +115,25 @@ func (c *Coalescer) add(name string, ident table.Identifier, w *work) {
 }
 
 func (c *Coalescer) addTo(name string, ident table.Identifier, round func(context.Context, []*work), w *work) {
+	c.enqueue(name, ident, round, w, false)
+}
+
+// addUrgent queues an item for the named table and puts the table at the
+// head of the line (moving it up if it was waiting already): the fast
+// lane's look at a hot table is served before the tables ready before it.
+// The table still runs one round at a time, so its order is kept.
+func (c *Coalescer) addUrgent(name string, ident table.Identifier, w *work) {
+	c.enqueue(name, ident, nil, w, true)
+}
+
+// onRefreshed sets the hook that hears every table a round refreshed.
+func (c *Coalescer) onRefreshed(fn func(table string)) {
+	c.mu.Lock()
+	c.refreshed = fn
+	c.mu.Unlock()
+}
+
+func (c *Coalescer) enqueue(name string, ident table.Identifier, round func(context.Context, []*work), w *work, urgent bool) {
 	w.arrived = time.Now()
 	c.mu.Lock()
 	if c.closed {
@@ -128,12 +151,39 @@ func (c *Coalescer) addTo(name string, ident table.Identifier, round func(contex
 	}
 	q.items = append(q.items, w)
 	c.pending++
-	if q.state == queueIdle {
+	switch {
+	case q.state == queueIdle && urgent:
+		q.state = queueReady
+		c.pushFrontLocked(q)
+		c.cond.Signal()
+	case q.state == queueIdle:
 		q.state = queueReady
 		c.ready = append(c.ready, q)
 		c.cond.Signal()
+	case q.state == queueReady && urgent:
+		// Already in line: move it to the head (rare, hot tables only,
+		// so the scan is cheap enough).
+		for i := c.readyAt; i < len(c.ready); i++ {
+			if c.ready[i] == q {
+				copy(c.ready[c.readyAt+1:i+1], c.ready[c.readyAt:i])
+				c.ready[c.readyAt] = q
+				break
+			}
+		}
 	}
 	c.mu.Unlock()
+}
+
+// pushFrontLocked puts q at the head of the ready line.
+func (c *Coalescer) pushFrontLocked(q *tableQueue) {
+	if c.readyAt > 0 {
+		c.readyAt--
+		c.ready[c.readyAt] = q
+		return
+	}
+	c.ready = append(c.ready, nil)
+	copy(c.ready[1:], c.ready)
+	c.ready[0] = q
 }
 
 // next waits for a ready table and takes its items.
@@ -205,6 +255,12 @@ func (c *Coalescer) refreshRound(q *tableQueue, items []*work) {
 			result = "error"
 		}
 		c.met.Refreshes.WithLabelValues(result).Inc()
+		c.mu.Lock()
+		refreshed := c.refreshed
+		c.mu.Unlock()
+		if err == nil && refreshed != nil {
+			refreshed(q.name)
+		}
 	}
 	if n := len(items); n > 1 || !need {
 		// Events acknowledged without a catalog load of their own.

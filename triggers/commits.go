@@ -50,6 +50,9 @@ type CommitOptions struct {
 	// the others are forwarded to their shard stream (see
 	// ShardSubjectPrefix).
 	Ownership Ownership
+	// FastLanes bounds the hot tables given a fast lane (see fastLane):
+	// 0 is DefaultFastLanes, negative turns the fast lane off.
+	FastLanes int
 	// StreamReplicas is how many copies a NATS cluster keeps of the
 	// commit, dead-letter and shard streams (default 1; 3 on a
 	// three-node cluster, so losing a node loses no event). A single
@@ -120,6 +123,7 @@ type CommitConsumer struct {
 	ownsRefr  bool
 	own       Ownership
 	fwd       *forwarder
+	lane      *fastLane // nil: none (see newFastLane)
 	stopOnce  sync.Once
 }
 
@@ -186,8 +190,12 @@ func StartCommits(ctx context.Context, js jetstream.JetStream, opts CommitOption
 		c.refreshes = NewCoalescer(ctx, applier, opts.RefreshConcurrency, AckWait, log, met)
 		c.ownsRefr = true
 	}
+	if c.lane = newFastLane(c, js.Conn(), opts.FastLanes); c.lane != nil {
+		c.refreshes.onRefreshed(c.lane.follow)
+	}
 	cc, err := cons.Consume(c.handle, jetstream.PullMaxMessages(pullBatch(opts.MaxAckPending)))
 	if err != nil {
+		c.stopLane()
 		if c.ownsRefr {
 			c.refreshes.Close()
 		}
@@ -205,6 +213,7 @@ func StartCommits(ctx context.Context, js jetstream.JetStream, opts CommitOption
 // more than once.
 func (c *CommitConsumer) Stop() {
 	c.stopOnce.Do(func() {
+		c.stopLane()
 		c.cc.Drain()
 		<-c.cc.Closed()
 		if c.ownsRefr {
@@ -214,6 +223,23 @@ func (c *CommitConsumer) Stop() {
 			c.fwd.close()
 		}
 	})
+}
+
+// stopLane closes the fast lane: the durable consumer alone delivers
+// from here on.
+func (c *CommitConsumer) stopLane() {
+	if c.lane != nil {
+		c.refreshes.onRefreshed(nil)
+		c.lane.close()
+	}
+}
+
+// FastLanes is how many hot tables have a fast lane now.
+func (c *CommitConsumer) FastLanes() int {
+	if c.lane == nil {
+		return 0
+	}
+	return c.lane.lanes()
 }
 
 // pullBatch is how many messages a pull asks for: enough to keep the

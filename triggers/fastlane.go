@@ -1,0 +1,176 @@
+package triggers
+
+import (
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/apache/iceberg-go/table"
+	"github.com/nats-io/nats.go"
+
+	"github.com/icereactor/reactor/events"
+)
+
+// HotTables is what the fast lane asks of the planner (an Applier that
+// has it gets one): whether a table is near a threshold, so its next
+// commit may make a job.
+type HotTables interface {
+	NearThreshold(table string) bool
+}
+
+// DefaultFastLanes bounds the tables given a fast lane at once in one
+// process: each costs a subscription and a second copy of its events (a
+// few microseconds each), so a lake where every table is near a threshold
+// pays that for this many only; the others keep the ordinary path.
+const DefaultFastLanes = 1024
+
+// fastLane lets the commit event of a hot table (one the planner says is
+// near a threshold, owned here) overtake the events queued before it in
+// the commit stream. The durable consumer delivers the stream in order,
+// so behind a backlog of other tables' events a hot table's event would
+// wait for all of them; the fast lane subscribes (core NATS, no
+// JetStream consumer) to each hot table's own commit subject, which the
+// server delivers the moment the event is published, and asks the
+// coalescer for an urgent refresh of the table.
+//
+// It only looks: it never acknowledges, counts or applies an event. The
+// refresh it asks for is an ordinary one (the newest metadata, covering
+// every commit of the table so far, in the table's one-round-at-a-time
+// order); when the durable consumer later delivers the event, it finds
+// it covered, acknowledges it and counts it, exactly once, as it does
+// any event an earlier refresh covered. A look that is lost (the
+// subscription's buffer full, a reconnect, a refresh that failed or ran
+// before the catalog showed the commit) changes nothing: the durable
+// copy is applied the ordinary way.
+//
+// Writers must publish on the commit subject's prefix and the table's
+// qualified name (iceberg.commits.<namespace>.<table>, as the docs show);
+// a table published elsewhere simply gets no fast lane.
+type fastLane struct {
+	c      *CommitConsumer
+	nc     *nats.Conn
+	hot    HotTables
+	prefix string // the commit subject without its trailing ">"
+	limit  int
+	log    *slog.Logger
+
+	mu     sync.Mutex
+	subs   map[string]*nats.Subscription
+	closed bool
+}
+
+// newFastLane returns the consumer's fast lane, or nil when the applier
+// cannot tell hot tables or the commit subject does not end in ".>".
+func newFastLane(c *CommitConsumer, nc *nats.Conn, limit int) *fastLane {
+	hot, ok := c.applier.(HotTables)
+	if !ok || nc == nil || limit < 0 || !strings.HasSuffix(c.opts.Subject, ".>") {
+		return nil
+	}
+	if limit == 0 {
+		limit = DefaultFastLanes
+	}
+	return &fastLane{c: c, nc: nc, hot: hot, prefix: strings.TrimSuffix(c.opts.Subject, ">"), limit: limit,
+		log: c.log, subs: map[string]*nats.Subscription{}}
+}
+
+// follow opens or closes the table's lane by what its state, just
+// refreshed, says.
+func (f *fastLane) follow(name string) {
+	hot := f.hot.NearThreshold(name) && (f.c.own == nil || f.c.own.Owns(name))
+	if f.open(name, hot) {
+		// The lane is open once the server knows the subscription: an
+		// event published after this returns takes it.
+		if err := f.nc.FlushTimeout(laneFlushTimeout); err != nil {
+			f.log.Debug("fast lane not confirmed by the server", "table", name, "error", err)
+		}
+	}
+}
+
+// laneFlushTimeout bounds the round trip that confirms a new lane.
+const laneFlushTimeout = 2 * time.Second
+
+// open subscribes (hot) or unsubscribes the table's lane; it reports
+// whether it subscribed.
+func (f *fastLane) open(name string, hot bool) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return false
+	}
+	sub, on := f.subs[name]
+	switch {
+	case hot && !on && len(f.subs) < f.limit:
+		subject := f.prefix + name
+		if !literalSubject(subject) {
+			return false
+		}
+		s, err := f.nc.Subscribe(subject, f.look)
+		if err != nil {
+			f.log.Debug("no fast lane for a hot table", "table", name, "subject", subject, "error", err)
+			return false
+		}
+		f.subs[name] = s
+		return true
+	case !hot && on:
+		_ = sub.Unsubscribe()
+		delete(f.subs, name)
+	}
+	return false
+}
+
+// look asks for an urgent refresh of the event's table, unless its state
+// covers the event already. It runs on the subscription's own goroutine,
+// beside the durable consumer's.
+func (f *fastLane) look(m *nats.Msg) {
+	ev, err := events.DecodeCommit(m.Data)
+	if err != nil || f.c.applier.CheckCommit(ev) != nil {
+		return // the durable copy is dead-lettered or ignored
+	}
+	name := ev.QualifiedName()
+	if f.c.own != nil && !f.c.own.Owns(name) {
+		f.open(name, false) // the shard moved on: close the lane
+		return
+	}
+	if f.c.applier.CommitCovered(ev) {
+		return
+	}
+	f.c.applier.CommitSeen(name)
+	f.c.refreshes.addUrgent(name, append(ev.NamespaceLevels(), ev.Table), &work{
+		refresh: true,
+		covered: func() bool { return f.c.applier.CommitCovered(ev) },
+		apply:   func(*table.Table, error) {},
+	})
+}
+
+// lanes is how many tables have a lane now.
+func (f *fastLane) lanes() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.subs)
+}
+
+// close ends every lane.
+func (f *fastLane) close() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.closed = true
+	for name, s := range f.subs {
+		_ = s.Unsubscribe()
+		delete(f.subs, name)
+	}
+}
+
+// literalSubject: a subject of non-empty tokens without wildcards or
+// spaces (a table name that cannot be one gets no lane).
+func literalSubject(s string) bool {
+	if strings.ContainsAny(s, " \t\r\n*>") {
+		return false
+	}
+	for _, tok := range strings.Split(s, ".") {
+		if tok == "" {
+			return false
+		}
+	}
+	return true
+}
