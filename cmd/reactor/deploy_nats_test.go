@@ -131,6 +131,10 @@ func TestNATSPermissionsExampleMatchesReactorsSubjects(t *testing.T) {
 	if !allowed(users["reactor"].Permissions.Subscribe, worker.InboxPrefix+".x.y") {
 		t.Errorf("reactor may not subscribe to its inbox %s.>", worker.InboxPrefix)
 	}
+	// A hot table's fast lane reads its commit subject (triggers.fastLane).
+	if !allowed(users["reactor"].Permissions.Subscribe, commitSubject) {
+		t.Errorf("reactor may not subscribe to %s (the fast lane of a hot table)", commitSubject)
+	}
 	// Who may do what: exactly one user publishes each input, and nobody
 	// can delete or purge reactor's streams or read its inbox.
 	exclusive := []struct {
