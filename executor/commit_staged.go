@@ -233,12 +233,39 @@ func (e *Executor) commitDeleteMergesStaged(ctx context.Context, log *slog.Logge
 		Props:  iceberg.Properties{planner.SnapshotJobProperty: job.ID},
 		Always: map[string]iceberg.DataFile{},
 	}
+	targets := map[string]bool{}
 	for _, m := range merges {
 		for _, src := range m.remove {
-			st.Always[src.file.FilePath()] = src.file
+			st.Always[commit.FileKey(src.file)] = src.file
 		}
-		for _, out := range m.outputs {
-			st.AddDeletes = append(st.AddDeletes, commit.DeleteAddition{File: out, Seq: m.seq})
+		for i, out := range m.outputs {
+			seq := m.seq
+			if m.dv {
+				seq = m.outSeqs[i]
+			}
+			st.AddDeletes = append(st.AddDeletes, commit.DeleteAddition{File: out, Seq: seq})
+		}
+		for _, t := range m.targets {
+			targets[t.path] = true
+		}
+	}
+	if len(targets) > 0 {
+		// A deletion vector replaces every delete of its data file: a
+		// writer's new vector for one of them since the plan would be a
+		// second one (or lost), and a data file removed since would leave
+		// ours dangling. Either ends the job; the next look plans again.
+		st.DataTracked = true
+		st.Validate = func(snapID int64, entry iceberg.ManifestEntry) error {
+			df := entry.DataFile()
+			switch {
+			case entry.Status() == iceberg.EntryStatusDELETED && df.ContentType() == iceberg.EntryContentData && targets[df.FilePath()]:
+				return fmt.Errorf("%w: snapshot %d removed data file %s", commit.ErrInputsGone, snapID, df.FilePath())
+			case entry.Status() == iceberg.EntryStatusADDED && df.ContentType() == iceberg.EntryContentPosDeletes:
+				if ref := commit.ReferencedDataFile(df); ref != "" && targets[ref] {
+					return fmt.Errorf("%w: snapshot %d added position deletes %s for %s", commit.ErrNewDeletes, snapID, commit.FileKey(df), ref)
+				}
+			}
+			return nil
 		}
 	}
 	return e.commitStaged(ctx, log, job, planned, fs, st, rep, "position-delete rewrite")

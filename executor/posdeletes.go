@@ -37,6 +37,7 @@ type liveDataFile struct {
 	specID int32
 	key    string
 	seq    int64
+	rows   int64 // its record count: a deleted position must be below it
 }
 
 // posDeleteRow is one (file_path, pos) row; file indexes the partition's
@@ -49,9 +50,12 @@ type posDeleteRow struct {
 // partitionDeletes is what the current snapshot holds for one partition of
 // the job.
 type partitionDeletes struct {
-	sources      []posDeleteSource
-	dvs          int // deletion vectors: one per data file already, nothing to merge
-	otherFormats int // Parquet is all this job reads
+	sources []posDeleteSource
+	// dvFiles are the deletion vectors (format v3): each is one blob of a
+	// Puffin file, so several may share a path.
+	dvFiles      []posDeleteSource
+	dvs          int
+	otherFormats int // Parquet (and, on v3, Puffin) is all this job reads
 }
 
 // deleteMerge is the plan (and, once written, the outputs) of one
@@ -84,6 +88,26 @@ type deleteMerge struct {
 
 	outputs []iceberg.DataFile
 	written []string // every path created, even a file that failed half way
+
+	// Format v3 (posdeletes_dv.go): the deletion vectors the partition's
+	// Parquet sources and duplicate deletion vectors are merged into, one
+	// per data file, and each output's data sequence number (outputs[i]
+	// at outSeqs[i]).
+	dv      bool
+	targets []*dvTarget
+	outSeqs []int64
+}
+
+// keptRows is the number of deleted positions the outputs hold.
+func (m *deleteMerge) keptRows() int64 {
+	if !m.dv {
+		return int64(len(m.rows))
+	}
+	var n int64
+	for _, t := range m.targets {
+		n += t.bitmap.Cardinality()
+	}
+	return n
 }
 
 // sourceRows is one source's rows, classified against the live data files.
@@ -148,7 +172,7 @@ func (e *Executor) rewritePositionDeletes(ctx context.Context, log *slog.Logger,
 			continue
 		}
 		log.Info("position deletes planned", "partition", p.Key, "sources", len(m.remove), "merged_sources", m.merged,
-			"rows_kept", len(m.rows), "rows_dropped", m.dangling+m.ineffective+m.duplicates, "dangling_rows", m.dangling,
+			"rows_kept", m.keptRows(), "deletion_vectors_out", len(m.targets), "rows_dropped", m.dangling+m.ineffective+m.duplicates, "dangling_rows", m.dangling,
 			"ineffective_rows", m.ineffective, "duplicate_rows", m.duplicates, "outputs", m.planned, "excluded", len(m.excluded))
 		merges = append(merges, m)
 	}
@@ -203,7 +227,11 @@ func (e *Executor) rewritePositionDeletes(ctx context.Context, log *slog.Logger,
 	}
 	for _, m := range merges {
 		start := time.Now()
-		if err := writeDeleteMerge(ctx, tbl, wfs, m, writeID); err != nil {
+		write := writeDeleteMerge
+		if m.dv {
+			write = writeDVMerge
+		}
+		if err := write(ctx, tbl, wfs, m, writeID); err != nil {
 			cleanUp()
 			return fail(planner.Failed, fmt.Errorf("write merged position deletes of %s: %w", m.part.Key, err))
 		}
@@ -212,7 +240,7 @@ func (e *Executor) rewritePositionDeletes(ctx context.Context, log *slog.Logger,
 			bytes += out.FileSizeBytes()
 		}
 		log.Info("position deletes merged, not yet committed", "partition", m.part.Key, "sources", len(m.remove),
-			"rows_kept", len(m.rows), "rows_dropped", m.dangling+m.ineffective+m.duplicates, "outputs", len(m.outputs),
+			"rows_kept", m.keptRows(), "rows_dropped", m.dangling+m.ineffective+m.duplicates, "outputs", len(m.outputs),
 			"bytes_in", m.removeBytes, "bytes_out", bytes, "duration", time.Since(start).Round(time.Millisecond))
 	}
 
@@ -275,22 +303,23 @@ func scanPositionDeletes(fs iceio.IO, meta table.Metadata, snap *table.Snapshot,
 			df := entry.DataFile()
 			switch df.ContentType() {
 			case iceberg.EntryContentData:
-				data[df.FilePath()] = liveDataFile{specID: df.SpecID(), key: keys.Key(df.SpecID(), df.Partition()), seq: entry.SequenceNum()}
+				data[df.FilePath()] = liveDataFile{specID: df.SpecID(), key: keys.Key(df.SpecID(), df.Partition()), seq: entry.SequenceNum(), rows: df.Count()}
 			case iceberg.EntryContentPosDeletes:
 				key := keys.Key(df.SpecID(), df.Partition())
 				if spec, ok := want[key]; !ok || spec != df.SpecID() {
 					continue
 				}
 				pd := byPartition[key]
+				if entry.SequenceNum() < 0 && (table.IsDeletionVector(df) || df.FileFormat() == iceberg.ParquetFile) {
+					return nil, nil, fmt.Errorf("delete file %s has no data sequence number", df.FilePath())
+				}
 				switch {
 				case table.IsDeletionVector(df):
 					pd.dvs++
+					pd.dvFiles = append(pd.dvFiles, posDeleteSource{file: df, seq: entry.SequenceNum()})
 				case df.FileFormat() != iceberg.ParquetFile:
 					pd.otherFormats++
 				default:
-					if entry.SequenceNum() < 0 {
-						return nil, nil, fmt.Errorf("delete file %s has no data sequence number", df.FilePath())
-					}
 					pd.sources = append(pd.sources, posDeleteSource{file: df, seq: entry.SequenceNum()})
 				}
 				byPartition[key] = pd
@@ -314,6 +343,9 @@ func scanPositionDeletes(fs iceio.IO, meta table.Metadata, snap *table.Snapshot,
 // sequence number they would.
 func planDeleteMerge(ctx context.Context, fs iceio.IO, tbl *table.Table, p planner.Partition, found partitionDeletes,
 	data map[string]liveDataFile, job planner.Job) (*deleteMerge, error) {
+	if tbl.Metadata().Version() >= 3 {
+		return planDVMerge(ctx, fs, p, found, data)
+	}
 	m := &deleteMerge{part: p}
 	if len(found.sources) == 0 {
 		m.skip = "no Parquet position-delete files"
@@ -395,8 +427,6 @@ func planDeleteMerge(ctx context.Context, fs iceio.IO, tbl *table.Table, p plann
 		}
 	case len(mergeable) < minInputs:
 		m.skip = fmt.Sprintf("%d mergeable position-delete files, fewer than delete_min_input_files=%d", len(mergeable), minInputs)
-	case tbl.Metadata().Version() >= 3:
-		m.skip = fmt.Sprintf("format v%d: iceberg-go accepts only deletion vectors as new delete files", tbl.Metadata().Version())
 	case planned >= len(mergeable) && dropped == 0:
 		// Rewriting target-sized files into as many files gains nothing
 		// and would be scheduled again on the next look.

@@ -27,8 +27,11 @@ import (
 // while all of them are live. Deletes added by writers meanwhile are other
 // files and stay. On format v2 tables the outputs' manifest and the
 // sources' tombstones and manifest copies are written once
-// (commitDeleteMergesStaged); on v1/v3 iceberg-go, which cannot replay a
-// commit that removes delete files, re-stages the rewrite each time.
+// (commitDeleteMergesStaged), and on v3 too, where the outputs are deletion
+// vectors (iceberg-go's rewrite cannot remove two deletion vectors of one
+// data file in one commit, which merging duplicates needs); on v1
+// iceberg-go, which cannot replay a commit that removes delete files,
+// re-stages the rewrite each time.
 //
 // Each output gets the maximum data sequence number of the sources merged
 // into it. A position delete applies to data files with a sequence number
@@ -42,7 +45,7 @@ import (
 // any sequence number of a removed file, which ours is.
 func (e *Executor) commitDeleteMerges(ctx context.Context, log *slog.Logger, job planner.Job, planned *table.Table, fs iceio.IO,
 	merges []*deleteMerge, rep *Report) (*table.Table, error) {
-	if planned.Metadata().Version() == 2 {
+	if v := planned.Metadata().Version(); v == 2 || v == 3 {
 		return e.commitDeleteMergesStaged(ctx, log, job, planned, fs, merges, rep)
 	}
 	sources := map[string]bool{}

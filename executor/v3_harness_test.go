@@ -8,7 +8,10 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/iceberg-go"
+	iceio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
+	"github.com/apache/iceberg-go/table/dv"
+	"github.com/google/uuid"
 
 	"github.com/icereactor/reactor/streamwriter"
 )
@@ -105,5 +108,91 @@ func v3AssertDVRules(t *testing.T, f *fixture) {
 		if !live[d.ref] {
 			t.Errorf("deletion vector %s names data file %s, which is not live", d.df.FilePath(), d.ref)
 		}
+	}
+}
+
+// v3WriteDV writes one deletion vector deleting positions of data file
+// dataPath (partition category, spec 0) into a Puffin file of its own,
+// uncommitted.
+func v3WriteDV(t *testing.T, f *fixture, category, dataPath string, positions ...int64) iceberg.DataFile {
+	t.Helper()
+	tbl := f.load()
+	fs, err := tbl.FS(f.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := dv.NewDVWriter(fs.(iceio.WriteFileIO), func(id int32) *iceberg.PartitionSpec { return tbl.Metadata().PartitionSpecByID(int(id)) })
+	if err := w.Add(dataPath, positions, 0, map[int]any{1000: category}); err != nil {
+		t.Fatal(err)
+	}
+	out, err := w.Flush(f.ctx, tbl.Location()+"/data/category="+category+"/"+uuid.NewString()+"-test-dv.puffin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out[0]
+}
+
+// v3CommitDeletes commits delete files through iceberg-go's row delta, the
+// way a writer adds deletion vectors.
+func v3CommitDeletes(t *testing.T, f *fixture, files ...iceberg.DataFile) {
+	t.Helper()
+	txn := f.load().NewTransaction()
+	if err := txn.NewRowDelta(nil).AddDeletes(files...).Commit(f.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := txn.Commit(f.ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// v3Without is what c reads once the rows ids of partition category are
+// deleted (for tables a scan refuses to read: two deletion vectors for
+// one data file).
+func v3Without(c streamwriter.Contents, category string, ids ...int64) streamwriter.Contents {
+	out := streamwriter.Contents{Total: c.Total, ByPartition: maps.Clone(c.ByPartition), IDs: maps.Clone(c.IDs)}
+	for _, id := range ids {
+		out.Total.Remove(id, category, streamwriter.Payload(id))
+		p := out.ByPartition[category]
+		p.Remove(id, category, streamwriter.Payload(id))
+		out.ByPartition[category] = p
+		if out.IDs[id]--; out.IDs[id] == 0 {
+			delete(out.IDs, id)
+		}
+	}
+	return out
+}
+
+// v3LineageWithout is lineage without the rows ids.
+func v3LineageWithout(lineage map[int64]v3Lineage, ids ...int64) map[int64]v3Lineage {
+	out := maps.Clone(lineage)
+	for _, id := range ids {
+		delete(out, id)
+	}
+	return out
+}
+
+// dvSeqMax is the highest sequence number among dvs of data file ref.
+func dvSeqMax(dvs []v3DV, ref string) int64 {
+	var m int64
+	for _, d := range dvs {
+		if d.ref == ref {
+			m = max(m, d.seq)
+		}
+	}
+	return m
+}
+
+// v3AssertLineageSnapshot checks the row lineage fields of a delete-only
+// snapshot reactor committed: it starts at the table's next-row-id before
+// it and adds no rows (its manifest list assigned no ids).
+func v3AssertLineageSnapshot(t *testing.T, f *fixture, nextRowIDBefore int64) {
+	t.Helper()
+	tbl := f.load()
+	snap := tbl.CurrentSnapshot()
+	if snap.FirstRowID == nil || *snap.FirstRowID != nextRowIDBefore || snap.AddedRows == nil || *snap.AddedRows != 0 {
+		t.Errorf("snapshot %d: first-row-id %v added-rows %v, want %d and 0", snap.SnapshotID, snap.FirstRowID, snap.AddedRows, nextRowIDBefore)
+	}
+	if got := tbl.Metadata().NextRowID(); got != nextRowIDBefore {
+		t.Errorf("next-row-id %d after a delete-only commit, want %d", got, nextRowIDBefore)
 	}
 }

@@ -11,6 +11,8 @@
 //   - validate.go: RewriteInputs, CheckSince, EntriesSince: a commit since
 //     the plan that removed an input or added deletes against one ends the
 //     rewrite (ErrInputsGone, ErrNewDeletes, ErrDiverged).
+//   - filekey.go: FileKey, a removed file's identity (a deletion vector is
+//     a blob of a shared Puffin file).
 //   - prune.go: the partition filter that skips manifests whose partition
 //     summaries prove they hold none of the rewrite's partitions.
 //   - summary.go: the snapshot summary iceberg-go would write (file counts,

@@ -109,10 +109,17 @@ func (sw *SnapshotWriter) listPath(attempt int) string {
 // writeList writes attempt's manifest list on parent at sequence number
 // seq. Manifests this snapshot wrote get seq here (their entries inherit
 // it), so the same manifest files serve every attempt.
-func (sw *SnapshotWriter) writeList(path string, parent *table.Snapshot, seq int64, manifests []iceberg.ManifestFile) (err error) {
+//
+// On format v3 the list starts row ids at firstRowID (the table's
+// next-row-id) and gives every data manifest without a first_row_id one
+// (the v2-era manifests of an upgraded table, on its first commit since):
+// assigned is how many row ids that took, the snapshot's added-rows. A
+// delete-only snapshot on a table whose data manifests all have theirs
+// assigns none.
+func (sw *SnapshotWriter) writeList(path string, parent *table.Snapshot, seq, firstRowID int64, manifests []iceberg.ManifestFile) (assigned int64, err error) {
 	out, err := sw.fs.Create(path)
 	if err != nil {
-		return fmt.Errorf("create manifest list: %w", err)
+		return 0, fmt.Errorf("create manifest list: %w", err)
 	}
 	defer func() {
 		if err != nil {
@@ -128,23 +135,28 @@ func (sw *SnapshotWriter) writeList(path string, parent *table.Snapshot, seq int
 	switch sw.version {
 	case 2:
 		lw, err = iceberg.NewManifestListWriterV2(out, sw.SnapshotID, seq, parentID)
+	case 3:
+		lw, err = iceberg.NewManifestListWriterV3(out, sw.SnapshotID, seq, firstRowID, parentID)
 	default:
 		err = fmt.Errorf("format version %d is committed through iceberg-go's own producer", sw.version)
 	}
 	if err != nil {
 		_ = out.Close()
-		return err
+		return 0, err
 	}
 	if err := lw.AddManifests(manifests); err != nil {
 		_ = lw.Close()
 		_ = out.Close()
-		return fmt.Errorf("write manifest list: %w", err)
+		return 0, fmt.Errorf("write manifest list: %w", err)
+	}
+	if next := lw.NextRowID(); next != nil {
+		assigned = *next - firstRowID
 	}
 	if err := lw.Close(); err != nil {
 		_ = out.Close()
-		return fmt.Errorf("close manifest list: %w", err)
+		return 0, fmt.Errorf("close manifest list: %w", err)
 	}
-	return out.Close()
+	return assigned, out.Close()
 }
 
 // MainRefUpdate moves main to snapshotID keeping the branch's retention
@@ -229,7 +241,9 @@ func (sw *SnapshotWriter) Commit(ctx context.Context, cat catalog.Catalog, head 
 	}
 	seq := meta.LastSequenceNumber() + 1
 	res := Attempt{List: sw.listPath(attempt)}
-	if err := sw.writeList(res.List, parent, seq, manifests); err != nil {
+	firstRowID := meta.NextRowID()
+	assigned, err := sw.writeList(res.List, parent, seq, firstRowID, manifests)
+	if err != nil {
 		return Attempt{}, err
 	}
 	parentID := parent.SnapshotID
@@ -242,6 +256,11 @@ func (sw *SnapshotWriter) Commit(ctx context.Context, cat catalog.Catalog, head 
 		ManifestList:     res.List,
 		Summary:          &summary,
 		SchemaID:         &schemaID,
+	}
+	if sw.version >= 3 {
+		// Row lineage (spec "Row Lineage"): the snapshot's first row id is
+		// the table's next-row-id, and it adds the ids the list assigned.
+		snap.FirstRowID, snap.AddedRows = &firstRowID, &assigned
 	}
 	updates := append([]table.Update{table.NewAddSnapshotUpdate(&snap), MainRefUpdate(meta, sw.SnapshotID)}, props...)
 	reqs := []table.Requirement{

@@ -45,8 +45,11 @@ var ErrRescan = errors.New("manifests changed beyond what the commits since the 
 //
 // The manifests and lists are what iceberg-go's rewrite producer writes for
 // the same change on the same head: same entries, sequence numbers,
-// summaries and manifest order (parity_test.go checks it). Format v2 only;
-// v1 and v3 tables commit through iceberg-go's producer.
+// summaries and manifest order (parity_test.go checks it). Format v2, and
+// format v3 for rewrites that add no data files (the deletion-vector
+// maintenance: the manifest list assigns row ids only to data manifests
+// that lack them); v1 tables and v3 data rewrites commit through
+// iceberg-go's producer.
 type Staged struct {
 	// Writer writes the snapshot's manifests and lists; the caller sets
 	// it before Prepare.
@@ -243,7 +246,7 @@ func (st *Staged) Prepare(ctx context.Context, base *table.Table) error {
 			)
 			for _, e := range entries {
 				df := e.DataFile()
-				path := df.FilePath()
+				path := FileKey(df)
 				if st.candidate(path) {
 					held = append(held, path)
 					heldLive = append(heldLive, e)
@@ -266,7 +269,7 @@ func (st *Staged) Prepare(ctx context.Context, base *table.Table) error {
 				st.holds[m.FilePath()] = held
 				st.held[m.FilePath()] = entries
 				for _, e := range heldLive {
-					st.live[e.DataFile().FilePath()] = e
+					st.live[FileKey(e.DataFile())] = e
 				}
 			}
 			for k, seq := range localMin {

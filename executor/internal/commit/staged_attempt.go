@@ -72,7 +72,7 @@ func (st *Staged) readNewManifest(snapID int64, m iceberg.ManifestFile) error {
 	st.known[m.FilePath()] = true
 	for _, e := range entries {
 		df := e.DataFile()
-		path := df.FilePath()
+		path := FileKey(df)
 		if e.SnapshotID() == snapID {
 			if st.Validate != nil {
 				if err := st.Validate(snapID, e); err != nil {
@@ -195,8 +195,8 @@ func (st *Staged) copyOf(meta table.Metadata, m iceberg.ManifestFile, held []str
 	}
 	var keep []iceberg.ManifestEntry
 	for _, e := range entries {
-		if drop[e.DataFile().FilePath()] {
-			delete(drop, e.DataFile().FilePath())
+		if k := FileKey(e.DataFile()); drop[k] {
+			delete(drop, k)
 			continue
 		}
 		keep = append(keep, e)
