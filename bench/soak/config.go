@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"time"
 
 	"github.com/icereactor/reactor/bench/setflag"
@@ -41,6 +42,8 @@ type config struct {
 	grace             time.Duration
 	quietTail         time.Duration // sample this long after the writers stop (quiet.go)
 	replot            string        // redraw this results directory's plot and exit
+	maintainer        string        // reactor, none, or the name of -maintainer-cmd (maintainer.go)
+	maintainerCmd     string
 }
 
 const usageText = `Usage: go run ./bench/soak [flags]
@@ -63,6 +66,15 @@ The streaming scenarios:
   go run ./bench/soak -rate 20 -partitions 8 -duration 5m -out soak-20x1
   go run ./bench/soak -rate 1 -tables 20 -partitions 8 -duration 10m -out soak-1x20
   go run ./bench/soak -smoke                       # 20 s, to check it works
+
+Another maintainer in reactor's place (the peers: interop/peers):
+  go run ./bench/soak -maintainer flink -maintainer-cmd 'java ... FlinkMaintenance'
+  go run ./bench/soak -maintainer none             # nothing maintains the table
+The command runs in its own process group with SOAK_CATALOG_DB,
+SOAK_CATALOG_NAME, SOAK_WAREHOUSE, SOAK_TABLES, SOAK_TARGET_FILE_SIZE and
+SOAK_READY (a file it creates once it maintains) in its environment; the
+soak samples its CPU time and memory as it does reactor's, counts the bytes
+it rewrote from the tables' replace snapshots, and ends it with SIGTERM.
 
 Flags:
 `
@@ -97,6 +109,8 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 	grace := fs.Duration("grace", 30*time.Second, "at the end, how long reactor may finish its running jobs")
 	quietTail := fs.Duration("quiet-tail", 0, "after the writers stop, keep sampling the unwritten tables this long (0: none): the quiet targets")
 	replot := fs.String("replot", "", "redraw `dir`/soak.png from dir/samples.csv (with -warmup) and exit")
+	maintainer := fs.String("maintainer", maintainerReactor, "what maintains the tables: reactor, none, or a `name` for -maintainer-cmd")
+	maintainerCmd := fs.String("maintainer-cmd", "", "the maintainer's shell `command` (with -maintainer NAME)")
 	smoke := fs.Bool("smoke", false, "a short run to check the soak works: 20s, samples every 2s, 4s warm-up, 5s latency windows (flags given explicitly win)")
 	if err := fs.Parse(args); err != nil {
 		return config{}, err
@@ -123,6 +137,7 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 		thresholdsFile: *thresholdsFile, sets: sets, tableProps: map[string]string{},
 		writerConcurrency: *writerConcurrency, scanEvery: *scanEvery, scanTables: *scanTables,
 		keepData: *keepData, grace: *grace, quietTail: *quietTail,
+		maintainer: *maintainer, maintainerCmd: *maintainerCmd,
 	}
 	props.Apply(cfg.tableProps)
 	if err := cfg.logLevel.UnmarshalText([]byte(*logLevel)); err != nil {
@@ -143,6 +158,12 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 		return config{}, errors.New("-warmup, -allowance and -quiet-tail must not be negative")
 	case cfg.writerConcurrency < 1 || cfg.scanEvery < 1 || cfg.scanTables < 1:
 		return config{}, errors.New("-writer-concurrency, -scan-every and -scan-tables must be at least 1")
+	case (cfg.maintainer == maintainerReactor || cfg.maintainer == maintainerNone) && cfg.maintainerCmd != "":
+		return config{}, fmt.Errorf("-maintainer-cmd needs a -maintainer name of its own, not %q", cfg.maintainer)
+	case cfg.maintainer != maintainerReactor && cfg.maintainer != maintainerNone && cfg.maintainerCmd == "":
+		return config{}, fmt.Errorf("-maintainer %q needs -maintainer-cmd (or use reactor or none)", cfg.maintainer)
+	case cfg.maintainer == "" || strings.ContainsAny(cfg.maintainer, "/ \t"):
+		return config{}, fmt.Errorf("-maintainer %q: a name without spaces or slashes", cfg.maintainer)
 	}
 	if cfg.out == "" {
 		dir, err := os.MkdirTemp("", "soak-"+time.Now().Format("20060102-150405")+"-")

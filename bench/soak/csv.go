@@ -69,6 +69,7 @@ func sampleColumns() []column[sample] {
 		{"writer_conflicts", func(s sample) string { return num(s.WriterConflicts) }},
 		{"reactor_cpu_s", func(s sample) string { return secs(s.ReactorCPU) }},
 		{"reactor_cpu_pct", func(s sample) string { return strconv.FormatFloat(s.ReactorCPUPct, 'f', 1, 64) }},
+		{"maintainer_rss_mb", func(s sample) string { return strconv.FormatFloat(float64(s.MaintainerRSS)/(1<<20), 'f', 1, 64) }},
 		{"load1", func(s sample) string { return strconv.FormatFloat(s.Load1, 'f', 2, 64) }},
 		{"jobs_running", func(s sample) string { return num(s.Jobs.Running()) }},
 	}

@@ -103,8 +103,8 @@ func panels(samples []sample) []panel {
 			{name: "p50", value: committed(func(s sample) float64 { return s.CommitP50.Seconds() * 1000 })},
 			{name: "p99", value: committed(func(s sample) float64 { return s.CommitP99.Seconds() * 1000 })},
 		}},
-		{"Reactor CPU (machine load1 " + loadRange(samples) + ")", "% of one core", false, []series{
-			{name: "reactor process", value: always(func(s sample) float64 { return s.ReactorCPUPct })},
+		{"Maintainer CPU (machine load1 " + loadRange(samples) + ")", "% of one core", false, []series{
+			{name: "maintainer's processes", value: always(func(s sample) float64 { return s.ReactorCPUPct })},
 		}},
 		{"Jobs succeeded (cumulative)", "jobs", false, jobLines("succeeded")},
 		{"Jobs gave up or failed (cumulative)", "jobs", false, jobLines("gave_up", "failed")},

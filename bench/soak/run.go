@@ -21,6 +21,7 @@ import (
 	"github.com/icereactor/reactor/probe"
 	"github.com/icereactor/reactor/streamwriter"
 	"github.com/icereactor/reactor/thresholds"
+	"github.com/icereactor/reactor/triggers"
 )
 
 // errRowsDiffer: a table does not hold what its writer wrote.
@@ -42,7 +43,8 @@ type soak struct {
 	th     *thresholds.Config
 	out    io.Writer // progress and summary
 	log    *slog.Logger
-	rx     *reactorProcess
+	mx     maintainer
+	rw     *rewriteWatch // bytes a maintainer other than reactor rewrote
 	cat    catalog.Catalog
 	jobs   *probe.Jobs
 	copies *probe.Compacted
@@ -56,6 +58,7 @@ type soak struct {
 	prevAt              time.Time
 	prevCommits         int
 	prevCPU             time.Duration
+	peakRSS             int64 // the maintainer's, the largest sampled
 	cpuErr              error
 	quietStop, quietEnd carefulScan // the quiet tail's (quiet.go)
 	sampleCSV           *csvFile[sample]
@@ -86,18 +89,27 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) (err error) 
 	s := &soak{cfg: cfg, th: th, out: stdout,
 		log: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
 
-	logPath := filepath.Join(cfg.out, "reactor.log")
-	s.rx, err = startReactor(ctx, cfg, dataDir, logPath)
-	if err != nil {
-		return err
+	logPath := filepath.Join(cfg.out, cfg.maintainer+".log")
+	var peer *externalMaintainer
+	if cfg.maintainer == maintainerReactor {
+		rx, err := startReactor(ctx, cfg, dataDir, logPath)
+		if err != nil {
+			return err
+		}
+		s.mx = reactorMaintainer{rx}
+	} else {
+		if peer, err = startNATSOnly(cfg, dataDir); err != nil {
+			return err
+		}
+		s.mx = peer
 	}
 	reactorStopped := false
 	defer func() {
 		if !reactorStopped {
-			_ = s.rx.Stop(cfg.grace)
+			_ = s.mx.Stop(cfg.grace)
 		}
 	}()
-	conn, err := nats.Connect(s.rx.ready.NATSURL, nats.Name("soak"))
+	conn, err := nats.Connect(s.mx.NATSURL(), nats.Name("soak"))
 	if err != nil {
 		return fmt.Errorf("connect to reactor's NATS: %w", err)
 	}
@@ -109,6 +121,13 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) (err error) 
 	if s.jobs, err = probe.WatchJobs(conn, ""); err != nil {
 		return err
 	}
+	if peer != nil {
+		// reactor creates the commit stream; without it the writers'
+		// events would find no stream. Nobody consumes them here.
+		if err := triggers.EnsureStreams(ctx, js, triggers.CommitOptions{}); err != nil {
+			return err
+		}
+	}
 	if s.cat, err = embedded.OpenCatalog(ctx, filepath.Join(dataDir, "catalog")); err != nil {
 		return err
 	}
@@ -119,6 +138,17 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) (err error) 
 	defer s.copies.Close()
 	if err := s.createTables(ctx, js); err != nil {
 		return err
+	}
+	if peer != nil {
+		if err := peer.launch(ctx, s.peerEnv(dataDir), filepath.Join(dataDir, "maintainer.ready"), logPath); err != nil {
+			return err
+		}
+		var idents []table.Identifier
+		for _, t := range s.tables {
+			idents = append(idents, t.ident)
+		}
+		s.rw = watchRewrites(ctx, s.cat, idents)
+		defer s.rw.Stop()
 	}
 	if s.sampleCSV, err = createCSV(filepath.Join(cfg.out, "samples.csv"), sampleColumns()); err != nil {
 		return err
@@ -137,12 +167,13 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) (err error) 
 	// writes its results, even when interrupted.
 	final := context.WithoutCancel(ctx)
 	interrupted := ctx.Err() != nil
-	fmt.Fprintf(s.out, "-- writers stopped at %s; stopping reactor (grace %s) --\n",
-		s.writersEnd.Sub(s.start).Round(time.Second), cfg.grace)
-	stopErr := s.rx.Stop(cfg.grace)
+	fmt.Fprintf(s.out, "-- writers stopped at %s; stopping %s (grace %s) --\n",
+		s.writersEnd.Sub(s.start).Round(time.Second), cfg.maintainer, cfg.grace)
+	endUsage, _ := s.mx.Usage()
+	stopErr := s.mx.Stop(cfg.grace)
 	reactorStopped = true
 	if stopErr != nil {
-		s.log.Warn("reactor did not stop cleanly", "error", stopErr, "log", logPath)
+		s.log.Warn("the maintainer did not stop cleanly", "maintainer", cfg.maintainer, "error", stopErr, "log", logPath)
 	}
 	if err := conn.Flush(); err == nil {
 		_ = s.jobs.Stop()
@@ -152,6 +183,9 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) (err error) 
 		return verr
 	}
 	summary := header + s.summary(checks, interrupted)
+	if err := s.writeResult(filepath.Join(cfg.out, "result.json"), checks, endUsage); err != nil {
+		return err
+	}
 	fmt.Fprint(s.out, summary[len(header):])
 	if err := os.WriteFile(filepath.Join(cfg.out, "summary.txt"), []byte(summary), 0o644); err != nil {
 		return fmt.Errorf("write summary: %w", err)
@@ -159,7 +193,7 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) (err error) 
 	if err := plotSamples(filepath.Join(cfg.out, "soak.png"), s.samples, cfg.warmup, s.plotNotes()); err != nil {
 		return fmt.Errorf("plot: %w", err)
 	}
-	fmt.Fprintf(s.out, "results in %s: samples.csv, tables.csv, soak.png, summary.txt, reactor.log\n", cfg.out)
+	fmt.Fprintf(s.out, "results in %s: samples.csv, tables.csv, soak.png, summary.txt, result.json, %s.log\n", cfg.out, cfg.maintainer)
 	for _, c := range checks {
 		if !c.ok {
 			return fmt.Errorf("%s: %w", c.table, errRowsDiffer)
@@ -202,8 +236,8 @@ func (s *soak) createTables(ctx context.Context, js jetstream.JetStream) error {
 func (s *soak) measure(ctx context.Context) {
 	s.start = time.Now()
 	s.prevAt = s.start
-	if cpu, err := probe.ProcessCPU(s.rx.Pid()); err == nil {
-		s.prevCPU = cpu
+	if u, err := s.mx.Usage(); err == nil {
+		s.prevCPU = u.cpu
 	} else {
 		s.cpuErr = err
 	}
@@ -296,13 +330,18 @@ func (s *soak) sample(ctx context.Context) {
 	}
 	row.Jobs = s.jobs.Tally()
 	row.BytesRewritten = row.Jobs.RewrittenBytes
+	if s.rw != nil {
+		row.BytesRewritten = s.rw.Bytes()
+	}
 	lat := s.lat.Interval()
 	row.CommitP50, row.CommitP99, row.CommitN = lat.P50, lat.P99, lat.N
 	if s.cpuErr == nil {
-		if cpu, err := probe.ProcessCPU(s.rx.Pid()); err == nil {
-			row.ReactorCPU = cpu - s.prevCPU
+		if u, err := s.mx.Usage(); err == nil {
+			row.ReactorCPU = u.cpu - s.prevCPU
 			row.ReactorCPUPct = 100 * row.ReactorCPU.Seconds() / t0.Sub(s.prevAt).Seconds()
-			s.prevCPU = cpu
+			row.MaintainerRSS = u.rss
+			s.prevCPU = u.cpu
+			s.peakRSS = max(s.peakRSS, u.rss, u.peak)
 		}
 	}
 	if la, err := probe.LoadAverage(); err == nil {

@@ -36,8 +36,9 @@ type sample struct {
 	CommitP99       time.Duration
 	CommitN         int
 	WriterConflicts int
-	ReactorCPU      time.Duration // reactor's process, since the previous sample
+	ReactorCPU      time.Duration // the maintainer's (reactor's process by default), since the previous sample
 	ReactorCPUPct   float64       // of one core
+	MaintainerRSS   int64         // the maintainer's resident bytes now (reactor's, or the peer's process group)
 	Load1           float64
 	Jobs            probe.JobTally // cumulative
 	SampleTime      time.Duration  // how long measuring took

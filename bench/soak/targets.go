@@ -27,8 +27,14 @@ func (s *soak) header() string {
 	fmt.Fprintf(&b, "soak: %d table(s) x %d partitions, %g commits/s per table of %d rows, %s; sample every %s, targets after %s\n",
 		c.tables, c.partitions, c.rate, c.rows, c.duration, c.interval, c.warmup)
 	e := s.tables[0].eff
-	fmt.Fprintf(&b, "reactor (pid %d, its own process; log %s/reactor.log): target_file_size %s (%s), small_file_count %d, min_input_files %d, tier_fan_in %d,\n",
-		s.rx.Pid(), c.out, sizeText(e.TargetFileSize), e.TargetFileSizeSource, e.SmallFileCount, e.MinInputFiles, e.TierFanIn)
+	fmt.Fprintf(&b, "maintainer: %s; log %s/%s.log\n", s.mx.Describe(), c.out, c.maintainer)
+	if c.maintainer != maintainerReactor {
+		b.WriteString("reactor's policy (the soak's bounds, not applied):")
+	} else {
+		b.WriteString("reactor:")
+	}
+	fmt.Fprintf(&b, " target_file_size %s (%s), small_file_count %d, min_input_files %d, tier_fan_in %d,\n",
+		sizeText(e.TargetFileSize), e.TargetFileSizeSource, e.SmallFileCount, e.MinInputFiles, e.TierFanIn)
 	fmt.Fprintf(&b, "  quiet_period %s, max_quiet_wait %s, cooldown %s, conflict_cooldown %s, commit_retry_time %s,\n",
 		e.QuietPeriod, e.MaxQuietWait, e.Cooldown, e.ConflictCooldown, e.CommitRetryTime)
 	fmt.Fprintf(&b, "  manifest_count %d, snapshot_count %d, snapshot_max_age %s, retain_last %d, min_reader_margin %s, expire_deletion_delay %s\n",
@@ -190,19 +196,33 @@ func (s *soak) verdicts() []verdict {
 	gaveUp, failed := tally.Outcome("gave_up"), tally.Outcome("failed")
 	v = verdict{target: "no job gave up or failed", met: gaveUp+failed == 0}
 	v.measured = fmt.Sprintf("%d gave up, %d failed of %d finished", gaveUp, failed, finishedJobs(tally))
+	if s.cfg.maintainer != maintainerReactor {
+		v.unknown, v.measured = true, s.cfg.maintainer+" sends no job events"
+	}
 	if gaveUp+failed > 0 {
 		v.measured += " (" + byKind(tally, "gave_up", "failed") + ")"
 	}
 	out = append(out, v)
 
 	// Write amplification.
+	rewritten := s.rewrittenBytes(end)
 	wa := end.WriteAmp()
 	if end.BytesWritten > 0 {
-		wa = float64(tally.RewrittenBytes) / float64(end.BytesWritten)
+		wa = float64(rewritten) / float64(end.BytesWritten)
 	}
 	out = append(out, verdict{target: fmt.Sprintf("write amplification <= %.0fx", targetWriteAmp), met: wa <= targetWriteAmp,
-		measured: fmt.Sprintf("%.2fx: %s rewritten / %s written", wa, bytesText(tally.RewrittenBytes), bytesText(end.BytesWritten))})
+		measured: fmt.Sprintf("%.2fx: %s rewritten / %s written", wa, bytesText(rewritten), bytesText(end.BytesWritten))})
 	return append(out, s.quietVerdicts()...)
+}
+
+// rewrittenBytes is what the maintainer rewrote by the end: reactor's
+// job events (with those it sent while stopping), a peer's replace
+// snapshots.
+func (s *soak) rewrittenBytes(end sample) int64 {
+	if s.rw != nil {
+		return s.rw.Bytes()
+	}
+	return s.jobs.Tally().RewrittenBytes
 }
 
 func finishedJobs(t probe.JobTally) int {
@@ -268,8 +288,8 @@ func (s *soak) summary(checks []rowCheck, interrupted bool) string {
 	for _, r := range s.samples {
 		cpu += r.ReactorCPU
 	}
-	fmt.Fprintf(&b, "reactor CPU: %.1f s over %s (%.0f%% of one core); %s at the end\n",
-		cpu.Seconds(), written.Round(time.Second), 100*cpu.Seconds()/written.Seconds(), loadText())
+	fmt.Fprintf(&b, "%s CPU: %.1f s over %s (%.0f%% of one core), peak memory %s; %s at the end\n", s.cfg.maintainer,
+		cpu.Seconds(), written.Round(time.Second), 100*cpu.Seconds()/written.Seconds(), bytesText(s.peakRSS), loadText())
 	fmt.Fprintf(&b, "last sample: %d live data files (ideal %d), %d snapshots, %d data manifests, %d data files on disk\n",
 		end.DataFiles, end.IdealFiles, end.SnapshotsMax, end.ManifestsMax, end.DiskDataFiles)
 
@@ -350,6 +370,6 @@ func truncate(s string, n int) string {
 
 // plotNotes is the plot's subtitle.
 func (s *soak) plotNotes() string {
-	return fmt.Sprintf("%d table(s) x %d partitions, %g commits/s/table x %d rows, %s; %s", s.cfg.tables,
-		s.cfg.partitions, s.cfg.rate, s.cfg.rows, s.cfg.duration, loadText())
+	return fmt.Sprintf("maintainer %s; %d table(s) x %d partitions, %g commits/s/table x %d rows, %s; %s", s.cfg.maintainer,
+		s.cfg.tables, s.cfg.partitions, s.cfg.rate, s.cfg.rows, s.cfg.duration, loadText())
 }
