@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"maps"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -195,4 +196,19 @@ func v3AssertLineageSnapshot(t *testing.T, f *fixture, nextRowIDBefore int64) {
 	if got := tbl.Metadata().NextRowID(); got != nextRowIDBefore {
 		t.Errorf("next-row-id %d after a delete-only commit, want %d", got, nextRowIDBefore)
 	}
+}
+
+// v3MergedOnDisk lists the Puffin files the position-delete rewrite wrote
+// under the table's data directory, committed or not.
+func v3MergedOnDisk(t *testing.T, f *fixture) []string {
+	t.Helper()
+	var out []string
+	if err := walk(f.load().Location()+"/data", func(p string) {
+		if strings.HasSuffix(p, "-merged-dvs.puffin") {
+			out = append(out, p)
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return out
 }

@@ -1,10 +1,16 @@
 package executor_test
 
 import (
+	"errors"
 	"maps"
+	"os"
 	"testing"
 
+	"github.com/apache/iceberg-go"
+
+	"github.com/icereactor/reactor/executor"
 	"github.com/icereactor/reactor/planner"
+	"github.com/icereactor/reactor/streamwriter"
 )
 
 // Two deletion vectors for one data file (a writer that did not merge with
@@ -50,4 +56,109 @@ func TestV3PositionDeleteRewriteMergesDuplicateDVs(t *testing.T) {
 	if res, _ := f.exec.Run(f.ctx, pdmJob(f, "", "a")); res.Outcome != planner.Noop {
 		t.Errorf("second run: %v %v, want noop", res.Outcome, res.Err)
 	}
+}
+
+// v3DuplicateSetup is a v3 table whose partition a has two data files, the
+// first with two deletion vectors (ids 3 and 5, 6), the second with one
+// (id 25); want and lineage are what it reads.
+//
+// loc has where ids 5, 6 and 7 are (a scan refuses the table once it has
+// two vectors for one file).
+func v3DuplicateSetup(t *testing.T) (f *fixture, dup iceberg.DataFile, want streamwriter.Contents, lineage map[int64]v3Lineage, loc map[int64]pdmRow) {
+	t.Helper()
+	f = newFixture(t, v3Props())
+	f.commit("a", 20) // ids 1..20
+	f.commit("a", 20) // ids 21..40
+	pdmDelete(t, f, 3, 25)
+	loc = pdmLocate(t, f, 5, 6, 7)
+	want, lineage = v3Without(f.contents(), "a", 5, 6), v3LineageWithout(v3RowLineage(t, f), 5, 6)
+	dup = v3WriteDV(t, f, "a", loc[5].Path, loc[5].Pos, loc[6].Pos)
+	v3CommitDeletes(t, f, dup)
+	return f, dup, want, lineage, loc
+}
+
+// A deletion vector the job cannot read (a corrupt blob, a Puffin file
+// gone) fails the job with ErrBadDeletionVector before anything is
+// written: the table keeps its snapshot and no output is left on disk.
+func TestV3PositionDeleteRewriteRefusesBadDeletionVectors(t *testing.T) {
+	for name, damage := range map[string]func(t *testing.T, path string){
+		"corrupt blob": func(t *testing.T, path string) {
+			fh, err := os.OpenFile(path, os.O_WRONLY, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer fh.Close()
+			if _, err := fh.WriteAt([]byte{0xde, 0xad, 0xbe, 0xef, 0xde, 0xad, 0xbe, 0xef}, 8); err != nil {
+				t.Fatal(err)
+			}
+		},
+		"puffin file missing": func(t *testing.T, path string) {
+			if err := os.Remove(path); err != nil {
+				t.Fatal(err)
+			}
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			f, dup, _, _, _ := v3DuplicateSetup(t)
+			snap := f.load().CurrentSnapshot().SnapshotID
+			damage(t, trimFileScheme(dup.FilePath()))
+			res, rep := f.exec.Run(f.ctx, pdmJob(f, "", "a"))
+			if res.Outcome != planner.Failed || !errors.Is(res.Err, executor.ErrBadDeletionVector) {
+				t.Fatalf("outcome %v, err %v; want Failed with ErrBadDeletionVector", res.Outcome, res.Err)
+			}
+			t.Logf("job error: %v", res.Err)
+			if got := f.load().CurrentSnapshot().SnapshotID; got != snap || rep.Commits != 0 {
+				t.Errorf("table moved from snapshot %d to %d", snap, got)
+			}
+			if got := v3MergedOnDisk(t, f); len(got) != 0 {
+				t.Errorf("outputs left on disk: %v", got)
+			}
+		})
+	}
+}
+
+// A writer deleting rows while the job runs: of a data file the job does
+// not rewrite, the job retries and keeps the writer's vector; of the data
+// file whose vectors the job merges, the job's vector would be a second
+// one, so the job ends (ErrNewDeletes) with the table as the writer left
+// it, and the next run merges.
+func TestV3PositionDeleteRewriteWithConcurrentDeletes(t *testing.T) {
+	t.Run("other file", func(t *testing.T) {
+		f, _, want, lineage, _ := v3DuplicateSetup(t)
+		f.icat.beforeNextCommits(func() { pdmDelete(t, f, 30) })
+		res, rep := f.exec.Run(f.ctx, pdmJob(f, "", "a"))
+		if res.Outcome != planner.Succeeded || rep.Conflicts != 1 {
+			t.Fatalf("outcome %v (err %v), %d conflicts; want success after one conflict", res.Outcome, res.Err, rep.Conflicts)
+		}
+		sameContents(t, "after the merge", v3Without(want, "a", 30), f.contents())
+		if got := v3RowLineage(t, f); !maps.Equal(got, v3LineageWithout(lineage, 30)) {
+			t.Errorf("row lineage changed:\n got %v\nwant %v", got, lineage)
+		}
+		v3AssertDVRules(t, f)
+	})
+	t.Run("merged file", func(t *testing.T) {
+		f, _, want, lineage, loc := v3DuplicateSetup(t)
+		// Not through the writer: iceberg-go's delete refuses to add a
+		// vector to a file that has two.
+		f.icat.beforeNextCommits(func() { v3CommitDeletes(t, f, v3WriteDV(t, f, "a", loc[7].Path, loc[7].Pos)) })
+		res, _ := f.exec.Run(f.ctx, pdmJob(f, "", "a"))
+		if res.Outcome == planner.Succeeded || !errors.Is(res.Err, executor.ErrNewDeletes) {
+			t.Fatalf("outcome %v, err %v; want the job ended by ErrNewDeletes", res.Outcome, res.Err)
+		}
+		if got := v3MergedOnDisk(t, f); len(got) != 0 {
+			t.Errorf("outputs left on disk: %v", got)
+		}
+		if len(v3DVs(t, f)) != 4 {
+			t.Errorf("%d deletion vectors, want the four committed", len(v3DVs(t, f)))
+		}
+		res, _ = f.exec.Run(f.ctx, pdmJob(f, "", "a"))
+		if res.Outcome != planner.Succeeded {
+			t.Fatalf("next run: %v %v", res.Outcome, res.Err)
+		}
+		sameContents(t, "after the next run", v3Without(want, "a", 7), f.contents())
+		if got := v3RowLineage(t, f); !maps.Equal(got, v3LineageWithout(lineage, 7)) {
+			t.Errorf("row lineage changed:\n got %v\nwant %v", got, lineage)
+		}
+		v3AssertDVRules(t, f)
+	})
 }
