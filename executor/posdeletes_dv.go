@@ -48,8 +48,10 @@ type dvTarget struct {
 // data file). It plans, for one partition:
 //
 //   - every Parquet position-delete file (left from before an upgrade to v3)
-//     rewritten into deletion vectors, each merged with its data file's
-//     existing deletion vector;
+//     rewritten into deletion vectors, one per data file; rows for a data
+//     file that already has a deletion vector are dropped, as a reader
+//     drops them (the spec: a writer adding a vector merges the file's
+//     position deletes into it, so the vector alone applies);
 //   - the deletion vectors of a data file that has two or more merged into
 //     one;
 //   - deletion vectors whose data file is no longer live (dangling) or
@@ -87,6 +89,32 @@ func planDVMerge(ctx context.Context, fs iceio.IO, p planner.Partition, found pa
 		}
 		return t
 	}
+	var deadDVs []posDeleteSource
+	hasDV := map[string]bool{}
+	for _, d := range found.dvFiles {
+		ref := d.file.ReferencedDataFile()
+		if ref == nil {
+			return nil, fmt.Errorf("%w: %s has no referenced_data_file", ErrBadDeletionVector, commit.FileKey(d.file))
+		}
+		df, live := data[*ref]
+		switch {
+		case !live:
+			deadDVs = append(deadDVs, d)
+			m.dangling += d.file.Count()
+		case df.specID != p.SpecID || df.key != p.Key:
+			return nil, fmt.Errorf("%w: %s is in partition %s, its data file %s in %s", ErrBadDeletionVector,
+				commit.FileKey(d.file), p.Key, *ref, df.key)
+		case df.seq > d.seq:
+			deadDVs = append(deadDVs, d)
+			m.ineffective += d.file.Count()
+		default:
+			t := target(*ref, df)
+			t.dvs = append(t.dvs, d)
+			t.seq = max(t.seq, d.seq)
+			hasDV[*ref] = true
+		}
+	}
+
 	var mergeable, appliesToNothing []sourceRows
 	for _, src := range found.sources {
 		if err := ctx.Err(); err != nil {
@@ -104,6 +132,11 @@ func planDVMerge(ctx context.Context, fs iceio.IO, p planner.Partition, found pa
 					sr.foreign = path
 				}
 			case df.seq > src.seq:
+				sr.ineffective++
+			case hasDV[path]:
+				// The spec's reader rule: a data file's deletion vector
+				// replaces its position-delete files (a writer adding one
+				// merges them in), so these rows no longer apply.
 				sr.ineffective++
 			default:
 				t := target(path, df)
@@ -128,30 +161,6 @@ func planDVMerge(ctx context.Context, fs iceio.IO, p planner.Partition, found pa
 		m.skip = fmt.Sprintf("%d position-delete files name data files of other partitions: the deletion vectors of this partition "+
 			"would leave them applying", len(m.excluded))
 		return m, nil
-	}
-
-	var deadDVs []posDeleteSource
-	for _, d := range found.dvFiles {
-		ref := d.file.ReferencedDataFile()
-		if ref == nil {
-			return nil, fmt.Errorf("%w: %s has no referenced_data_file", ErrBadDeletionVector, commit.FileKey(d.file))
-		}
-		df, live := data[*ref]
-		switch {
-		case !live:
-			deadDVs = append(deadDVs, d)
-			m.dangling += d.file.Count()
-		case df.specID != p.SpecID || df.key != p.Key:
-			return nil, fmt.Errorf("%w: %s is in partition %s, its data file %s in %s", ErrBadDeletionVector,
-				commit.FileKey(d.file), p.Key, *ref, df.key)
-		case df.seq > d.seq:
-			deadDVs = append(deadDVs, d)
-			m.ineffective += d.file.Count()
-		default:
-			t := target(*ref, df)
-			t.dvs = append(t.dvs, d)
-			t.seq = max(t.seq, d.seq)
-		}
 	}
 
 	for _, t := range targets {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
 
 	"github.com/icereactor/reactor/executor"
 	"github.com/icereactor/reactor/planner"
@@ -161,4 +162,91 @@ func TestV3PositionDeleteRewriteWithConcurrentDeletes(t *testing.T) {
 		}
 		v3AssertDVRules(t, f)
 	})
+}
+
+// A v2 table with Parquet position deletes upgraded to v3 (scenario (c) of
+// the interop suite): the job rewrites them into deletion vectors, one per
+// data file; no Parquet position delete is left, the rows read as before,
+// and the rows keep the row ids the first v3 commit gave them through a
+// later compaction too.
+//
+// "after a v3 delete": iceberg-go v0.7.0's delete writes a file's vector
+// without merging the file's Parquet position deletes into it, and by the
+// spec's reader rule the vector alone then applies: ids 2, 4 and 63 read
+// again. The job keeps what the table reads (it drops those Parquet rows)
+// rather than what the writer meant.
+func TestV3PositionDeleteRewriteAfterUpgrade(t *testing.T) {
+	for _, deleteAfterUpgrade := range []bool{false, true} {
+		name := "job is the first v3 commit"
+		if deleteAfterUpgrade {
+			name = "after a v3 delete"
+		}
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t, streamwriter.MergeOnReadProperties) // v2
+			for range 3 {
+				f.commit("a", 20) // ids 1..60
+			}
+			f.commit("b", 10) // ids 61..70
+			pdmDelete(t, f, 2, 22, 63)
+			pdmDelete(t, f, 4, 44)
+			txn := f.load().NewTransaction()
+			if err := txn.UpgradeFormatVersion(3); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := txn.Commit(f.ctx); err != nil {
+				t.Fatal(err)
+			}
+			if deleteAfterUpgrade {
+				pdmDelete(t, f, 5, 66)
+			}
+			parquet := 0
+			for _, d := range pdmDeleteFiles(t, f) {
+				if !table.IsDeletionVector(d.df) {
+					parquet++
+				}
+			}
+			if parquet == 0 {
+				t.Fatal("no Parquet position deletes before the job")
+			}
+			before := f.contents()
+			if deleteAfterUpgrade {
+				t.Logf("ids 2, 4, 63 read %d, %d, %d times before the job", before.IDs[2], before.IDs[4], before.IDs[63])
+			}
+			var lineage map[int64]v3Lineage
+			if deleteAfterUpgrade {
+				lineage = v3RowLineage(t, f)
+			}
+
+			res, rep := f.exec.Run(f.ctx, pdmJob(f, "", "a", "b"))
+			if res.Outcome != planner.Succeeded {
+				t.Fatalf("rewrite: %v %v", res.Outcome, res.Err)
+			}
+			t.Logf("rewrote %d delete files into %d deletion vectors", rep.RewrittenDeleteFiles, rep.AddedDeleteFiles)
+			sameContents(t, "after the rewrite", before, f.contents())
+			for _, d := range pdmDeleteFiles(t, f) {
+				if !table.IsDeletionVector(d.df) {
+					t.Errorf("Parquet position delete %s left on a v3 table", d.path)
+				}
+			}
+			if got := len(v3DVs(t, f)); got != 4 {
+				t.Errorf("%d deletion vectors, want 4 (one per data file with deletes)", got)
+			}
+			v3AssertDVRules(t, f)
+			got := v3RowLineage(t, f) // every row has lineage now
+			if lineage != nil && !maps.Equal(got, lineage) {
+				t.Errorf("row lineage changed:\n got %v\nwant %v", got, lineage)
+			}
+			if res, _ := f.exec.Run(f.ctx, pdmJob(f, "", "a", "b")); res.Outcome != planner.Noop {
+				t.Errorf("second run: %v %v, want noop", res.Outcome, res.Err)
+			}
+			res, _ = f.exec.Run(f.ctx, applyDeletes(f.job("defaults: {target_file_size: 1MiB, small_file_count: 5, min_input_files: 1}", "a", "b")))
+			if res.Outcome != planner.Succeeded {
+				t.Fatalf("compaction: %v %v", res.Outcome, res.Err)
+			}
+			sameContents(t, "after compaction", before, f.contents())
+			if after := v3RowLineage(t, f); !maps.Equal(after, got) {
+				t.Errorf("compaction changed row lineage:\n got %v\nwant %v", after, got)
+			}
+		})
+	}
 }
