@@ -46,6 +46,9 @@ type tableQueue struct {
 	ident table.Identifier
 	items []*work
 	state queueState
+	// urgent: an urgent item waits for the table's next round (counted
+	// in Coalescer.urgent until that round ends).
+	urgent bool
 	// round runs the table's items; nil: the refresh round.
 	round func(ctx context.Context, items []*work)
 }
@@ -83,6 +86,7 @@ type Coalescer struct {
 	// commit consumer's fast lane follows which tables are hot); set
 	// once, before events flow.
 	refreshed func(table string)
+	urgent    urgentRounds  // the delivery yields to them (yield.go)
 	done      chan struct{} // closed by Close
 	wg        sync.WaitGroup
 }
@@ -151,6 +155,10 @@ func (c *Coalescer) enqueue(name string, ident table.Identifier, round func(cont
 	}
 	q.items = append(q.items, w)
 	c.pending++
+	if urgent && !q.urgent {
+		q.urgent = true
+		c.urgent.begin()
+	}
 	switch {
 	case q.state == queueIdle && urgent:
 		q.state = queueReady
@@ -186,33 +194,35 @@ func (c *Coalescer) pushFrontLocked(q *tableQueue) {
 	c.ready[0] = q
 }
 
-// next waits for a ready table and takes its items.
-func (c *Coalescer) next() (*tableQueue, []*work, bool) {
+// next waits for a ready table and takes its items; urgent says the
+// round is an urgent one (see urgentRounds).
+func (c *Coalescer) next() (q *tableQueue, items []*work, urgent, ok bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for c.readyAt == len(c.ready) && !c.closed {
 		c.cond.Wait()
 	}
 	if c.closed {
-		return nil, nil, false
+		return nil, nil, false, false
 	}
-	q := c.ready[c.readyAt]
+	q = c.ready[c.readyAt]
 	c.ready[c.readyAt] = nil
 	c.readyAt++
 	if c.readyAt > 1024 && c.readyAt*2 > len(c.ready) {
 		c.ready = append(c.ready[:0], c.ready[c.readyAt:]...)
 		c.readyAt = 0
 	}
-	items := q.items
+	items = q.items
 	q.items = nil
 	q.state = queueRunning
-	return q, items, true
+	urgent, q.urgent = q.urgent, false
+	return q, items, urgent, true
 }
 
 func (c *Coalescer) work() {
 	defer c.wg.Done()
 	for {
-		q, items, ok := c.next()
+		q, items, urgent, ok := c.next()
 		if !ok {
 			return
 		}
@@ -220,6 +230,9 @@ func (c *Coalescer) work() {
 			q.round(c.ctx, items)
 		} else {
 			c.refreshRound(q, items)
+		}
+		if urgent {
+			c.urgent.end()
 		}
 		c.mu.Lock()
 		c.pending -= len(items)

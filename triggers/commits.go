@@ -256,6 +256,7 @@ func (c *CommitConsumer) handle(msg jetstream.Msg) { c.accept(msg, -1) }
 // accept takes an event from the commit stream (shard < 0) or from a shard
 // stream this replica consumes.
 func (c *CommitConsumer) accept(msg jetstream.Msg, shard int) {
+	c.refreshes.yieldToUrgent()
 	ev, err := events.DecodeCommit(msg.Data())
 	if err != nil {
 		c.reject(msg, events.ReasonMalformed, metrics.OutcomeMalformed, err)

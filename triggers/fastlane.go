@@ -1,6 +1,7 @@
 package triggers
 
 import (
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
@@ -61,7 +62,8 @@ type fastLane struct {
 }
 
 // newFastLane returns the consumer's fast lane, or nil when the applier
-// cannot tell hot tables or the commit subject does not end in ".>".
+// cannot tell hot tables, the commit subject does not end in ".>", or the
+// lane's connection cannot be made (then events take the ordinary path).
 func newFastLane(c *CommitConsumer, nc *nats.Conn, limit int) *fastLane {
 	hot, ok := c.applier.(HotTables)
 	if !ok || nc == nil || limit < 0 || !strings.HasSuffix(c.opts.Subject, ".>") {
@@ -70,8 +72,41 @@ func newFastLane(c *CommitConsumer, nc *nats.Conn, limit int) *fastLane {
 	if limit == 0 {
 		limit = DefaultFastLanes
 	}
-	return &fastLane{c: c, nc: nc, hot: hot, prefix: strings.TrimSuffix(c.opts.Subject, ">"), limit: limit,
+	lane, err := dialLane(nc, c.log)
+	if err != nil {
+		c.log.Warn("no fast lane for hot tables: their events wait behind the stream's backlog", "error", err)
+		return nil
+	}
+	return &fastLane{c: c, nc: lane, hot: hot, prefix: strings.TrimSuffix(c.opts.Subject, ">"), limit: limit,
 		log: c.log, subs: map[string]*nats.Subscription{}}
+}
+
+// dialLane opens the lane's own connection, with the consumer's options
+// (servers, credentials, TLS, inbox prefix) but not its handlers. Its own,
+// because the server writes a client's messages in order: on the
+// consumer's connection a hot event would queue behind the backlog the
+// server is writing to it, which is what the lane is for avoiding.
+func dialLane(nc *nats.Conn, log *slog.Logger) (*nats.Conn, error) {
+	o := nc.Opts
+	o.Name += " fast lane"
+	o.ClosedCB, o.DisconnectedCB, o.ConnectedCB, o.ReconnectedCB = nil, nil, nil, nil
+	o.DiscoveredServersCB, o.LameDuckModeHandler = nil, nil
+	o.DisconnectedErrCB, o.ReconnectErrCB = nil, nil
+	o.AsyncErrorCB = func(_ *nats.Conn, sub *nats.Subscription, err error) {
+		subject := ""
+		if sub != nil {
+			subject = sub.Subject
+		}
+		// A permission violation lands here: the table keeps the
+		// ordinary path.
+		log.Warn("fast lane subscription refused or lagging; the table's events take the ordinary path",
+			"subject", subject, "error", err)
+	}
+	lane, err := o.Connect()
+	if err != nil {
+		return nil, fmt.Errorf("connect the fast lane: %w", err)
+	}
+	return lane, nil
 }
 
 // follow opens or closes the table's lane by what its state, just
@@ -150,15 +185,13 @@ func (f *fastLane) lanes() int {
 	return len(f.subs)
 }
 
-// close ends every lane.
+// close ends every lane and the lanes' connection.
 func (f *fastLane) close() {
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	f.closed = true
-	for name, s := range f.subs {
-		_ = s.Unsubscribe()
-		delete(f.subs, name)
-	}
+	clear(f.subs)
+	f.mu.Unlock()
+	f.nc.Close()
 }
 
 // literalSubject: a subject of non-empty tokens without wildcards or
