@@ -26,6 +26,13 @@
 //     table into one refresh of its newest metadata and refreshes different
 //     tables in parallel ([DefaultRefreshConcurrency] at once), tables taking
 //     turns, each event acknowledged after the round whose refresh covers it.
+//   - The fast lane (fastlane.go, yield.go): a table the planner says is
+//     near a threshold ([HotTables]) gets a core subscription on its own
+//     commit subject, on a connection of its own, so its event asks for an
+//     urgent refresh the moment it is published instead of after the
+//     backlog queued ahead of it; the lane only looks (the durable copy is
+//     acknowledged and counted, once, when it arrives covered), and the
+//     durable deliveries briefly yield to urgent rounds.
 //   - Forwarding between replicas (forward.go): an event of a table another
 //     replica owns ([Ownership], package lease) is copied byte for byte to
 //     its shard's subject on REACTOR_SHARDS and the original acknowledged
