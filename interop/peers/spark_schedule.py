@@ -72,8 +72,7 @@ def main():
 
     while not stop.wait(every):
         for t in tables:
-            ns, name = t.split(".", 1)
-            ident = f"{ns}.{name}"
+            ident = f"{cat}.{t}"  # the procedures resolve a bare namespace as a catalog
             try:
                 t1 = time.time()
                 r = spark.sql(
