@@ -14,9 +14,10 @@ import (
 // reactor reports its own in job events, a peer does not. Every second it
 // reads each table's snapshots and adds the added-files-size of every
 // replace snapshot it has not seen (a compaction's commit; expiry commits
-// none). A replace snapshot lives at least as long as the peer's retention
-// keeps it (Flink's retainLast 5 at 5 commits/s: a second or more), so a
-// one-second look misses few; those it misses make its write amplification
+// none). A replace snapshot lives as long as the peer's retention keeps
+// it (interop/peers: Flink's maxSnapshotAge 10 minutes; Spark's
+// retain_last 50, 2.5 s at 20 commits/s), so a one-second look misses
+// none there; one it missed would make the peer's write amplification
 // lower, not higher.
 type rewriteWatch struct {
 	mu    sync.Mutex
