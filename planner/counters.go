@@ -36,6 +36,11 @@ type Counters struct {
 	// LastWrite is the commit time of the newest snapshot, not written by
 	// reactor, that added a file (data or deletes) to the partition.
 	LastWrite time.Time
+
+	// v3 is set (from the table's format version) only on the copy the
+	// evaluation reads: on format v3 deletion vectors are the only
+	// position deletes a table should hold (see dvRulesCheck).
+	v3 bool
 }
 
 // DeleteFiles is the number of delete files of every kind.

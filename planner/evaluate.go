@@ -57,7 +57,7 @@ func (p *Planner) evaluateLocked(st *tableState) {
 		if ps.settledWrite == instantOf(ps.LastWrite) {
 			settled = ps.settledKinds.kinds()
 		}
-		_, kind, reason, applyDeletes, due := partitionDue(ps.Counters, set, now, settled...)
+		_, kind, reason, applyDeletes, due := partitionDue(st.counters.evaluated(ps), set, now, settled...)
 		if !due && set.Strategy.Sorts() && ps.DataFiles > ps.SortedFiles && !ps.LastWrite.IsZero() {
 			// Unsorted but still being written: its sort comes once it
 			// has been quiet for sort_quiet_period.

@@ -107,6 +107,23 @@ func equalityCheck(c Counters, set thresholds.Effective) Check {
 		Note: fmt.Sprintf("%d equality delete files (%d rows)", c.EqualityDeleteFiles, c.EqualityDeleteRows)}
 }
 
+// dvRulesCheck is the format v3 trigger of the position-delete rewrite,
+// which there writes deletion vectors: the spec allows at most one per data
+// file (Iceberg 1.11 refuses a table with two) and none for a data file no
+// longer live, and deletion vectors are the only position deletes v3
+// writers add. Measured counts the Parquet position-delete files (left from
+// before an upgrade to v3) and the deletion vectors beyond one per data
+// file (at least that many are duplicate or dangling; the counters do not
+// tell which data file each names, so a duplicate beside a data file with
+// none goes unseen until the rewrite runs for another reason).
+func dvRulesCheck(c Counters) Check {
+	extra := max(0, c.DeletionVectors-c.DataFiles)
+	n := int64(c.PositionDeleteFiles + extra)
+	return Check{Threshold: "deletion_vector_rules", Measured: n, Limit: 1, Unit: "files", Over: n >= 1,
+		Note: fmt.Sprintf("format v3: %d Parquet position-delete files to rewrite into deletion vectors; %d deletion vectors for %d data files",
+			c.PositionDeleteFiles, c.DeletionVectors, c.DataFiles)}
+}
+
 // deleteRemedy picks the cheaper job that clears a partition's delete debt:
 // merging its position-delete files reads and writes only the deletes, but
 // it cannot remove equality deletes, drop deleted rows from the data files,
@@ -173,6 +190,20 @@ func partitionDue(c Counters, set thresholds.Effective, now time.Time, settled .
 		}
 		candidates = append(candidates, candidate{KindCompact, r, files.Over || rows.Over || eq.Over})
 	}
+	if c.v3 {
+		dvr := dvRulesCheck(c)
+		checks = append(checks, dvr)
+		if dvr.Over {
+			r := Reason{Threshold: dvr.Threshold, Measured: dvr.Measured, Limit: dvr.Limit,
+				Note: "rewriting the position deletes into one deletion vector per data file reads and writes only the deletes"}
+			candidates = append(candidates, candidate{KindRewritePositionDeletes, r, false})
+			// Once the rewrite found nothing it may change (a Parquet file
+			// naming data files of another partition), only a compaction
+			// applying the deletes removes them.
+			candidates = append(candidates, candidate{KindCompact, Reason{Threshold: dvr.Threshold, Measured: dvr.Measured,
+				Limit: dvr.Limit, Note: "the position-delete rewrite found nothing to change: compaction applies the deletes"}, true})
+		}
+	}
 	if eq.Over && !rows.Over {
 		r := Reason{Threshold: eq.Threshold, Measured: eq.Measured, Limit: eq.Limit}
 		r.Note = fmt.Sprintf("%d equality delete files: converting reads at most %s (the equality columns only; file sizes bound it) "+
@@ -238,7 +269,7 @@ func explain(tc *tableCounters, snaps snapshotSummary, ident table.Identifier, s
 	plan := Plan{Table: name, SnapshotID: tc.snapshotID, Settings: set}
 	jobs := map[JobKind]*PlannedJob{}
 	for _, ps := range tc.sortedPartitions() {
-		checks, kind, reason, applyDeletes, due := partitionDue(ps.Counters, set, now)
+		checks, kind, reason, applyDeletes, due := partitionDue(tc.evaluated(ps), set, now)
 		quietChk, quietDue, quietAt := quietCheck(ps.Counters, set, now)
 		checks = append(checks, quietChk)
 		pp := PartitionPlan{Key: ps.Key, Counters: ps.Counters, Checks: checks}

@@ -32,6 +32,7 @@ type tableCounters struct {
 	confirmed recentHashes
 
 	snapshotID    int64
+	formatVersion int
 	dataManifests int // in the current snapshot's manifest list
 	sequenceNum   int64
 	timestampMs   int64
@@ -139,6 +140,7 @@ type updateStats struct {
 func (tc *tableCounters) advance(ctx context.Context, tbl *table.Table, sz fileSizes) (updateStats, error) {
 	st := updateStats{changed: map[string]bool{}, ownSnapshotsOnly: true}
 	meta := tbl.Metadata()
+	tc.formatVersion = meta.Version()
 	cur := tbl.CurrentSnapshot()
 	if cur == nil {
 		if tc.snapshotID != 0 {
@@ -427,4 +429,12 @@ func countDataManifests(ms []iceberg.ManifestFile) int {
 // planner tracks main, so a branch's snapshot changes nothing it counts).
 func (st *tableState) coversSnapshot(id int64) bool {
 	return st.counters.snapshotID != 0 && (st.counters.snapshotID == id || st.snapshots.has(id))
+}
+
+// evaluated is ps's counters as the evaluation reads them: with the
+// table's format version.
+func (tc *tableCounters) evaluated(ps *partitionState) Counters {
+	c := ps.Counters
+	c.v3 = tc.formatVersion >= 3
+	return c
 }
