@@ -14,6 +14,7 @@ import (
 	"github.com/apache/iceberg-go/table/dv"
 	"github.com/google/uuid"
 
+	"github.com/icereactor/reactor/executor/internal/commit"
 	"github.com/icereactor/reactor/streamwriter"
 )
 
@@ -211,4 +212,52 @@ func v3MergedOnDisk(t *testing.T, f *fixture) []string {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// v3DropDataFile removes data file path alone, leaving its deletion vector
+// live (dangling), as a writer that ignores the v3 rules would; iceberg-go
+// removes the vector with its data file, so the commit goes through
+// reactor's staged snapshot.
+func v3DropDataFile(t *testing.T, f *fixture, path string) {
+	t.Helper()
+	tbl := f.load()
+	fs, err := tbl.FS(f.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tasks, err := tbl.Scan().PlanFiles(f.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var df iceberg.DataFile
+	for _, task := range tasks {
+		if task.File.FilePath() == path {
+			df = task.File
+		}
+	}
+	if df == nil {
+		t.Fatalf("no live data file %s", path)
+	}
+	sw, err := commit.NewSnapshotWriter(tbl, fs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := &commit.Staged{Writer: sw, FS: fs, Op: table.OpDelete, Always: map[string]iceberg.DataFile{path: df}, DataTracked: true}
+	if err := st.Prepare(f.ctx, tbl); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Advance(tbl.Metadata()); err != nil {
+		t.Fatal(err)
+	}
+	manifests, err := st.ManifestsFor(tbl.Metadata())
+	if err != nil {
+		t.Fatal(err)
+	}
+	summary, err := st.Summary(tbl.Metadata())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sw.Commit(f.ctx, f.cat, tbl, 0, manifests, summary); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -250,3 +250,32 @@ func TestV3PositionDeleteRewriteAfterUpgrade(t *testing.T) {
 		})
 	}
 }
+
+// Deletion vectors whose data file is no longer live (a writer that
+// removed a data file without its vector) are removed without
+// replacement; the others stay as they are.
+func TestV3PositionDeleteRewriteRemovesDanglingDVs(t *testing.T) {
+	f := newFixture(t, v3Props())
+	f.commit("a", 20)
+	f.commit("a", 20)
+	f.commit("a", 5)
+	pdmDelete(t, f, 3, 25, 41, 42)
+	before, lineage := v3Without(f.contents(), "a", 43, 44, 45), v3LineageWithout(v3RowLineage(t, f), 43, 44, 45)
+	v3DropDataFile(t, f, pdmLocate(t, f, 43)[43].Path)
+	if len(v3DVs(t, f)) != 3 {
+		t.Fatalf("%d deletion vectors, want 3", len(v3DVs(t, f)))
+	}
+	res, rep := f.exec.Run(f.ctx, pdmJob(f, "", "a"))
+	if res.Outcome != planner.Succeeded || rep.RewrittenDeleteFiles != 1 || rep.AddedDeleteFiles != 0 || rep.DanglingDeleteRows != 2 {
+		t.Fatalf("outcome %v (err %v), %d removed %d added %d dangling rows; want the dangling vector removed alone",
+			res.Outcome, res.Err, rep.RewrittenDeleteFiles, rep.AddedDeleteFiles, rep.DanglingDeleteRows)
+	}
+	sameContents(t, "after the rewrite", before, f.contents())
+	if got := v3RowLineage(t, f); !maps.Equal(got, lineage) {
+		t.Errorf("row lineage changed:\n got %v\nwant %v", got, lineage)
+	}
+	if len(v3DVs(t, f)) != 2 {
+		t.Errorf("%d deletion vectors, want the two live ones", len(v3DVs(t, f)))
+	}
+	v3AssertDVRules(t, f)
+}
