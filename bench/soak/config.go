@@ -44,6 +44,8 @@ type config struct {
 	replot            string        // redraw this results directory's plot and exit
 	maintainer        string        // reactor, none, or the name of -maintainer-cmd (maintainer.go)
 	maintainerCmd     string
+	deleteEvery       int // every n-th commit deletes deleteRows rows by position (deletes.go); 0: appends only
+	deleteRows        int
 }
 
 const usageText = `Usage: go run ./bench/soak [flags]
@@ -111,6 +113,8 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 	replot := fs.String("replot", "", "redraw `dir`/soak.png from dir/samples.csv (with -warmup) and exit")
 	maintainer := fs.String("maintainer", maintainerReactor, "what maintains the tables: reactor, none, or a `name` for -maintainer-cmd")
 	maintainerCmd := fs.String("maintainer-cmd", "", "the maintainer's shell `command` (with -maintainer NAME)")
+	deleteEvery := fs.Int("delete-every", 0, "every `n`th commit also deletes -delete-rows rows written n/2 commits before, by position (merge-on-read); 0: appends only")
+	deleteRows := fs.Int("delete-rows", 10, "rows per delete (with -delete-every)")
 	smoke := fs.Bool("smoke", false, "a short run to check the soak works: 20s, samples every 2s, 4s warm-up, 5s latency windows (flags given explicitly win)")
 	if err := fs.Parse(args); err != nil {
 		return config{}, err
@@ -137,7 +141,7 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 		thresholdsFile: *thresholdsFile, sets: sets, tableProps: map[string]string{},
 		writerConcurrency: *writerConcurrency, scanEvery: *scanEvery, scanTables: *scanTables,
 		keepData: *keepData, grace: *grace, quietTail: *quietTail,
-		maintainer: *maintainer, maintainerCmd: *maintainerCmd,
+		maintainer: *maintainer, maintainerCmd: *maintainerCmd, deleteEvery: *deleteEvery, deleteRows: *deleteRows,
 	}
 	props.Apply(cfg.tableProps)
 	if err := cfg.logLevel.UnmarshalText([]byte(*logLevel)); err != nil {
@@ -154,6 +158,8 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 		return config{}, fmt.Errorf("-rows must be between 1 and 1000000, got %d", cfg.rows)
 	case cfg.duration <= 0 || cfg.interval <= 0 || cfg.window <= 0 || cfg.grace <= 0:
 		return config{}, errors.New("-duration, -interval, -window and -grace must be positive")
+	case cfg.deleteEvery < 0 || cfg.deleteEvery == 1 || cfg.deleteRows < 1:
+		return config{}, errors.New("-delete-every must be 0 (off) or at least 2, -delete-rows at least 1")
 	case cfg.warmup < 0 || cfg.allowance < 0 || cfg.quietTail < 0:
 		return config{}, errors.New("-warmup, -allowance and -quiet-tail must not be negative")
 	case cfg.writerConcurrency < 1 || cfg.scanEvery < 1 || cfg.scanTables < 1:

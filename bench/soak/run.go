@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -35,6 +36,7 @@ type soakTable struct {
 	eff     thresholds.Effective
 	pace    streamwriter.PaceStats
 	paceErr error
+	del     *deleter // nil: appends only
 }
 
 // soak is one run.
@@ -216,17 +218,24 @@ func (s *soak) createTables(ctx context.Context, js jetstream.JetStream) error {
 			name = fmt.Sprintf("events_%02d", i)
 		}
 		ident := table.Identifier{namespace, name}
-		tbl, err := streamwriter.CreateTable(ctx, s.cat, ident, s.cfg.tableProps)
+		props := maps.Clone(s.cfg.tableProps)
+		if s.cfg.deleteEvery > 0 {
+			maps.Copy(props, streamwriter.MergeOnReadProperties)
+		}
+		tbl, err := streamwriter.CreateTable(ctx, s.cat, ident, props)
 		if err != nil {
 			return err
 		}
 		qualified := namespace + "." + name
 		pub := streamwriter.JetStreamPublisher(js, "iceberg.commits."+qualified, s.log)
-		s.tables = append(s.tables, &soakTable{
-			name: qualified, ident: ident,
-			w:   streamwriter.AppendOnly(s.cat, ident, pub),
-			eff: s.th.For(qualified, tbl.Properties()),
-		})
+		t := &soakTable{name: qualified, ident: ident, eff: s.th.For(qualified, tbl.Properties())}
+		if s.cfg.deleteEvery > 0 {
+			t.w = streamwriter.New(s.cat, ident, pub)
+			t.del = newDeleter(t.w, qualified, s.cfg.deleteEvery, s.cfg.deleteRows, s.cfg.rows, s.log)
+		} else {
+			t.w = streamwriter.AppendOnly(s.cat, ident, pub)
+		}
+		s.tables = append(s.tables, t)
 	}
 	return nil
 }
@@ -243,13 +252,24 @@ func (s *soak) measure(ctx context.Context) {
 	}
 	var wg sync.WaitGroup
 	for _, t := range s.tables {
+		if t.del != nil {
+			t.del.start(ctx)
+		}
 		wg.Go(func() {
 			t.pace, t.paceErr = t.w.Pace(ctx, streamwriter.PaceOptions{
 				Rate: s.cfg.rate, Duration: s.cfg.duration, Rows: s.cfg.rows,
 				Concurrency: s.cfg.writerConcurrency,
 				Partition:   func(i int) string { return fmt.Sprintf("p%d", i%s.cfg.partitions) },
-				OnCommit:    func(c streamwriter.Committed) { s.lat.Add(c.Start.Add(c.Took), c.Took) },
+				OnCommit: func(c streamwriter.Committed) {
+					s.lat.Add(c.Start.Add(c.Took), c.Took)
+					if t.del != nil {
+						t.del.committed(c.Seq)
+					}
+				},
 			})
+			if t.del != nil {
+				t.del.stop()
+			}
 			if t.paceErr != nil && ctx.Err() == nil {
 				s.log.Error("writer stopped", "table", t.name, "error", t.paceErr)
 			}

@@ -26,6 +26,9 @@ func (s *soak) header() string {
 	c := s.cfg
 	fmt.Fprintf(&b, "soak: %d table(s) x %d partitions, %g commits/s per table of %d rows, %s; sample every %s, targets after %s\n",
 		c.tables, c.partitions, c.rate, c.rows, c.duration, c.interval, c.warmup)
+	if c.deleteEvery > 0 {
+		fmt.Fprintf(&b, "  every %d commits a position delete of %d rows (merge-on-read)\n", c.deleteEvery, c.deleteRows)
+	}
 	e := s.tables[0].eff
 	fmt.Fprintf(&b, "maintainer: %s; log %s/%s.log\n", s.mx.Describe(), c.out, c.maintainer)
 	if c.maintainer != maintainerReactor {
@@ -273,6 +276,16 @@ func (s *soak) summary(checks []rowCheck, interrupted bool) string {
 		missed += t.pace.Missed
 	}
 	fmt.Fprintf(&b, ", %d commit slots missed (writer busy), %d conflicts retried\n", missed, end.WriterConflicts)
+	if s.cfg.deleteEvery > 0 {
+		var commits, rows int64
+		dropped := 0
+		for _, t := range s.tables {
+			c, r, d := t.del.stats()
+			commits, rows, dropped = commits+c, rows+r, dropped+d
+		}
+		fmt.Fprintf(&b, "deletes: %d position-delete commits of up to %d rows (%d rows asked for), %d requests dropped while one was under way\n",
+			commits, s.cfg.deleteRows, rows, dropped)
+	}
 	tally := s.jobs.Tally()
 	fmt.Fprintf(&b, "jobs: %s\n", jobsText(tally))
 	fmt.Fprintf(&b, "expiry: %d snapshots expired; of the files they held, %d deleted at once, %d deferred to min_reader_margin, of which %d deleted, %d kept (referenced again), %d pending\n",
