@@ -20,6 +20,7 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/icereactor/reactor/embedded"
@@ -63,7 +64,7 @@ type reactionRig struct {
 	ident   table.Identifier
 	planner *planner.Planner
 	jobs    chan dispatched
-	js      jetstream.JetStream // nil without NATS
+	js      jetstream.JetStream // the writer's; nil without NATS
 	seq     int
 	// otherJobs counts the jobs dispatched for tables other than the
 	// measured one (BenchmarkReactionLatencyLoaded); they never finish.
@@ -119,8 +120,19 @@ func newReactionRig(b *testing.B, viaNATS bool) *reactionRig {
 	if !viaNATS {
 		return r
 	}
-	_, _, r.js = embeddedtest.JetStream(b, dir+"/nats", jetstream.WithPublishAsyncMaxPending(4096))
-	cons, err := triggers.StartCommits(ctx, r.js, triggers.CommitOptions{}, r.planner, log, metrics.New())
+	srv, _, consumer := embeddedtest.JetStream(b, dir+"/nats")
+	// The writer publishes on a connection of its own, as a pipeline does
+	// (sharing reactor's, its events would queue behind reactor's
+	// acknowledgements on the way in).
+	wc, err := nats.Connect(srv.URL())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(wc.Close)
+	if r.js, err = jetstream.New(wc, jetstream.WithPublishAsyncMaxPending(4096)); err != nil {
+		b.Fatal(err)
+	}
+	cons, err := triggers.StartCommits(ctx, consumer, triggers.CommitOptions{}, r.planner, log, metrics.New())
 	if err != nil {
 		b.Fatal(err)
 	}
