@@ -50,10 +50,13 @@ func (e *Executor) commitBatchReplay(ctx context.Context, log *slog.Logger, job 
 			rewritten[df.FilePath()] = struct{}{}
 		}
 		for _, d := range gr.SafePosDeletes {
-			candidates[d.FilePath()] = d
+			candidates[commit.FileKey(d)] = d
 		}
+		// Keyed by FileKey: one Puffin file holds the vectors of every
+		// data file a writer's delete touched, and keyed by path all but
+		// one would stay behind, dangling.
 		for _, d := range gr.SafeDeletionVectors {
-			candidates[d.FilePath()] = d
+			candidates[commit.FileKey(d)] = d
 		}
 	}
 	inputs := commit.NewRewriteInputs(planned.Metadata(), oldFiles)

@@ -61,7 +61,11 @@ type convergenceTable struct {
 	ops  []string
 }
 
-func convergenceRun(t testing.TB, seed uint64) {
+func convergenceRun(t testing.TB, seed uint64) { convergenceRunOn(t, seed, false) }
+
+// convergenceRunOn is convergenceRun; with upgrade, the table is upgraded
+// to format v3 after a random number of its writes (v3_convergence_test.go).
+func convergenceRunOn(t testing.TB, seed uint64, upgrade bool) {
 	ctx := t.Context()
 	rng := rand.New(rand.NewPCG(seed, 18))
 	cat, err := embedded.OpenCatalog(ctx, t.TempDir())
@@ -73,7 +77,11 @@ func convergenceRun(t testing.TB, seed uint64) {
 		t.Fatal(err)
 	}
 	w := streamwriter.New(cat, ident, nil)
-	ct := writeRandomTable(t, ctx, rng, w)
+	upgradeAt := -1
+	if upgrade {
+		upgradeAt = rng.IntN(8)
+	}
+	ct := writeRandomTable(t, ctx, rng, w, upgradeAt, func() error { return upgradeToV3(ctx, cat, ident) })
 	cfg, err := thresholds.Parse([]byte(ct.yaml))
 	if err != nil {
 		t.Fatalf("random thresholds invalid: %v\n%s", err, ct.yaml)
@@ -82,6 +90,22 @@ func convergenceRun(t testing.TB, seed uint64) {
 		return fmt.Sprintf("seed %d\nthresholds:\n%s\nwrites: %s", seed, ct.yaml, strings.Join(ct.ops, ", "))
 	}
 
+	want := w.Written()
+	if upgrade {
+		// iceberg-go v0.7.0's v3 delete writes a data file's first
+		// deletion vector without the file's v2 position deletes, which
+		// by the spec's reader rule then stop applying: the table reads
+		// rows the writer deleted. Reactor must keep what the table reads.
+		tbl, err := cat.LoadTable(ctx, ident)
+		if err != nil {
+			t.Fatal(err)
+		}
+		before, err := streamwriter.Read(ctx, tbl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want = before.Total
+	}
 	first := newConvergenceReactor(t, cat, cfg)
 	defer first.close()
 	jobs := first.runUntilQuiet(ctx, ident)
@@ -107,8 +131,13 @@ func convergenceRun(t testing.TB, seed uint64) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Total != w.Written() {
-		t.Fatalf("table holds %v, the writer's live rows are %v\n%s\njobs:\n%s", got.Total, w.Written(), describe(), jobLog(jobs))
+	if got.Total != want {
+		t.Fatalf("table holds %v, before reactor's jobs %v\n%s\njobs:\n%s", got.Total, want, describe(), jobLog(jobs))
+	}
+	if upgrade {
+		for _, p := range v3RuleBreaks(t, ctx, tbl) {
+			t.Errorf("settled v3 table: %s\n%s\njobs:\n%s", p, describe(), jobLog(jobs))
+		}
 	}
 
 	// The same reactor looking again (a redelivered event) schedules
@@ -132,7 +161,9 @@ func convergenceRun(t testing.TB, seed uint64) {
 // writeRandomTable writes 1-4 partitions with a random mix of appends,
 // position deletes, equality deletes and equality deletes of keys no row
 // of the partition has, and returns random valid thresholds.
-func writeRandomTable(t testing.TB, ctx context.Context, rng *rand.Rand, w *streamwriter.Writer) convergenceTable {
+//
+// Before write upgradeAt (none when negative) it calls upgrade.
+func writeRandomTable(t testing.TB, ctx context.Context, rng *rand.Rand, w *streamwriter.Writer, upgradeAt int, upgrade func() error) convergenceTable {
 	var ct convergenceTable
 	parts := 1 + rng.IntN(4)
 	category := func() string { return fmt.Sprintf("p%d", rng.IntN(parts)) }
@@ -146,6 +177,12 @@ func writeRandomTable(t testing.TB, ctx context.Context, rng *rand.Rand, w *stre
 	}
 	ops := 4 + rng.IntN(14)
 	for i := 0; i < ops; i++ {
+		if i == upgradeAt {
+			if err := upgrade(); err != nil {
+				t.Fatal(err)
+			}
+			ct.ops = append(ct.ops, "upgrade to v3")
+		}
 		var err error
 		switch r := rng.IntN(10); {
 		case r < 6 || i == 0:

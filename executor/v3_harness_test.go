@@ -2,6 +2,7 @@ package executor_test
 
 import (
 	"cmp"
+	"context"
 	"maps"
 	"slices"
 	"strings"
@@ -93,24 +94,53 @@ func v3DVs(t *testing.T, f *fixture) []v3DV {
 // most one per data file, and each names a live data file.
 func v3AssertDVRules(t *testing.T, f *fixture) {
 	t.Helper()
-	live := map[string]bool{}
-	tasks, err := f.load().Scan().PlanFiles(f.ctx)
+	for _, p := range v3RuleBreaks(t, f.ctx, f.load()) {
+		t.Error(p)
+	}
+}
+
+// v3RuleBreaks lists how tbl's current snapshot breaks the v3 rules reactor
+// keeps: two deletion vectors for one data file, a vector naming a data
+// file that is not live, a Parquet position-delete file left.
+func v3RuleBreaks(t testing.TB, ctx context.Context, tbl *table.Table) []string {
+	t.Helper()
+	fs, err := tbl.FS(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, task := range tasks {
-		live[task.File.FilePath()] = true
+	live := map[string]bool{}
+	var dvRefs []string
+	var out []string
+	manifests, err := tbl.CurrentSnapshot().Manifests(fs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range manifests {
+		for entry, err := range m.Entries(fs, true) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			df := entry.DataFile()
+			switch {
+			case df.ContentType() == iceberg.EntryContentData:
+				live[df.FilePath()] = true
+			case table.IsDeletionVector(df):
+				dvRefs = append(dvRefs, *df.ReferencedDataFile())
+			case df.ContentType() == iceberg.EntryContentPosDeletes:
+				out = append(out, "Parquet position-delete file "+df.FilePath()+" on a v3 table")
+			}
+		}
 	}
 	seen := map[string]int{}
-	for _, d := range v3DVs(t, f) {
-		seen[d.ref]++
-		if seen[d.ref] == 2 {
-			t.Errorf("data file %s has two or more deletion vectors", d.ref)
+	for _, ref := range dvRefs {
+		if seen[ref]++; seen[ref] == 2 {
+			out = append(out, "data file "+ref+" has two or more deletion vectors")
 		}
-		if !live[d.ref] {
-			t.Errorf("deletion vector %s names data file %s, which is not live", d.df.FilePath(), d.ref)
+		if !live[ref] {
+			out = append(out, "a deletion vector names data file "+ref+", which is not live")
 		}
 	}
+	return out
 }
 
 // v3WriteDV writes one deletion vector deleting positions of data file
