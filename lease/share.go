@@ -8,9 +8,11 @@ import (
 	"errors"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"golang.org/x/sync/errgroup"
 )
 
 // members lists the live replicas, sorted.
@@ -202,8 +204,15 @@ func (m *Manager) startRelease(shards []int) {
 	})
 }
 
+// deleteLeases deletes the leases of shards, a few at once: each delete is
+// a round trip, and every shard waits unserved until its own is done.
 func (m *Manager) deleteLeases(ctx context.Context, shards []int) {
-	var done []int
+	var (
+		mu   sync.Mutex
+		done []int
+		g    errgroup.Group
+	)
+	g.SetLimit(parallelDeletes)
 	for _, s := range shards {
 		m.mu.Lock()
 		h, ok := m.held[s]
@@ -211,22 +220,32 @@ func (m *Manager) deleteLeases(ctx context.Context, shards []int) {
 		if !ok {
 			continue
 		}
-		err := m.kv.Delete(ctx, shardKey(s), jetstream.LastRevision(h.rev))
-		m.mu.Lock()
-		delete(m.held, s)
-		m.mu.Unlock()
-		if err != nil {
-			// Someone took it already, or NATS is away: it expires.
-			m.log.Warn("table lease not deleted; it expires on its own", "shard", s, "error", err)
-		}
-		done = append(done, s)
+		g.Go(func() error {
+			err := m.kv.Delete(ctx, shardKey(s), jetstream.LastRevision(h.rev))
+			m.mu.Lock()
+			delete(m.held, s)
+			m.mu.Unlock()
+			if err != nil {
+				// Someone took it already, or NATS is away: it expires.
+				m.log.Warn("table lease not deleted; it expires on its own", "shard", s, "error", err)
+			}
+			mu.Lock()
+			done = append(done, s)
+			mu.Unlock()
+			return nil
+		})
 	}
+	_ = g.Wait()
 	if len(done) > 0 {
+		slices.Sort(done)
 		m.met.LeaseHandovers.WithLabelValues("released").Add(float64(len(done)))
 		m.met.LeaseShardsHeld.Set(float64(m.HeldCount()))
 		m.log.Info("table leases released", "shards", done, "held", m.HeldCount())
 	}
 }
+
+// parallelDeletes bounds the lease deletes in flight on a release.
+const parallelDeletes = 16
 
 // Release gives up every lease and the replica's announcement (SIGTERM:
 // after the jobs ended), so survivors take the shards at once.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/icereactor/reactor/metrics"
 )
@@ -170,8 +171,15 @@ func StartShardConsumers(ctx context.Context, js jetstream.JetStream, commits *C
 	return &ShardConsumers{ctx: ctx, js: js, commits: commits, objects: objects, log: log, running: map[int]jetstream.ConsumeContext{}}, nil
 }
 
-// Start consumes the shards' streams (those not consumed yet).
+// Start consumes the shards' streams (those not consumed yet), creating
+// a few consumers at once: each is a JetStream API round trip, and a
+// replica taking a share of 20 shards would otherwise keep its lease
+// handler busy for 20 of them, holding up the next handover. The first
+// error is returned once the others are done; the shards started are
+// running either way.
 func (s *ShardConsumers) Start(ctx context.Context, shards []int) error {
+	var g errgroup.Group
+	g.SetLimit(parallelConsumerStarts)
 	for _, shard := range shards {
 		s.mu.Lock()
 		_, on := s.running[shard]
@@ -179,26 +187,41 @@ func (s *ShardConsumers) Start(ctx context.Context, shards []int) error {
 		if on {
 			continue
 		}
-		cons, err := s.js.CreateOrUpdateConsumer(ctx, DefaultShardStream, jetstream.ConsumerConfig{
-			Durable:       shardDurablePrefix + strconv.Itoa(shard),
-			Description:   "events of one shard's tables, for the replica holding its lease",
-			AckPolicy:     jetstream.AckExplicitPolicy,
-			AckWait:       AckWait,
-			MaxDeliver:    -1,
-			FilterSubject: ShardSubjectPrefix + strconv.Itoa(shard),
-			MaxAckPending: 2000,
-		})
-		if err != nil {
-			return fmt.Errorf("shard %d consumer: %w", shard, err)
-		}
-		cc, err := cons.Consume(func(msg jetstream.Msg) { s.handle(msg, shard) }, jetstream.PullMaxMessages(500))
-		if err != nil {
-			return fmt.Errorf("consume shard %d: %w", shard, err)
-		}
-		s.mu.Lock()
-		s.running[shard] = cc
-		s.mu.Unlock()
+		g.Go(func() error { return s.start(ctx, shard) })
 	}
+	return g.Wait()
+}
+
+// parallelConsumerStarts bounds the shard consumers created at once.
+const parallelConsumerStarts = 8
+
+func (s *ShardConsumers) start(ctx context.Context, shard int) error {
+	cons, err := s.js.CreateOrUpdateConsumer(ctx, DefaultShardStream, jetstream.ConsumerConfig{
+		Durable:       shardDurablePrefix + strconv.Itoa(shard),
+		Description:   "events of one shard's tables, for the replica holding its lease",
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       AckWait,
+		MaxDeliver:    -1,
+		FilterSubject: ShardSubjectPrefix + strconv.Itoa(shard),
+		MaxAckPending: 2000,
+	})
+	if err != nil {
+		return fmt.Errorf("shard %d consumer: %w", shard, err)
+	}
+	cc, err := cons.Consume(func(msg jetstream.Msg) { s.handle(msg, shard) }, jetstream.PullMaxMessages(500))
+	if err != nil {
+		return fmt.Errorf("consume shard %d: %w", shard, err)
+	}
+	s.mu.Lock()
+	if _, on := s.running[shard]; on {
+		// Another Start (a retry) got there first: one consumer per shard.
+		s.mu.Unlock()
+		cc.Stop()
+		<-cc.Closed()
+		return nil
+	}
+	s.running[shard] = cc
+	s.mu.Unlock()
 	return nil
 }
 
@@ -214,8 +237,12 @@ func (s *ShardConsumers) Stop(shards []int) {
 		}
 	}
 	s.mu.Unlock()
+	// All stopped before any is waited for: each close takes its pull's
+	// round trip, and a rebalance stops a replica's whole share at once.
 	for _, cc := range ccs {
 		cc.Stop()
+	}
+	for _, cc := range ccs {
 		<-cc.Closed()
 	}
 }
