@@ -11,9 +11,12 @@
 // requests, new connections, bytes, and its wall time as a ratio to the
 // same command at 0 ms (or the first latency). The latency "local" runs
 // the same commands on a table of the same shape on local disk, the
-// figure "today's on local disk" compares against.
+// figure "today's on local disk" compares against. With -minio the S3
+// server is a MinIO process instead of the gateway, and its CPU is
+// reported in a column of its own.
 //
 //	go run ./bench/objstore -files 700 -latencies local,0,2,10,30
+//	go run ./bench/objstore -minio ~/.cache/reactor-realparts/bin/minio-... -latencies 0,10,30
 //
 // It is a benchmark, not part of the reactor binary; BENCHMARKS.md
 // section 18 holds its results.
@@ -64,29 +67,33 @@ func main() {
 		verbose    = flag.Bool("v", false, "log the jobs' lines")
 		readConc   = flag.Int("read-concurrency", 0, "reactor.read-concurrency for the timed commands (0: objectio's default)")
 		repeat     = flag.Int("repeat", 1, "times each command runs per latency; the row is the run with the median wall time (plan and orphans only: compact and expire change the table)")
+		minioBin   = flag.String("minio", "", "run against this MinIO binary (realparts/setup.sh builds one into ~/.cache/reactor-realparts/bin) instead of the embedded gateway")
 		trace      = flag.Bool("trace", false, "print every request of the timed commands (start ms, duration ms, in flight, method, target)")
 	)
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, *files, *rows, *partitions, *perCommit, *latencies, *commands, *work, *verbose, *trace, *repeat, *readConc); err != nil {
+	if err := run(ctx, *files, *rows, *partitions, *perCommit, *latencies, *commands, *work, *verbose, *trace, *repeat, *readConc, *minioBin); err != nil {
 		fmt.Fprintln(os.Stderr, "objstore:", err)
 		os.Exit(1)
 	}
 }
 
 type row struct {
-	cmd     string
-	rttMS   int
-	wall    time.Duration
-	cpu     time.Duration
-	conns   int64
-	peakRSS int64 // bytes
-	c       snapshot
-	outcome string
+	cmd   string
+	rttMS int
+	wall  time.Duration
+	cpu   time.Duration
+	// serverCPU is a separate S3 server's (MinIO's) CPU; the embedded
+	// gateway's is in cpu.
+	serverCPU time.Duration
+	conns     int64
+	peakRSS   int64 // bytes
+	c         snapshot
+	outcome   string
 }
 
-func run(ctx context.Context, files, rows, partitions, perCommit int, latencies, commands, work string, verbose, trace bool, repeat, readConc int) error {
+func run(ctx context.Context, files, rows, partitions, perCommit int, latencies, commands, work string, verbose, trace bool, repeat, readConc int, minioBin string) error {
 	var rtts []int
 	for _, s := range strings.Split(latencies, ",") {
 		if strings.TrimSpace(s) == "local" {
@@ -111,11 +118,20 @@ func run(ctx context.Context, files, rows, partitions, perCommit int, latencies,
 	if err != nil {
 		return err
 	}
-	gw, err := s3gateway.Start(ctx, s3gateway.Options{RootDir: filepath.Join(work, "gateway")})
+	var gw s3Server
+	if minioBin != "" {
+		gw, err = startMinio(ctx, minioBin, filepath.Join(work, "minio", "data"))
+	} else {
+		gw, err = s3gateway.Start(ctx, s3gateway.Options{RootDir: filepath.Join(work, "gateway")})
+	}
 	if err != nil {
 		return err
 	}
 	defer gw.Close()
+	serverCPUTime := func() time.Duration { return 0 }
+	if sc, ok := gw.(serverCPU); ok {
+		serverCPUTime = sc.CPU
+	}
 	if err := gw.CreateBucket(ctx, bucket); err != nil {
 		return err
 	}
@@ -192,7 +208,7 @@ func run(ctx context.Context, files, rows, partitions, perCommit int, latencies,
 			var reps []row
 			for range runs {
 				resetPeakRSS()
-				before, conns0, cpu0 := cnt.snap(), px.Conns.Load(), cpuTime()
+				before, conns0, cpu0, server0 := cnt.snap(), px.Conns.Load(), cpuTime(), serverCPUTime()
 				start := time.Now()
 				if trace {
 					cnt.trace = func(at, took time.Duration, n int64, method, target string) {
@@ -201,7 +217,7 @@ func run(ctx context.Context, files, rows, partitions, perCommit int, latencies,
 					}
 				}
 				outcome, err := runCommand(ctx, cmd, cat, ident, cfg, log)
-				r := row{cmd: cmd, rttMS: ms, wall: time.Since(start), cpu: cpuTime() - cpu0, conns: px.Conns.Load() - conns0,
+				r := row{cmd: cmd, rttMS: ms, wall: time.Since(start), cpu: cpuTime() - cpu0, serverCPU: serverCPUTime() - server0, conns: px.Conns.Load() - conns0,
 					peakRSS: peakRSS(), c: cnt.snap().minus(before), outcome: outcome}
 				if err != nil {
 					closeProxy(px, ms)
@@ -292,14 +308,14 @@ func printTable(rows []row, files int) {
 		}
 	}
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "command\tRTT ms\twall s\tratio\tCPU s\tpeak MB\trequests\treq/file\tGET\tranged GET\tHEAD\tPUT\tLIST\tDELETE\tPOST\tconns\tMB down\tMB up\t")
+	fmt.Fprintln(tw, "command\tRTT ms\twall s\tratio\tCPU s\tS3 CPU s\tpeak MB\trequests\treq/file\tGET\tranged GET\tHEAD\tPUT\tLIST\tDELETE\tPOST\tconns\tMB down\tMB up\t")
 	for _, r := range rows {
 		rtt := strconv.Itoa(r.rttMS)
 		if r.rttMS == localDisk {
 			rtt = "local"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%.2f\t%.2fx\t%.2f\t%.0f\t%d\t%.1f\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%.1f\t%.1f\t\n", r.cmd, rtt,
-			r.wall.Seconds(), r.wall.Seconds()/base[r.cmd].Seconds(), r.cpu.Seconds(), float64(r.peakRSS)/1e6, r.c.Requests, float64(r.c.Requests)/float64(files),
+		fmt.Fprintf(tw, "%s\t%s\t%.2f\t%.2fx\t%.2f\t%.2f\t%.0f\t%d\t%.1f\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%.1f\t%.1f\t\n", r.cmd, rtt,
+			r.wall.Seconds(), r.wall.Seconds()/base[r.cmd].Seconds(), r.cpu.Seconds(), r.serverCPU.Seconds(), float64(r.peakRSS)/1e6, r.c.Requests, float64(r.c.Requests)/float64(files),
 			r.c.GETs, r.c.RangedGETs, r.c.HEADs, r.c.PUTs, r.c.LISTs, r.c.DELETEs, r.c.POSTs, r.conns,
 			float64(r.c.BytesDown)/1e6, float64(r.c.BytesUp)/1e6)
 	}
