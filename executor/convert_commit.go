@@ -38,6 +38,13 @@ func (cv *conversion) write(ctx context.Context, tbl *table.Table, wfs iceio.Wri
 			return err
 		}
 		g := cv.groups[name]
+		if g.dv != nil {
+			if err := writeDVMerge(ctx, tbl, wfs, g.dv, writeID); err != nil {
+				return err
+			}
+			g.outs, g.outSeqs = g.dv.outputs, g.dv.outSeqs
+			continue
+		}
 		spec := meta.PartitionSpecByID(int(g.sample.SpecID()))
 		if spec == nil {
 			return fmt.Errorf("unknown partition spec %d", g.sample.SpecID())
@@ -86,13 +93,14 @@ func (cv *conversion) write(ctx context.Context, tbl *table.Table, wfs iceio.Wri
 		if err != nil {
 			return fmt.Errorf("describe %s: %w", g.path, err)
 		}
-		g.out = df
+		g.outs, g.outSeqs = []iceberg.DataFile{df}, []int64{cv.maxSeq}
 	}
 	return nil
 }
 
 // commitConversion removes the converted equality deletes and adds the
-// position deletes in one snapshot through the staged commit (format v2),
+// position deletes in one snapshot through the staged commit (format v2;
+// on v3 the deletion vectors, with the vectors they replace removed),
 // retrying lost races within the job's budget. Every attempt validates
 // what was committed since the conversion read its snapshot:
 //
@@ -168,7 +176,32 @@ func (e *Executor) commitConversion(ctx context.Context, log *slog.Logger, job p
 		st.Always[d.file.FilePath()] = d.file
 	}
 	for _, name := range slices.Sorted(maps.Keys(cv.groups)) {
-		st.AddDeletes = append(st.AddDeletes, commit.DeleteAddition{File: cv.groups[name].out, Seq: cv.maxSeq})
+		g := cv.groups[name]
+		for i, out := range g.outs {
+			st.AddDeletes = append(st.AddDeletes, commit.DeleteAddition{File: out, Seq: g.outSeqs[i]})
+		}
+		if g.dv != nil {
+			// Each vector replaces its data file's vectors, removed in
+			// the same snapshot (at most one per data file).
+			for _, src := range g.dv.remove {
+				st.Always[commit.FileKey(src.file)] = src.file
+			}
+		}
+	}
+	if cv.v3 {
+		validate := st.Validate
+		st.Validate = func(snapID int64, entry iceberg.ManifestEntry) error {
+			df := entry.DataFile()
+			if entry.Status() == iceberg.EntryStatusADDED && df.ContentType() == iceberg.EntryContentPosDeletes {
+				// A writer's vector for a file the conversion writes one
+				// for would be a second: plan again and merge it.
+				if ref := commit.ReferencedDataFile(df); ref != "" && scanned[ref] {
+					return fmt.Errorf("%w: snapshot %d added position deletes %s for %s, which the conversion writes a deletion vector for",
+						commit.ErrInputsGone, snapID, commit.FileKey(df), ref)
+				}
+			}
+			return validate(snapID, entry)
+		}
 	}
 	return e.commitStaged(ctx, log, job, planned, fs, st, rep, "equality-delete conversion")
 }

@@ -81,14 +81,25 @@ type conversion struct {
 	// outputs by the scope of the data files the rows name.
 	groups map[string]*posGroup
 	maxSeq int64 // highest sequence number of a converted delete
+
+	// Format v3 (convert_dv.go): the live deletion vectors by the data
+	// file they name (each output vector replaces its file's), and the
+	// groups' (spec, scope)s holding Parquet position deletes.
+	v3         bool
+	dvs        map[string][]posDeleteSource
+	parquetPos map[string]int
 }
 
 // posGroup is the matched rows of one (spec, partition) of data files.
 type posGroup struct {
 	sample iceberg.DataFile
 	rows   map[string][]int64 // data file path -> positions, ascending
-	out    iceberg.DataFile
-	path   string
+	// outs are the files written for it at outSeqs: one position-delete
+	// file (v2), or a deletion vector per data file (v3).
+	outs    []iceberg.DataFile
+	outSeqs []int64
+	path    string
+	dv      *deleteMerge // v3: the vectors' plan
 }
 
 func scopeKey(keys *planner.Keyer, meta table.Metadata, df iceberg.DataFile) string {
@@ -158,8 +169,8 @@ func (e *Executor) convertOnce(ctx context.Context, log *slog.Logger, job planne
 		log.Info("no equality deletes to convert", "why", "table has no snapshot")
 		return planner.Result{Outcome: planner.Noop}, rep
 	}
-	if v := tbl.Metadata().Version(); v != 2 {
-		log.Info("no equality deletes converted", "why", fmt.Sprintf("format v%d: only v2 tables take new position-delete files", v))
+	if v := tbl.Metadata().Version(); v < 2 {
+		log.Info("no equality deletes converted", "why", fmt.Sprintf("format v%d has no row-level deletes", v))
 		return planner.Result{Outcome: planner.Noop}, rep
 	}
 	rep.PlannedFromSnapshotID = snap.SnapshotID
@@ -182,6 +193,17 @@ func (e *Executor) convertOnce(ctx context.Context, log *slog.Logger, job planne
 	if err := cv.match(ctx, fs); err != nil {
 		rep.Conversion = cv.counts
 		return fail(planner.Failed, err)
+	}
+	if cv.v3 {
+		if why := cv.parquetBlocks(); why != "" {
+			log.Info("no equality deletes converted", "why", why)
+			rep.Conversion = cv.counts
+			return planner.Result{Outcome: planner.Noop}, rep
+		}
+		if err := cv.planDVs(ctx, fs); err != nil {
+			rep.Conversion = cv.counts
+			return fail(planner.Failed, err)
+		}
 	}
 	log.Info("equality deletes matched", "equality_delete_files", len(cv.deletes), "rows_matched", cv.counts.RowsMatched,
 		"data_files_scanned", cv.counts.DataFilesScanned, "bytes_read", cv.counts.BytesRead, "position_delete_files", len(cv.groups))
@@ -216,15 +238,24 @@ func (e *Executor) convertOnce(ctx context.Context, log *slog.Logger, job planne
 		return fail(planner.Failed, fmt.Errorf("equality-delete conversion abandoned: %w", err))
 	}
 	cv.counts.EqualityDeleteFilesRemoved = len(cv.deletes)
-	cv.counts.PositionDeleteFilesAdded = len(cv.groups)
+	rep.RemovedDeleteFiles = len(cv.deletes)
+	for _, g := range cv.groups {
+		cv.counts.PositionDeleteFilesAdded += len(g.outs)
+		for _, out := range g.outs {
+			if table.IsDeletionVector(out) {
+				rep.AddedDeleteBytes += *out.ContentSizeInBytes()
+			} else {
+				rep.AddedDeleteBytes += out.FileSizeBytes()
+			}
+		}
+		if g.dv != nil {
+			rep.RemovedDeleteFiles += len(g.dv.remove)
+		}
+	}
 	rep.Conversion = cv.counts
 	rep.Commits = 1
 	rep.CommittedSnapshotID = committed.CurrentSnapshot().SnapshotID
-	rep.RemovedDeleteFiles = len(cv.deletes)
-	rep.AddedDeleteFiles = len(cv.groups)
-	for _, g := range cv.groups {
-		rep.AddedDeleteBytes += g.out.FileSizeBytes()
-	}
+	rep.AddedDeleteFiles = cv.counts.PositionDeleteFilesAdded
 	log.Info("equality deletes converted", "snapshot_id", rep.CommittedSnapshotID,
 		"equality_delete_files_removed", len(cv.deletes), "position_delete_files_added", len(cv.groups),
 		"rows_matched", cv.counts.RowsMatched, "attempts", rep.Attempts, "conflicts", rep.Conflicts)
@@ -240,7 +271,8 @@ func planConversion(fs iceio.IO, meta table.Metadata, snap *table.Snapshot, part
 		want[strconv.Itoa(int(p.SpecID))+"|"+p.Key] = true
 	}
 	keys := planner.NewKeyer(meta)
-	cv := &conversion{scopes: map[string]string{}, groups: map[string]*posGroup{}}
+	cv := &conversion{scopes: map[string]string{}, groups: map[string]*posGroup{}, v3: meta.Version() >= 3,
+		dvs: map[string][]posDeleteSource{}, parquetPos: map[string]int{}}
 	var candidates []eqDelete
 	manifests, err := snap.Manifests(fs)
 	if err != nil {
@@ -255,6 +287,16 @@ func planConversion(fs iceio.IO, meta table.Metadata, snap *table.Snapshot, part
 			switch df.ContentType() {
 			case iceberg.EntryContentData:
 				cv.data = append(cv.data, eqDataFile{file: df, seq: entry.SequenceNum(), scope: scopeKey(keys, meta, df)})
+			case iceberg.EntryContentPosDeletes:
+				switch {
+				case !cv.v3:
+				case table.IsDeletionVector(df) && df.ReferencedDataFile() != nil:
+					ref := *df.ReferencedDataFile()
+					cv.dvs[ref] = append(cv.dvs[ref], posDeleteSource{file: df, seq: entry.SequenceNum()})
+				default:
+					// Keyed as the groups are (convert_match.go).
+					cv.parquetPos[strconv.Itoa(int(df.SpecID()))+"#"+scopeKey(keys, meta, df)]++
+				}
 			case iceberg.EntryContentEqDeletes:
 				full := strconv.Itoa(int(df.SpecID())) + "|" + keys.Key(df.SpecID(), df.Partition())
 				if !want[full] {
@@ -313,6 +355,9 @@ func (cv *conversion) written() []string {
 	for _, g := range cv.groups {
 		if g.path != "" {
 			out = append(out, g.path)
+		}
+		if g.dv != nil {
+			out = append(out, g.dv.written...)
 		}
 	}
 	return out
