@@ -45,10 +45,14 @@
 //     into position deletes ([ConversionCounts], [ErrEqualityFieldMissing],
 //     [ErrEqualityTypeMismatch]); convert_match.go: the equality columns
 //     read by field id and matched; convert_commit.go: the position-delete
-//     files written and committed through the staged commit.
+//     files written and committed through the staged commit; convert_dv.go:
+//     on format v3, deletion vectors instead, merged with the files'
+//     vectors.
 //   - posdeletes.go: the position-delete rewrite of a partition (scan,
 //     merge plan); posdeletes_commit.go: the merged files written and
-//     committed.
+//     committed; posdeletes_dv.go: on format v3, the rewrite into one
+//     deletion vector per data file (duplicates merged, dangling vectors
+//     and Parquet position deletes removed) and [ErrBadDeletionVector].
 //   - sort.go: sort and z-order rewrites ([ResolveSortOrder]); sort_group.go:
 //     one group read and sorted (in memory, or by package internal/extsort);
 //     sort_sink.go: the sorted rows written into files, several at once.
