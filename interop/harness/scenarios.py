@@ -393,13 +393,19 @@ def replay(m, ops):
     return {"ok": ok, "failed": failed, "conflicts": conflicts}
 
 
-def appender_main(work_dir, table, state, first_id, batches):
+def appender_main(work_dir, table, state, first_id, batches, delete_attempts="1", go_file=""):
     """The other process of scenario 2: appends batches and now and then
     deletes a few rows of an earlier batch (merge-on-read position deletes
     against files reactor may be compacting), logging each statement's
-    outcome."""
+    outcome. With delete_attempts > 1 a DELETE that lost to a concurrent
+    rewrite is issued again (as a writer retries), up to that many times;
+    every attempt is logged. With go_file it starts its Spark session at
+    once and writes once that file exists (a session takes 15-45 s to come
+    up on a busy machine: the caller goes on meanwhile)."""
     env = Env(os.path.dirname(work_dir), tools_from_env(), os.path.basename(work_dir), init=False)
     spark = env.spark("interop-s2-appender")
+    while go_file and not os.path.exists(go_file):
+        time.sleep(0.2)
     m = M.Model(seed=22)
     m.next_id = int(first_id)
     earlier = []
@@ -418,14 +424,17 @@ def appender_main(work_dir, table, state, first_id, batches):
                 earlier.append([r[0] for r in rows])
             if b % 4 == 3 and len(earlier) > 2:
                 ids = earlier[-3][::3]
-                rec = {"op": "delete", "ids": ids}
-                try:
-                    spark.sql(f"DELETE FROM {table} WHERE id IN ({','.join(map(str, ids))})")
-                    rec["ok"] = True
-                except Exception as e:  # noqa: BLE001
-                    rec["ok"], rec["error"] = False, str(e)[:500]
-                out.write(json.dumps(rec) + "\n")
-                out.flush()
+                for _ in range(int(delete_attempts)):
+                    rec = {"op": "delete", "ids": ids}
+                    try:
+                        spark.sql(f"DELETE FROM {table} WHERE id IN ({','.join(map(str, ids))})")
+                        rec["ok"] = True
+                    except Exception as e:  # noqa: BLE001
+                        rec["ok"], rec["error"] = False, str(e)[:500]
+                    out.write(json.dumps(rec) + "\n")
+                    out.flush()
+                    if rec["ok"]:
+                        break
     spark.stop()
 
 

@@ -10,6 +10,7 @@ one run shows everything reactor gets wrong."""
 
 import json
 import os
+import signal
 import subprocess
 import time
 
@@ -21,7 +22,8 @@ from .tablestate import checksum, delete_kinds, lineage, lineage_problems, v3_de
 V3_MOR_PROPS = ("'format-version'='3', 'write.delete.mode'='merge-on-read', "
                 "'write.update.mode'='merge-on-read', 'write.merge.mode'='merge-on-read'")
 V2_MOR_PROPS = V3_MOR_PROPS.replace("'format-version'='3'", "'format-version'='2'")
-V3_APPEND_BATCHES = 10
+V3_APPEND_BATCHES = 8
+APPENDER_FIRST_ID = 1_000_000
 
 
 def v3_writes(spark, table, m, label):
@@ -86,12 +88,19 @@ def scenario_v3_dvs(work, tools, opts):
     spark = env.spark("interop-s9")
     table = f"{CATALOG}.db.v3"
     ident = "db.v3"
-    problems, res = [], {}
+    problems, res, appender = [], {}, None
     try:
         spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {CATALOG}.db")
         spark.sql(f"CREATE TABLE {table} ({M.DDL_COLUMNS}) USING iceberg PARTITIONED BY (category) "
                   f"TBLPROPERTIES ({V3_MOR_PROPS})")
         m = M.Model(seed=9)
+        # The second writer's process starts now (its session comes up while
+        # this one writes) and writes once `go` exists; its ids start far
+        # past this session's.
+        go, state = os.path.join(env.work, "appender.go"), os.path.join(env.work, "appender.jsonl")
+        appender = run_py(["appender", env.work, table, state, str(APPENDER_FIRST_ID), str(V3_APPEND_BATCHES), "4", go],
+                          stdout=open(os.path.join(env.work, "appender.out"), "w"), stderr=subprocess.STDOUT,
+                          start_new_session=True)
         v3_writes(spark, table, m, "v")
         exp = expect(spark, env, m, "expected_s9")
         compare_rows(spark, table, exp, "Spark's v3 writes")
@@ -116,12 +125,11 @@ def scenario_v3_dvs(work, tools, opts):
         res["expire"] = {"outcome": r.get("outcome"), **counts(r)}
 
         # A second Spark writer (inserts, and DELETEs of earlier rows: more
-        # deletion vectors) while reactor compacts and merges deletes.
+        # deletion vectors) while reactor compacts and merges deletes. Its
+        # process started with the scenario and waits for the go file.
         before = lineage(spark, table)
-        state = os.path.join(env.work, "appender.jsonl")
-        appender = run_py(["appender", env.work, table, state, str(m.next_id), str(V3_APPEND_BATCHES)],
-                          stdout=open(os.path.join(env.work, "appender.out"), "w"), stderr=subprocess.STDOUT,
-                          start_new_session=True)
+        with open(go, "w"):
+            pass
         # reactor's jobs start once the writer committed its first statement
         # (its Spark session takes 15-30 s to come up).
         while appender.poll() is None and not (os.path.exists(state) and os.path.getsize(state) > 0):
@@ -138,12 +146,12 @@ def scenario_v3_dvs(work, tools, opts):
         check(appender.returncode == 0, f"appender exited {appender.returncode} (see {env.work}/appender.out)")
         ops = [json.loads(line) for line in open(state)]
         applied = replay(m, ops)
-        # The writer drew ids from m.next_id on: later batches go past them.
-        m.next_id = max([m.next_id] + [r[0] + 1 for op in ops if op["op"] == "insert" for r in op["rows"]])
         log(f"  Spark writer: {applied}; reactor beside it: {runs}")
         res["concurrent"] = {"reactor": runs, "spark": applied}
         if not runs.get("succeeded"):
             problems.append(f"no reactor job committed beside the Spark writer: {runs}")
+        check(any(op["op"] == "delete" and op["ok"] for op in ops),
+              "none of the Spark writer's DELETEs committed beside reactor's jobs (4 attempts each)")
         exp = expect(spark, env, m, "expected_s9_concurrent")
         r = reactor_step(spark, env, table, ident, exp, "compact", problems=problems, label="final reactor compact")
         problems += lineage_problems(before, lineage(spark, table), "beside the second Spark writer")
@@ -164,6 +172,9 @@ def scenario_v3_dvs(work, tools, opts):
             raise Failure(f"{len(problems)} v3 problems (rows exact throughout):\n  " + "\n  ".join(problems))
         return res
     finally:
+        if appender and appender.poll() is None:  # the scenario failed before the writer finished
+            os.killpg(appender.pid, signal.SIGKILL)
+            appender.wait()
         spark.stop()
 
 
