@@ -6,8 +6,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/iceberg-go/table"
+
 	"github.com/icereactor/reactor/events"
 	"github.com/icereactor/reactor/lease"
+	"github.com/icereactor/reactor/streamwriter"
 )
 
 // restartThresholds are the streaming defaults with a threshold a dozen
@@ -25,7 +28,8 @@ defaults:
 // the time from the restart to the first job of that table starting, with
 // the default lease TTL (the wait this replaces was TTL + TTL/3), and the
 // time until the restarted replica owns the table again. Run alone and
-// beside two survivors.
+// as each of three replicas in turn (each restart kills the next replica
+// and times a table of its own), the other two surviving.
 //
 //	go test -run '^$' -bench BenchmarkRestartToFirstJob -benchtime 10x ./worker/
 func BenchmarkRestartToFirstJob(b *testing.B) {
@@ -39,33 +43,70 @@ func BenchmarkRestartToFirstJob(b *testing.B) {
 				h.workerCfg = func(c *Config) { c.Leases = LeaseConfig{Replica: name(i), TTL: lease.DefaultTTL} }
 				workers[i] = h.start()
 			}
-			owner := func() int {
+			owner := func(tbl string) int {
 				for i, w := range workers {
-					if w != nil && w.Leases() != nil && w.Leases().Owns("db.events") {
+					if w != nil && w.Leases() != nil && w.Leases().Owns(tbl) {
 						return i
 					}
 				}
 				return -1
 			}
-			h.eventually("the table owned", func() bool { return owner() >= 0 })
+			h.eventually("the table owned", func() bool { return owner("db.events") >= 0 })
+			if replicas > 1 {
+				h.eventually("the shards spread", func() bool {
+					for _, w := range workers {
+						if w.Leases().HeldCount() < w.Leases().Shards()/replicas-1 {
+							return false
+						}
+					}
+					return true
+				})
+			}
+			// A table of each replica's: db.events for the first owner, a
+			// new table for each other replica.
+			tables := map[int]string{owner("db.events"): "db.events"}
+			writers := map[string]*streamwriter.Writer{}
+			for i := 0; len(tables) < replicas; i++ {
+				if i > 256 {
+					b.Fatal("no table name hashes to every replica's shards")
+				}
+				name := fmt.Sprintf("r%d", i)
+				o := owner("db." + name)
+				if _, taken := tables[o]; taken || o < 0 {
+					continue
+				}
+				ident := table.Identifier{"db", name}
+				if _, err := streamwriter.CreateTable(h.ctx, h.cat, ident, nil); err != nil {
+					b.Fatal(err)
+				}
+				tables[o] = "db." + name
+				writers["db."+name] = streamwriter.New(h.cat, ident, h.publish)
+			}
 			var waits, owned []time.Duration
 			for n := 0; n < b.N; n++ {
-				victim := owner()
+				victim := n % replicas
+				tbl := tables[victim]
 				workers[victim].kill()
 				workers[victim] = nil
 				before := len(jobs.all())
 				for range 6 {
-					h.commit("a", 20)
+					if w := writers[tbl]; w != nil {
+						if _, err := w.Commit(h.ctx, "a", 20); err != nil {
+							b.Fatal(err)
+						}
+					} else {
+						h.commit("a", 20)
+					}
 				}
 				h.workerCfg = func(c *Config) { c.Leases = LeaseConfig{Replica: name(victim), TTL: lease.DefaultTTL} }
 				start := time.Now()
 				workers[victim] = h.start()
-				h.eventually("the table owned again", func() bool { return owner() == victim })
+				h.eventually("the table owned again", func() bool { return owner(tbl) == victim })
 				owned = append(owned, time.Since(start))
 				var first events.JobEvent
 				h.eventually("the first job after the restart", func() bool {
 					for _, ev := range jobs.all()[before:] {
-						if ev.Table == "db.events" && ev.Phase == events.JobStarted {
+						if ev.Table == tbl && ev.Phase == events.JobStarted {
 							first = ev
 							return true
 						}
