@@ -222,6 +222,17 @@ func TestV3PositionDeleteRewriteAfterUpgrade(t *testing.T) {
 				t.Fatalf("rewrite: %v %v", res.Outcome, res.Err)
 			}
 			t.Logf("rewrote %d delete files into %d deletion vectors", rep.RewrittenDeleteFiles, rep.AddedDeleteFiles)
+			if !deleteAfterUpgrade {
+				// The first v3 commit: its manifest list gives the v2-era
+				// data manifests their first_row_id, 70 row ids in all
+				// (the spec's first row id inheritance).
+				snap := f.load().CurrentSnapshot()
+				if snap.FirstRowID == nil || *snap.FirstRowID != 0 || snap.AddedRows == nil || *snap.AddedRows != 70 ||
+					f.load().Metadata().NextRowID() != 70 {
+					t.Errorf("first v3 snapshot: first-row-id %v added-rows %v next-row-id %d; want 0, 70, 70",
+						snap.FirstRowID, snap.AddedRows, f.load().Metadata().NextRowID())
+				}
+			}
 			sameContents(t, "after the rewrite", before, f.contents())
 			for _, d := range pdmDeleteFiles(t, f) {
 				if !table.IsDeletionVector(d.df) {
