@@ -5,6 +5,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/icereactor/reactor/embedded"
+	"github.com/icereactor/reactor/streamwriter"
 	"github.com/icereactor/reactor/thresholds"
 )
 
@@ -69,5 +73,73 @@ func TestDeletionVectorRules(t *testing.T) {
 				t.Errorf("both settled: still due for %q", kind)
 			}
 		})
+	}
+}
+
+// Explain on a real table: a v2 table with Parquet position deletes plans
+// nothing for one delete file; upgraded to v3, the same partition is due
+// for rewrite_position_deletes by deletion_vector_rules, and the check is
+// shown for v3 tables only.
+func TestExplainDeletionVectorRulesAfterUpgrade(t *testing.T) {
+	ctx := t.Context()
+	cat, err := embedded.OpenCatalog(ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ident := table.Identifier{"db", "t"}
+	if _, err := streamwriter.CreateTable(ctx, cat, ident, streamwriter.MergeOnReadProperties); err != nil {
+		t.Fatal(err)
+	}
+	w := streamwriter.New(cat, ident, nil)
+	if _, err := w.Commit(ctx, "a", 50); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.DeleteRows(ctx, 3); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := thresholds.Parse(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	explain := func() Plan {
+		t.Helper()
+		tbl, err := cat.LoadTable(ctx, ident)
+		if err != nil {
+			t.Fatal(err)
+		}
+		plan, err := Explain(ctx, tbl, cfg, time.Now().Add(time.Hour))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return plan
+	}
+	shown := func(p Plan) bool {
+		for _, pp := range p.Partitions {
+			for _, c := range pp.Checks {
+				if c.Threshold == "deletion_vector_rules" {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	if p := explain(); len(p.Jobs) != 0 || shown(p) {
+		t.Fatalf("v2: jobs %+v, deletion_vector_rules shown %v; want neither", p.Jobs, shown(p))
+	}
+	tbl, err := cat.LoadTable(ctx, ident)
+	if err != nil {
+		t.Fatal(err)
+	}
+	txn := tbl.NewTransaction()
+	if err := txn.UpgradeFormatVersion(3); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := txn.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	p := explain()
+	if !shown(p) || len(p.Jobs) != 1 || p.Jobs[0].Kind != KindRewritePositionDeletes ||
+		p.Jobs[0].Reasons[0].Threshold != "deletion_vector_rules" {
+		t.Fatalf("v3: jobs %+v (check shown %v); want rewrite_position_deletes for deletion_vector_rules", p.Jobs, shown(p))
 	}
 }
