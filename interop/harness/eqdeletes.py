@@ -160,3 +160,68 @@ def scenario_eqdeletes(work, tools, opts):
         return res
     finally:
         spark.stop()
+
+
+def scenario_eqdeletes_v3(work, tools, opts):
+    """The same CDC on a format-v3 table Spark also DELETEs from (deletion
+    vectors): reactor converts the equality deletes into deletion vectors,
+    one per data file, merged with the vector Spark wrote for it; rows,
+    checksum and row lineage as before, the v3 delete rules after."""
+    from .tablestate import lineage, lineage_problems, v3_delete_problems
+    from .v3 import V3_MOR_PROPS
+
+    env = Env(work, tools, "s11_eqdeletes_v3")
+    env.write_thresholds(EQ_THRESHOLDS)
+    spark = env.spark("interop-s11")
+    table = f"{CATALOG}.db.cdc3"
+    ident = "db.cdc3"
+    res = {}
+    try:
+        spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {CATALOG}.db")
+        spark.sql(f"CREATE TABLE {table} ({M.DDL_COLUMNS}) USING iceberg PARTITIONED BY (category) "
+                  f"TBLPROPERTIES ({V3_MOR_PROPS})")
+        m = M.Model(seed=11)
+        for b in range(2):
+            rows = m.batch(f"c{b}", 60, 90)
+            insert_rows(spark, table, rows)
+            m.insert(rows)
+        spark.sql(f"DELETE FROM {table} WHERE id % 7 = 3")  # Spark's deletion vectors
+        m.delete_where(lambda r: r[0] % 7 == 3)
+        for k in range(3):
+            cdc_round(spark, env, table, ident, m, f"r{k}", n_delete=12, n_ghost=3, n_reinsert=4, n_new=12)
+        exp = expect(spark, env, m, "expected_s11")
+        compare_rows(spark, table, exp, "Spark reads iceberg-go's equality deletes beside its DVs")
+        before_sum, before_lineage, kinds = checksum(spark, table), lineage(spark, table), delete_kinds(spark, table)
+        log(f"  before: {kinds}, checksum {before_sum}")
+        check(kinds["equality"] >= 3 and kinds["dv"] > 0, f"want equality deletes and Spark's DVs: {kinds}")
+        plan = env.reactor("plan", ident)
+        jobs = [j["kind"] for j in plan.get("jobs") or []]
+        log(f"  reactor plan: {jobs}")
+        check("convert_equality_deletes" in jobs and "compact" not in jobs,
+              f"reactor plan does not schedule convert_equality_deletes alone: {jobs}")
+
+        r = env.reactor("convert-equality-deletes", ident)
+        log(f"reactor convert-equality-deletes: {r['outcome']} {counts(r)} in {r['_seconds']:.1f}s")
+        check(r["outcome"] == "succeeded", f"conversion did not succeed: {r}")
+        res["convert"] = counts(r)
+        compare_rows(spark, table, exp, "after reactor convert-equality-deletes (v3)")
+        check(checksum(spark, table) == before_sum, "checksum changed by the conversion")
+        kinds = delete_kinds(spark, table)
+        log(f"  after the conversion: {kinds}")
+        problems = v3_delete_problems(spark, table, "after the conversion")
+        problems += lineage_problems(before_lineage, lineage(spark, table), "after the conversion")
+        check(kinds["equality"] == 0 and kinds["position"] == 0 and kinds["dv"] > 0,
+              f"want deletion vectors only after the conversion: {kinds}")
+        check(not problems, "; ".join(problems))
+        check_metadata(spark, table, "after the conversion (v3)", expect_reactor_head=True)
+        res["after_convert"] = kinds
+
+        # Spark deletes again on reactor's vectors (it merges them) and reads.
+        spark.sql(f"DELETE FROM {table} WHERE id % 11 = 4")
+        m.delete_where(lambda r: r[0] % 11 == 4)
+        exp = expect(spark, env, m, "expected_s11_after")
+        compare_rows(spark, table, exp, "Spark's DELETE on reactor's deletion vectors")
+        check(not v3_delete_problems(spark, table, "after Spark's DELETE"), "v3 delete rules broken after Spark's DELETE")
+        return res
+    finally:
+        spark.stop()

@@ -745,7 +745,7 @@ def scenario_partition_filter(work, tools, opts):
 
 
 from .spark_connect import scenario_spark_connect  # noqa: E402 (it uses this module's helpers)
-from .eqdeletes import scenario_eqdeletes  # noqa: E402 (likewise)
+from .eqdeletes import scenario_eqdeletes, scenario_eqdeletes_v3  # noqa: E402 (likewise)
 from .v3 import scenario_v2_to_v3, scenario_v3_dvs  # noqa: E402 (likewise)
 
 SCENARIOS = {
@@ -762,6 +762,7 @@ PENDING = {
     "eqdeletes": scenario_eqdeletes,
     "v3_dvs": scenario_v3_dvs,
     "v2_to_v3": scenario_v2_to_v3,
+    "eqdeletes_v3": scenario_eqdeletes_v3,
 }
 
 # Reproductions of known bugs: run by name, not by default.
