@@ -67,10 +67,16 @@ func main() {
 		verbose    = flag.Bool("v", false, "log the jobs' lines")
 		readConc   = flag.Int("read-concurrency", 0, "reactor.read-concurrency for the timed commands (0: objectio's default)")
 		repeat     = flag.Int("repeat", 1, "times each command runs per latency; the row is the run with the median wall time (plan and orphans only: compact and expire change the table)")
+		memProfile = flag.String("memprofile", "", "write a heap profile to this file at every new peak of the heap in use")
 		minioBin   = flag.String("minio", "", "run against this MinIO binary (realparts/setup.sh builds one into ~/.cache/reactor-realparts/bin) instead of the embedded gateway")
 		trace      = flag.Bool("trace", false, "print every request of the timed commands (start ms, duration ms, in flight, method, target)")
 	)
 	flag.Parse()
+	if *memProfile != "" {
+		stop := make(chan struct{})
+		defer close(stop)
+		go peakHeapProfiler(*memProfile, stop)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, *files, *rows, *partitions, *perCommit, *latencies, *commands, *work, *verbose, *trace, *repeat, *readConc, *minioBin); err != nil {

@@ -3,9 +3,12 @@ package main
 import (
 	"bufio"
 	"os"
+	"runtime"
 	"runtime/debug"
+	"runtime/pprof"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // localDisk stands for the "local" latency: the table on local disk, no
@@ -41,4 +44,30 @@ func peakRSS() int64 {
 		return kb * 1024
 	}
 	return 0
+}
+
+// peakHeapProfiler writes a heap profile to path whenever the heap in use
+// reaches a new peak (checked every 100 ms), so the file shows what held
+// memory at the highest point of the run (-memprofile).
+func peakHeapProfiler(path string, stop <-chan struct{}) {
+	var peak uint64
+	for {
+		select {
+		case <-stop:
+			return
+		case <-time.After(100 * time.Millisecond):
+		}
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		if ms.HeapInuse <= peak {
+			continue
+		}
+		peak = ms.HeapInuse
+		f, err := os.Create(path)
+		if err != nil {
+			return
+		}
+		_ = pprof.Lookup("heap").WriteTo(f, 0)
+		f.Close()
+	}
 }
