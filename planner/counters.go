@@ -30,6 +30,11 @@ type Counters struct {
 	EqualityDeleteRows  int64
 	DeletionVectorRows  int64
 	DeleteBytes         int64
+	// DuplicateDeletionVectors are the live deletion vectors beyond the
+	// first for one data file, DanglingDeletionVectors those whose data
+	// file is no longer live (format v3 rules; see dvRefs).
+	DuplicateDeletionVectors int
+	DanglingDeletionVectors  int
 	// SortedFiles are the data files a sort or z-order rewrite wrote (the
 	// rest are "unsorted": what the next sort rewrite is for).
 	SortedFiles int

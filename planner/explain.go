@@ -112,16 +112,16 @@ func equalityCheck(c Counters, set thresholds.Effective) Check {
 // file (Iceberg 1.11 refuses a table with two) and none for a data file no
 // longer live, and deletion vectors are the only position deletes v3
 // writers add. Measured counts the Parquet position-delete files (left from
-// before an upgrade to v3) and the deletion vectors beyond one per data
-// file (at least that many are duplicate or dangling; the counters do not
-// tell which data file each names, so a duplicate beside a data file with
-// none goes unseen until the rewrite runs for another reason).
+// before an upgrade to v3) and the deletion vectors that break the rules:
+// duplicates and dangling ones as dvRefs follows them, or, when more, those
+// beyond one per data file (a vector added for a data file already gone is
+// seen only so, or by a state built from the snapshot).
 func dvRulesCheck(c Counters) Check {
-	extra := max(0, c.DeletionVectors-c.DataFiles)
-	n := int64(c.PositionDeleteFiles + extra)
+	bad := max(c.DuplicateDeletionVectors+c.DanglingDeletionVectors, c.DeletionVectors-c.DataFiles, 0)
+	n := int64(c.PositionDeleteFiles + bad)
 	return Check{Threshold: "deletion_vector_rules", Measured: n, Limit: 1, Unit: "files", Over: n >= 1,
-		Note: fmt.Sprintf("format v3: %d Parquet position-delete files to rewrite into deletion vectors; %d deletion vectors for %d data files",
-			c.PositionDeleteFiles, c.DeletionVectors, c.DataFiles)}
+		Note: fmt.Sprintf("format v3: %d Parquet position-delete files to rewrite into deletion vectors; %d deletion vectors for %d data files, "+
+			"%d duplicate, %d dangling", c.PositionDeleteFiles, c.DeletionVectors, c.DataFiles, c.DuplicateDeletionVectors, c.DanglingDeletionVectors)}
 }
 
 // deleteRemedy picks the cheaper job that clears a partition's delete debt:

@@ -42,6 +42,8 @@ type tableCounters struct {
 	// location hash), so their removal (a DELETED entry does not say which
 	// snapshot added the file) updates SortedFiles exactly.
 	sortedFiles map[uint64]struct{}
+	// dvs follows the live deletion vectors by the data file they name.
+	dvs dvRefs
 	// offloaded are the last snapshots reactor's jobs committed through
 	// Spark (see Result.OwnSnapshots), offloadedSort those a sort wrote.
 	offloaded, offloadedSort recentHashes // snapshot ids, grown on demand
@@ -141,6 +143,9 @@ func (tc *tableCounters) advance(ctx context.Context, tbl *table.Table, sz fileS
 	st := updateStats{changed: map[string]bool{}, ownSnapshotsOnly: true}
 	meta := tbl.Metadata()
 	tc.formatVersion = meta.Version()
+	if tc.dvs == nil {
+		tc.dvs = dvRefs{}
+	}
 	cur := tbl.CurrentSnapshot()
 	if cur == nil {
 		if tc.snapshotID != 0 {
@@ -198,6 +203,7 @@ func (tc *tableCounters) advance(ctx context.Context, tbl *table.Table, sz fileS
 			tc.dataManifests = countDataManifests(manifests)
 		}
 		st.snapshots++
+		var goneData []uint64
 		for _, m := range manifests {
 			// Only manifests this snapshot wrote can hold its changes; the
 			// rest are carried over unchanged from its parent.
@@ -225,6 +231,7 @@ func (tc *tableCounters) advance(ctx context.Context, tbl *table.Table, sz fileS
 					tc.confirmed.add(locationHash(df.FilePath()))
 					ps := tc.partition(keys, df)
 					ps.add(df, sz)
+					tc.dvs.added(ps, df)
 					tc.sortedFile(ps, df, true, tc.sorted(snap))
 					if !own && written.After(ps.LastWrite) {
 						ps.LastWrite = written
@@ -233,11 +240,16 @@ func (tc *tableCounters) advance(ctx context.Context, tbl *table.Table, sz fileS
 				case iceberg.EntryStatusDELETED:
 					ps := tc.partition(keys, df)
 					ps.remove(df, sz)
+					tc.dvs.removed(df)
+					if df.ContentType() == iceberg.EntryContentData && len(tc.dvs) > 0 {
+						goneData = append(goneData, locationHash(df.FilePath()))
+					}
 					tc.sortedFile(ps, df, false, false)
 					st.changed[ps.Key] = true
 				}
 			}
 		}
+		tc.dvs.dataGone(goneData)
 	}
 	tc.setSnapshot(cur)
 	return st, nil
@@ -267,6 +279,7 @@ func (tc *tableCounters) reset(sz fileSizes) {
 	tc.snapshotID, tc.sequenceNum, tc.timestampMs = 0, 0, 0
 	tc.sizes = sz
 	tc.sortedFiles = nil
+	tc.dvs = dvRefs{}
 	// Scheduling state (cool-downs, running jobs) survives a rebuild.
 	for k, ps := range old {
 		tc.partitions[k] = &partitionState{Key: ps.Key, SpecID: ps.SpecID, values: ps.values, cooldownUntil: ps.cooldownUntil,
@@ -307,6 +320,11 @@ func (tc *tableCounters) rebuild(ctx context.Context, tbl *table.Table, fs iceio
 		}
 	}
 	sortedBy := func(id int64) bool { return sortSnaps[id] }
+	// On v3, the live data files, to find the deletion vectors naming none.
+	var liveData map[uint64]struct{}
+	if meta.Version() >= 3 {
+		liveData = map[uint64]struct{}{}
+	}
 	// On an object store each manifest is a round trip: they are read
 	// the store's read concurrency at once and counted in list order.
 	err = history.ReadManifests(ctx, fs, manifests, objectio.ReadConcurrency(fs), true, func(_ iceberg.ManifestFile, entries []iceberg.ManifestEntry) error {
@@ -320,6 +338,10 @@ func (tc *tableCounters) rebuild(ctx context.Context, tbl *table.Table, fs iceio
 			}
 			ps := tc.partition(keys, df)
 			ps.add(df, sz)
+			tc.dvs.added(ps, df)
+			if liveData != nil && df.ContentType() == iceberg.EntryContentData {
+				liveData[locationHash(df.FilePath())] = struct{}{}
+			}
 			tc.sortedFile(ps, df, true, sortedBy(entry.SnapshotID()))
 			if w := written(entry.SnapshotID()); w.After(ps.LastWrite) {
 				ps.LastWrite = w
@@ -330,6 +352,9 @@ func (tc *tableCounters) rebuild(ctx context.Context, tbl *table.Table, fs iceio
 	})
 	if err != nil {
 		return st, err
+	}
+	if liveData != nil {
+		tc.dvs.danglingUnless(liveData)
 	}
 	// Partitions that no longer hold files keep their scheduling state but
 	// report zero counters; they are not "changed".
@@ -405,6 +430,8 @@ func (tc *tableCounters) totals() Counters {
 		t.EqualityDeleteRows += ps.EqualityDeleteRows
 		t.DeletionVectorRows += ps.DeletionVectorRows
 		t.DeleteBytes += ps.DeleteBytes
+		t.DuplicateDeletionVectors += ps.DuplicateDeletionVectors
+		t.DanglingDeletionVectors += ps.DanglingDeletionVectors
 		t.SortedFiles += ps.SortedFiles
 		if ps.LastWrite.After(t.LastWrite) {
 			t.LastWrite = ps.LastWrite
