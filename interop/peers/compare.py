@@ -48,6 +48,7 @@ ROWS = [
     ("write amplification", lambda r: f"{r['write_amp']:.2f}x"),
     ("maintainer CPU s (while written)", lambda r: f"{r['cpu_s']:.1f}"),
     ("maintainer CPU s (with start-up)", lambda r: f"{r['cpu_total_s']:.1f}"),
+    ("maintainer CPU ms per writer commit", lambda r: f"{1000 * r['cpu_s'] / max(r['commits'], 1):.1f}"),
     ("maintainer peak memory", lambda r: mib(r["peak_rss_bytes"])),
     ("snapshots, max / last", lambda r: f"{r['snapshots_max']} / {r['snapshots_last']}"),
     ("data manifests, max / last", lambda r: f"{r['data_manifests_max']} / {r['data_manifests_last']}"),
@@ -89,9 +90,11 @@ def main(dirs):
         a, b = scans(reactor, after), scans(peer, after)
         n = min(len(a), len(b))
         lower = sum(1 for i in range(n) if a[i][1] < b[i][1])
+        per_commit = ratio(reactor["cpu_s"] / max(reactor["commits"], 1), peer["cpu_s"] / max(peer["commits"], 1))
         print(f"reactor / {name}: scan median {ratio(reactor['scan_ratio_median'], peer['scan_ratio_median']):.2f}x, "
               f"live files median {ratio(reactor['live_files_median'], peer['live_files_median']):.2f}x, "
-              f"write amplification {ratio(reactor['write_amp'], peer['write_amp']):.2f}x, CPU {cpu:.2f}x, "
+              f"write amplification {ratio(reactor['write_amp'], peer['write_amp']):.2f}x, CPU {cpu:.2f}x "
+              f"({per_commit:.2f}x per writer commit), "
               f"peak memory {ratio(reactor['peak_rss_bytes'], peer['peak_rss_bytes']):.2f}x, "
               f"commit p99 {ratio(reactor['commit_p99_ms'], peer['commit_p99_ms']):.2f}x")
         cpu_target = 1 / 5 if name == "flink" else 1 / 10
