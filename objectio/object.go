@@ -20,8 +20,8 @@ import (
 	"github.com/aws/smithy-go"
 )
 
-// FileIO is iceberg-go's blob FileIO on S3 with Open replaced; every
-// other method (writes, deletes, listings, ReadFile, Stat) is blobfs's.
+// FileIO is iceberg-go's blob FileIO on S3 with Open and Remove replaced; every
+// other method (writes, bulk deletes, listings, ReadFile, Stat) is blobfs's.
 type FileIO struct {
 	*blobfs.FileIO
 
@@ -270,3 +270,24 @@ func (o *object) Mode() fs.FileMode          { return fs.ModeIrregular }
 func (o *object) ModTime() time.Time         { return o.mod }
 func (o *object) IsDir() bool                { return false }
 func (o *object) Sys() any                   { return o.io }
+
+// Remove deletes the object with one DeleteObject. blobfs asks with a
+// HEAD first so that it can report a missing object as fs.ErrNotExist;
+// on a store across a network that is a second round trip per deleted
+// file (expiry deletes hundreds), and S3's delete is idempotent, so the
+// one difference is that an object already gone is not told apart here:
+// it counts as deleted.
+func (f *FileIO) Remove(name string) error {
+	loc, err := f.extract(name)
+	if err != nil {
+		return &fs.PathError{Op: "remove", Path: name, Err: err}
+	}
+	key := loc.Key()
+	if !fs.ValidPath(key) {
+		return &fs.PathError{Op: "remove", Path: name, Err: fs.ErrInvalid}
+	}
+	if _, err := f.client.DeleteObject(f.ctx, &s3.DeleteObjectInput{Bucket: aws.String(f.bucket), Key: aws.String(key)}); err != nil {
+		return &fs.PathError{Op: "remove", Path: name, Err: err}
+	}
+	return nil
+}
