@@ -380,3 +380,32 @@ func TestBadSettingsAreRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestRemoveIsOneDELETE: a delete is one request, with no HEAD before it;
+// deleting a key that is not there is not an error (S3's delete is
+// idempotent), and the deleted object is gone.
+func TestRemoveIsOneDELETE(t *testing.T) {
+	bucket := newBucket(t)
+	put(t, bucket, "obj/doomed.bin", []byte("doomed"))
+	fsys, err := iceio.LoadFS(context.Background(), props(), "s3://"+bucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	testFront.reset()
+	if err := fsys.Remove("s3://" + bucket + "/obj/doomed.bin"); err != nil {
+		t.Fatal(err)
+	}
+	if err := fsys.Remove("s3://" + bucket + "/obj/never-there.bin"); err != nil {
+		t.Fatalf("removing a missing key: %v, want nil", err)
+	}
+	reqs, _ := testFront.reset()
+	if want := map[string]int{"DELETE obj": 2}; fmt.Sprint(reqs) != fmt.Sprint(want) {
+		t.Fatalf("requests %v, want %v", reqs, want)
+	}
+	if _, err := fsys.Open("s3://" + bucket + "/obj/doomed.bin"); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("after Remove, Open = %v, want fs.ErrNotExist", err)
+	}
+	if err := fsys.Remove("s3://" + bucket + "/../escape"); err == nil {
+		t.Fatal("a key that is not a valid path was deleted")
+	}
+}
