@@ -2,6 +2,7 @@ package planner
 
 import (
 	"testing"
+	"time"
 
 	"github.com/apache/iceberg-go"
 	iceio "github.com/apache/iceberg-go/io"
@@ -144,5 +145,15 @@ func TestStateCountsDuplicateDeletionVectors(t *testing.T) {
 		if chk := dvRulesCheck(tot); !chk.Over || chk.Measured != 1 {
 			t.Errorf("%s: deletion_vector_rules %+v, want over at 1", name, chk)
 		}
+	}
+	// reactor rewrite-deletes takes the partition though it holds no
+	// Parquet position-delete file.
+	cfg, err := thresholds.Parse(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	job, err := ManualJob(ctx, load(), cfg, KindRewritePositionDeletes, ManualOptions{}, time.Now())
+	if err != nil || len(job.Partitions) != 1 {
+		t.Errorf("manual rewrite-deletes: %d partitions (%v), want the one with deletion vectors", len(job.Partitions), err)
 	}
 }

@@ -90,7 +90,9 @@ func ManualJob(ctx context.Context, tbl *table.Table, cfg *thresholds.Config, ki
 				reason.Note = "equality-delete files"
 			}
 			if kind == KindRewritePositionDeletes {
-				if ps.PositionDeleteFiles == 0 && len(opts.Partitions) == 0 {
+				// Deletion vectors only exist on v3, where the rewrite
+				// merges duplicates and drops dangling ones.
+				if ps.PositionDeleteFiles == 0 && ps.DeletionVectors == 0 && len(opts.Partitions) == 0 {
 					continue
 				}
 				reason.Measured, reason.Limit = int64(ps.PositionDeleteFiles), int64(set.DeleteMinInputFiles)
