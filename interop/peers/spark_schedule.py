@@ -73,20 +73,20 @@ def main():
     while not stop.wait(every):
         for t in tables:
             ident = f"{cat}.{t}"  # the procedures resolve a bare namespace as a catalog
-            try:
+            # Each call on its own: a rewrite that lost its commit race
+            # (a result, logged) does not skip the expiry.
+            for what, sql in (
+                ("rewrite", f"CALL {cat}.system.rewrite_data_files(table => '{ident}', "
+                            f"options => map('target-file-size-bytes', '{target}'))"),
+                ("expire", f"CALL {cat}.system.expire_snapshots(table => '{ident}', "
+                           f"older_than => current_timestamp(), retain_last => {retain})"),
+            ):
                 t1 = time.time()
-                r = spark.sql(
-                    f"CALL {cat}.system.rewrite_data_files(table => '{ident}', "
-                    f"options => map('target-file-size-bytes', '{target}'))"
-                ).collect()[0].asDict()
-                t2 = time.time()
-                e = spark.sql(
-                    f"CALL {cat}.system.expire_snapshots(table => '{ident}', "
-                    f"older_than => current_timestamp(), retain_last => {retain})"
-                ).collect()[0].asDict()
-                log(f"{ident}: rewrite {r} in {t2 - t1:.1f}s; expire {e} in {time.time() - t2:.1f}s")
-            except Exception as ex:  # a lost commit race is a result, the schedule goes on
-                log(f"{ident}: failed: {str(ex)[:500]}")
+                try:
+                    r = spark.sql(sql).collect()[0].asDict()
+                    log(f"{ident}: {what} {r} in {time.time() - t1:.1f}s")
+                except Exception as ex:
+                    log(f"{ident}: {what} failed after {time.time() - t1:.1f}s: {str(ex)[:500]}")
     log("stopping")
     spark.stop()
     return 0
