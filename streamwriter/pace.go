@@ -21,6 +21,9 @@ type PaceOptions struct {
 	Commits int
 	// Rows is the number of rows per commit.
 	Rows int
+	// Updates, if positive, makes every commit an upsert (Upsert): that
+	// many of its rows replace live rows of its partition by key.
+	Updates int
 	// Concurrency is how many commits may be in flight at once (default 1:
 	// a streaming job commits one batch at a time).
 	Concurrency int
@@ -60,6 +63,9 @@ func (w *Writer) Pace(ctx context.Context, o PaceOptions) (PaceStats, error) {
 	}
 	if o.Rows < 1 || o.Partition == nil {
 		return PaceStats{}, fmt.Errorf("streamwriter: pace: need rows >= 1 and a partition function")
+	}
+	if o.Updates < 0 || o.Updates > o.Rows {
+		return PaceStats{}, fmt.Errorf("streamwriter: pace: updates must be between 0 and rows (%d), got %d", o.Rows, o.Updates)
 	}
 	interval := time.Duration(float64(time.Second) / o.Rate)
 	stop, cancel := context.WithCancel(ctx)
@@ -120,7 +126,13 @@ loop:
 			t0 := time.Now()
 			// Commits run under ctx, not stop: a commit cut off half-way
 			// would leave it unknown whether its rows are in the table.
-			id, err := w.Commit(ctx, part, o.Rows)
+			commit := w.Commit
+			if o.Updates > 0 {
+				commit = func(ctx context.Context, part string, rows int) (int64, error) {
+					return w.Upsert(ctx, part, rows, o.Updates)
+				}
+			}
+			id, err := commit(ctx, part, o.Rows)
 			if err != nil {
 				mu.Lock()
 				if firstErr == nil {
