@@ -29,6 +29,9 @@ type TableSample struct {
 	// DeleteFiles is the number of distinct delete files (position,
 	// equality, deletion vectors) a full scan applies.
 	DeleteFiles int
+	// EqualityDeletesMax is the most equality delete files a full scan
+	// applies within one partition (a CDC table's debt).
+	EqualityDeletesMax int
 	// PlannedFiles is every file a full scan opens: data plus delete files.
 	PlannedFiles      int
 	Snapshots         int
@@ -86,6 +89,7 @@ func Measure(ctx context.Context, tbl *table.Table, targetFileSize int64) (Table
 	}
 	bytesByPartition := map[string]int64{}
 	deletes := map[string]bool{}
+	eqByPartition := map[string]map[string]bool{}
 	for _, t := range tasks {
 		s.DataFiles++
 		s.DataBytes += t.File.FileSizeBytes()
@@ -96,6 +100,16 @@ func Measure(ctx context.Context, tbl *table.Table, targetFileSize int64) (Table
 				deletes[d.FilePath()] = true
 			}
 		}
+		for _, d := range t.EqualityDeleteFiles {
+			key := PartitionKey(t.File)
+			if eqByPartition[key] == nil {
+				eqByPartition[key] = map[string]bool{}
+			}
+			eqByPartition[key][d.FilePath()] = true
+		}
+	}
+	for _, eq := range eqByPartition {
+		s.EqualityDeletesMax = max(s.EqualityDeletesMax, len(eq))
 	}
 	s.Partitions = len(bytesByPartition)
 	for _, b := range bytesByPartition {

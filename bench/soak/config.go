@@ -45,6 +45,7 @@ type config struct {
 	maintainer        string        // reactor, none, or the name of -maintainer-cmd (maintainer.go)
 	maintainerCmd     string
 	deleteEvery       int // every n-th commit deletes deleteRows rows by position (deletes.go); 0: appends only
+	upsertKeys        int // every commit replaces this many live keys of its partition by equality delete (a CDC sink); 0: appends
 	deleteRows        int
 }
 
@@ -115,6 +116,7 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 	maintainerCmd := fs.String("maintainer-cmd", "", "the maintainer's shell `command` (with -maintainer NAME)")
 	deleteEvery := fs.Int("delete-every", 0, "every `n`th commit also deletes -delete-rows rows written n/2 commits before, by position (merge-on-read); 0: appends only")
 	deleteRows := fs.Int("delete-rows", 10, "rows per delete (with -delete-every)")
+	upsertKeys := fs.Int("upsert-keys", 0, "every commit is an upsert: `n` of its -rows replace live rows of its partition by key (an equality delete of their ids and the rows again, one row delta, as a Flink upsert sink commits); 0: appends")
 	smoke := fs.Bool("smoke", false, "a short run to check the soak works: 20s, samples every 2s, 4s warm-up, 5s latency windows (flags given explicitly win)")
 	if err := fs.Parse(args); err != nil {
 		return config{}, err
@@ -142,6 +144,7 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 		writerConcurrency: *writerConcurrency, scanEvery: *scanEvery, scanTables: *scanTables,
 		keepData: *keepData, grace: *grace, quietTail: *quietTail,
 		maintainer: *maintainer, maintainerCmd: *maintainerCmd, deleteEvery: *deleteEvery, deleteRows: *deleteRows,
+		upsertKeys: *upsertKeys,
 	}
 	props.Apply(cfg.tableProps)
 	if err := cfg.logLevel.UnmarshalText([]byte(*logLevel)); err != nil {
@@ -158,6 +161,8 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 		return config{}, fmt.Errorf("-rows must be between 1 and 1000000, got %d", cfg.rows)
 	case cfg.duration <= 0 || cfg.interval <= 0 || cfg.window <= 0 || cfg.grace <= 0:
 		return config{}, errors.New("-duration, -interval, -window and -grace must be positive")
+	case cfg.upsertKeys < 0 || cfg.upsertKeys > cfg.rows:
+		return config{}, fmt.Errorf("-upsert-keys must be between 0 and -rows (%d), got %d", cfg.rows, cfg.upsertKeys)
 	case cfg.deleteEvery < 0 || cfg.deleteEvery == 1 || cfg.deleteRows < 1:
 		return config{}, errors.New("-delete-every must be 0 (off) or at least 2, -delete-rows at least 1")
 	case cfg.warmup < 0 || cfg.allowance < 0 || cfg.quietTail < 0:

@@ -219,7 +219,7 @@ func (s *soak) createTables(ctx context.Context, js jetstream.JetStream) error {
 		}
 		ident := table.Identifier{namespace, name}
 		props := maps.Clone(s.cfg.tableProps)
-		if s.cfg.deleteEvery > 0 {
+		if s.cfg.deleteEvery > 0 || s.cfg.upsertKeys > 0 {
 			maps.Copy(props, streamwriter.MergeOnReadProperties)
 		}
 		tbl, err := streamwriter.CreateTable(ctx, s.cat, ident, props)
@@ -229,10 +229,13 @@ func (s *soak) createTables(ctx context.Context, js jetstream.JetStream) error {
 		qualified := namespace + "." + name
 		pub := streamwriter.JetStreamPublisher(js, "iceberg.commits."+qualified, s.log)
 		t := &soakTable{name: qualified, ident: ident, eff: s.th.For(qualified, tbl.Properties())}
-		if s.cfg.deleteEvery > 0 {
-			t.w = streamwriter.New(s.cat, ident, pub)
-			t.del = newDeleter(t.w, qualified, s.cfg.deleteEvery, s.cfg.deleteRows, s.cfg.rows, s.log)
-		} else {
+		switch {
+		case s.cfg.deleteEvery > 0 || s.cfg.upsertKeys > 0:
+			t.w = streamwriter.New(s.cat, ident, pub) // it keeps the live ids to delete or update
+			if s.cfg.deleteEvery > 0 {
+				t.del = newDeleter(t.w, qualified, s.cfg.deleteEvery, s.cfg.deleteRows, s.cfg.rows, s.log)
+			}
+		default:
 			t.w = streamwriter.AppendOnly(s.cat, ident, pub)
 		}
 		s.tables = append(s.tables, t)
@@ -258,8 +261,8 @@ func (s *soak) measure(ctx context.Context) {
 		wg.Go(func() {
 			t.pace, t.paceErr = t.w.Pace(ctx, streamwriter.PaceOptions{
 				Rate: s.cfg.rate, Duration: s.cfg.duration, Rows: s.cfg.rows,
-				Concurrency: s.cfg.writerConcurrency,
-				Partition:   func(i int) string { return fmt.Sprintf("p%d", i%s.cfg.partitions) },
+				Concurrency: s.cfg.writerConcurrency, Updates: s.cfg.upsertKeys,
+				Partition: func(i int) string { return fmt.Sprintf("p%d", i%s.cfg.partitions) },
 				OnCommit: func(c streamwriter.Committed) {
 					s.lat.Add(c.Start.Add(c.Took), c.Took)
 					if t.del != nil {
@@ -333,6 +336,7 @@ func (s *soak) sample(ctx context.Context) {
 		row.IdealFiles += p.IdealFiles
 		row.AllowedFiles += ts.AllowedFiles
 		row.DeleteFiles += p.DeleteFiles
+		row.EqualityDeletesMax = max(row.EqualityDeletesMax, p.EqualityDeletesMax)
 		row.PlannedFiles += p.PlannedFiles
 		row.SnapshotsMax = max(row.SnapshotsMax, p.Snapshots)
 		row.ManifestsMax = max(row.ManifestsMax, p.DataManifests)
@@ -412,6 +416,9 @@ func (s *soak) progress(r sample) string {
 		r.SnapshotsMax, r.ManifestsMax)
 	if r.DeleteFiles > 0 {
 		fmt.Fprintf(&b, "  deletes %d", r.DeleteFiles)
+	}
+	if r.EqualityDeletesMax > 0 {
+		fmt.Fprintf(&b, " (eq <= %d per partition)", r.EqualityDeletesMax)
 	}
 	if r.ScanTables > 0 {
 		fmt.Fprintf(&b, "  scan %5.1fx", r.ScanRatio)
