@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -89,12 +88,7 @@ func (w *Writer) Upsert(ctx context.Context, category string, rows, updates int)
 		return 0, fmt.Errorf("streamwriter: %w", err)
 	}
 	snap := committed.CurrentSnapshot()
-	var added int64
-	var files int
-	if snap.Summary != nil {
-		added, _ = strconv.ParseInt(snap.Summary.Properties["added-files-size"], 10, 64)
-		files, _ = strconv.Atoi(snap.Summary.Properties["added-data-files"])
-	}
+	added, files := addedFiles(snap)
 	w.mu.Lock()
 	w.bytes += added
 	w.files += files

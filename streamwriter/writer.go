@@ -90,14 +90,7 @@ func (w *Writer) Commit(ctx context.Context, category string, rows int) (int64, 
 	}
 
 	snap := committed.CurrentSnapshot()
-	var added int64
-	var files int
-	if snap.Summary != nil {
-		// A missing or malformed figure leaves the count short, never the
-		// rows: these are statistics for benchmarks and the demo.
-		added, _ = strconv.ParseInt(snap.Summary.Properties["added-files-size"], 10, 64)
-		files, _ = strconv.Atoi(snap.Summary.Properties["added-data-files"])
-	}
+	added, files := addedFiles(snap)
 	w.mu.Lock()
 	w.bytes += added
 	w.files += files
@@ -226,4 +219,16 @@ func records(tbl *table.Table, category string, first int64, rows int) (array.Re
 	rec := b.NewRecordBatch()
 	defer rec.Release()
 	return array.NewRecordReader(sc, []arrow.RecordBatch{rec})
+}
+
+// addedFiles is the bytes and data files snap's summary says it added. A
+// missing or malformed figure leaves the count short, never the rows:
+// these are statistics for benchmarks and the demo.
+func addedFiles(snap *table.Snapshot) (bytes int64, files int) {
+	if snap.Summary == nil {
+		return 0, 0
+	}
+	bytes, _ = strconv.ParseInt(snap.Summary.Properties["added-files-size"], 10, 64)
+	files, _ = strconv.Atoi(snap.Summary.Properties["added-data-files"])
+	return bytes, files
 }
