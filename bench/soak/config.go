@@ -68,6 +68,7 @@ The streaming scenarios:
   go run ./bench/soak -rate 5 -partitions 8 -duration 15m -out soak-5x1
   go run ./bench/soak -rate 20 -partitions 8 -duration 5m -out soak-20x1
   go run ./bench/soak -rate 1 -tables 20 -partitions 8 -duration 10m -out soak-1x20
+  go run ./bench/soak -rate 5 -partitions 8 -upsert-keys 20 -duration 5m -out soak-upsert  # a CDC table
   go run ./bench/soak -smoke                       # 20 s, to check it works
 
 Another maintainer in reactor's place (the peers: interop/peers):
