@@ -79,9 +79,15 @@ type Metrics struct {
 	// EventsForwarded counts events (and notification copies) sent on to
 	// the replica owning their table, by source.
 	EventsForwarded *prometheus.CounterVec
-	snapshots       *snapshotGauges
-	refresh         *refreshGauges
-	leaseOwners     *leaseOwners
+	// FastLanes is the hot tables with a fast lane open here;
+	// FastLaneLooks counts the events a lane saw, by what it did
+	// (urgent: asked for a refresh at the head of the line; covered: the
+	// state held the event already).
+	FastLanes     prometheus.Gauge
+	FastLaneLooks *prometheus.CounterVec
+	snapshots     *snapshotGauges
+	refresh       *refreshGauges
+	leaseOwners   *leaseOwners
 }
 
 // New creates the collectors on a fresh registry.
@@ -218,6 +224,14 @@ func New() *Metrics {
 			Name: "reactor_events_forwarded_total",
 			Help: "Events sent on to the replica that owns their table (through the shard stream), by source.",
 		}, []string{"source"}),
+		FastLanes: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "reactor_fast_lanes",
+			Help: "Hot tables (a partition near a threshold) whose commit events this replica also watches as they are published, ahead of the stream's backlog.",
+		}),
+		FastLaneLooks: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "reactor_fast_lane_looks_total",
+			Help: "Commit events a fast lane saw before the durable consumer delivered them, by outcome (urgent: a refresh asked for at the head of the line; covered: the state held them already).",
+		}, []string{"outcome"}),
 		snapshots:   newSnapshotGauges(),
 		refresh:     newRefreshGauges(),
 		leaseOwners: newLeaseOwners(),
@@ -229,7 +243,8 @@ func New() *Metrics {
 		// Created with the rest but long left unregistered, so they were
 		// never exported: the dashboard and alerts read them.
 		m.JobQueue, m.JobsRunning, m.JobQueueWait, m.Refreshes, m.EventsCoalesced, m.LeaseShards,
-		m.LeaseShardsHeld, m.LeaseMembers, m.LeaseHandovers, m.EventsForwarded, m.refresh, m.leaseOwners)
+		m.LeaseShardsHeld, m.LeaseMembers, m.LeaseHandovers, m.EventsForwarded, m.refresh, m.leaseOwners,
+		m.FastLanes, m.FastLaneLooks)
 	m.startAtZero()
 	return m
 }

@@ -48,6 +48,9 @@ func (m *Metrics) startAtZero() {
 	for _, result := range []string{"applied", "error", "internal_error"} {
 		m.ConfigReloads.WithLabelValues(result)
 	}
+	for _, outcome := range []string{"urgent", "covered"} {
+		m.FastLaneLooks.WithLabelValues(outcome)
+	}
 	for _, result := range []string{"applied", "error"} {
 		m.Refreshes.WithLabelValues(result)
 	}

@@ -146,10 +146,12 @@ func (f *fastLane) open(name string, hot bool) bool {
 			return false
 		}
 		f.subs[name] = s
+		f.c.met.FastLanes.Set(float64(len(f.subs)))
 		return true
 	case !hot && on:
 		_ = sub.Unsubscribe()
 		delete(f.subs, name)
+		f.c.met.FastLanes.Set(float64(len(f.subs)))
 	}
 	return false
 }
@@ -168,8 +170,10 @@ func (f *fastLane) look(m *nats.Msg) {
 		return
 	}
 	if f.c.applier.CommitCovered(ev) {
+		f.c.met.FastLaneLooks.WithLabelValues("covered").Inc()
 		return
 	}
+	f.c.met.FastLaneLooks.WithLabelValues("urgent").Inc()
 	f.c.applier.CommitSeen(name)
 	f.c.refreshes.addUrgent(name, append(ev.NamespaceLevels(), ev.Table), &work{
 		refresh: true,
@@ -190,6 +194,7 @@ func (f *fastLane) close() {
 	f.mu.Lock()
 	f.closed = true
 	clear(f.subs)
+	f.c.met.FastLanes.Set(0)
 	f.mu.Unlock()
 	f.nc.Close()
 }

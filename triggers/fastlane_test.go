@@ -140,6 +140,12 @@ func TestHotTableEventOvertakesQueuedEvents(t *testing.T) {
 	if r.applied("hot") != last {
 		t.Errorf("hot table at snapshot %d, want %d", r.applied("hot"), last)
 	}
+	if got := testutil.ToFloat64(met.FastLaneLooks.WithLabelValues("urgent")); got < 1 || got > hotEvents {
+		t.Errorf("reactor_fast_lane_looks_total{outcome=urgent} = %v, want 1..%d", got, hotEvents)
+	}
+	if got := testutil.ToFloat64(met.FastLanes); got != 1 {
+		t.Errorf("reactor_fast_lanes = %v, want 1 (the hot table's lane)", got)
+	}
 }
 
 // Which tables get a lane: a table near a threshold does, one far from it
@@ -167,6 +173,9 @@ func TestFastLaneOnlyForHotTables(t *testing.T) {
 			r.eventually("the events applied", func() bool { return r.applied("hot") == id && r.unacknowledged() == 0 })
 			if got := cons.FastLanes(); got != tt.wantLanes {
 				t.Errorf("%d lanes, want %d", got, tt.wantLanes)
+			}
+			if got := testutil.ToFloat64(met.FastLanes); got != float64(tt.wantLanes) {
+				t.Errorf("reactor_fast_lanes = %v, want %d", got, tt.wantLanes)
 			}
 			other := r.commit("other")
 			r.publish("other", other)
