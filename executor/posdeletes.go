@@ -120,6 +120,41 @@ type sourceRows struct {
 	foreign     string // a live data file of another partition it names
 }
 
+// readSourceRows reads the position-delete file src of partition p and
+// sorts its rows: those naming a data file no longer live (dangling), one
+// of another partition (foreign: the first is kept), or one newer than the
+// delete file (ineffective) are counted; every other row goes to take,
+// which returns the row to keep, or false when it applies to nothing
+// (counted ineffective).
+func readSourceRows(ctx context.Context, fs iceio.IO, p planner.Partition, src posDeleteSource, data map[string]liveDataFile,
+	take func(path string, df liveDataFile, pos int64) (posDeleteRow, bool)) (sourceRows, error) {
+	sr := sourceRows{src: src}
+	err := datapath.ReadPositionDeletes(ctx, fs, src.file.FilePath(), func(path string, pos int64) {
+		sr.total++
+		df, live := data[path]
+		switch {
+		case !live:
+			sr.dangling++
+		case df.specID != p.SpecID || df.key != p.Key:
+			if sr.foreign == "" {
+				sr.foreign = path
+			}
+		case df.seq > src.seq:
+			sr.ineffective++
+		default:
+			if row, ok := take(path, df, pos); ok {
+				sr.rows = append(sr.rows, row)
+			} else {
+				sr.ineffective++
+			}
+		}
+	})
+	if err != nil {
+		return sr, fmt.Errorf("read %s: %w", src.file.FilePath(), err)
+	}
+	return sr, nil
+}
+
 // rewritePositionDeletes merges each job partition's live Parquet
 // position-delete files into few files near the delete target size, like
 // Spark's rewrite_position_delete_files: rows naming data files that are no
@@ -361,31 +396,17 @@ func planDeleteMerge(ctx context.Context, fs iceio.IO, tbl *table.Table, p plann
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		sr := sourceRows{src: src}
-		err := datapath.ReadPositionDeletes(ctx, fs, src.file.FilePath(), func(path string, pos int64) {
-			sr.total++
-			df, live := data[path]
-			switch {
-			case !live:
-				sr.dangling++
-			case df.specID != p.SpecID || df.key != p.Key:
-				if sr.foreign == "" {
-					sr.foreign = path
-				}
-			case df.seq > src.seq:
-				sr.ineffective++
-			default:
-				idx, ok := intern[path]
-				if !ok {
-					idx = int32(len(m.paths))
-					intern[path] = idx
-					m.paths = append(m.paths, path)
-				}
-				sr.rows = append(sr.rows, posDeleteRow{file: idx, pos: pos})
+		sr, err := readSourceRows(ctx, fs, p, src, data, func(path string, _ liveDataFile, pos int64) (posDeleteRow, bool) {
+			idx, ok := intern[path]
+			if !ok {
+				idx = int32(len(m.paths))
+				intern[path] = idx
+				m.paths = append(m.paths, path)
 			}
+			return posDeleteRow{file: idx, pos: pos}, true
 		})
 		if err != nil {
-			return nil, fmt.Errorf("read %s: %w", src.file.FilePath(), err)
+			return nil, err
 		}
 		bytesIn += src.file.FileSizeBytes()
 		rowsIn += sr.total

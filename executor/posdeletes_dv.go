@@ -120,33 +120,20 @@ func planDVMerge(ctx context.Context, fs iceio.IO, p planner.Partition, found pa
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		sr := sourceRows{src: src}
-		err := datapath.ReadPositionDeletes(ctx, fs, src.file.FilePath(), func(path string, pos int64) {
-			sr.total++
-			df, live := data[path]
-			switch {
-			case !live:
-				sr.dangling++
-			case df.specID != p.SpecID || df.key != p.Key:
-				if sr.foreign == "" {
-					sr.foreign = path
-				}
-			case df.seq > src.seq:
-				sr.ineffective++
-			case hasDV[path]:
+		sr, err := readSourceRows(ctx, fs, p, src, data, func(path string, df liveDataFile, pos int64) (posDeleteRow, bool) {
+			if hasDV[path] {
 				// The spec's reader rule: a data file's deletion vector
 				// replaces its position-delete files (a writer adding one
 				// merges them in), so these rows no longer apply.
-				sr.ineffective++
-			default:
-				t := target(path, df)
-				t.parq = append(t.parq, pos)
-				t.seq = max(t.seq, src.seq)
-				sr.rows = append(sr.rows, posDeleteRow{pos: pos})
+				return posDeleteRow{}, false
 			}
+			t := target(path, df)
+			t.parq = append(t.parq, pos)
+			t.seq = max(t.seq, src.seq)
+			return posDeleteRow{pos: pos}, true
 		})
 		if err != nil {
-			return nil, fmt.Errorf("read %s: %w", src.file.FilePath(), err)
+			return nil, err
 		}
 		switch {
 		case sr.foreign != "":
