@@ -242,11 +242,43 @@ func (c *CommitConsumer) FastLanes() int {
 	return c.lane.lanes()
 }
 
-// pullBatch is how many messages a pull asks for: enough to keep the
-// window full without one pull holding all of it.
-func pullBatch(maxAckPending int) int {
-	return min(max(maxAckPending/4, 100), 2000)
+// FollowHot opens a fast lane for each of the named tables that is near
+// a threshold and owned here, as a refresh of it would. The worker calls
+// it after discovery: a table brought in at start or at a lease handover,
+// not by an event, is hot from its first commit on, and without this its
+// first event after the restart would wait behind the backlog.
+func (c *CommitConsumer) FollowHot(tables []string) {
+	if c.lane == nil {
+		return
+	}
+	opened := 0
+	for _, name := range tables {
+		if c.lane.want(name) && c.lane.open(name, true) {
+			opened++
+		}
+	}
+	if opened > 0 {
+		if err := c.lane.nc.FlushTimeout(laneFlushTimeout); err != nil {
+			c.log.Debug("fast lanes not confirmed by the server", "tables", opened, "error", err)
+		}
+	}
 }
+
+// pullBatch is how many messages a pull asks for: enough to keep the
+// window full without one pull holding all of it, and no more than
+// maxPull.
+func pullBatch(maxAckPending int) int {
+	return min(max(maxAckPending/4, 100), maxPull)
+}
+
+// maxPull caps a pull at 500 messages. The server keeps writing an
+// outstanding pull and the client keeps parsing it while the handler
+// yields to a hot table's urgent refresh, so a large pull is CPU taken
+// from that refresh: behind 10,000 queued events a hot table reacted in
+// 1.5x its unloaded time (mean; 1.9x at p99) with pulls of 2,000 and
+// 0.9-1.3x with 300-1,000, for a drain of the same burst within the
+// noise in CPU per event (BENCHMARKS 15).
+const maxPull = 500
 
 // handle runs on the consumer's delivery goroutine, so it never waits for
 // IO: an event the state already covers is acknowledged at once, any other

@@ -112,14 +112,18 @@ func dialLane(nc *nats.Conn, log *slog.Logger) (*nats.Conn, error) {
 // follow opens or closes the table's lane by what its state, just
 // refreshed, says.
 func (f *fastLane) follow(name string) {
-	hot := f.hot.NearThreshold(name) && (f.c.own == nil || f.c.own.Owns(name))
-	if f.open(name, hot) {
+	if f.open(name, f.want(name)) {
 		// The lane is open once the server knows the subscription: an
 		// event published after this returns takes it.
 		if err := f.nc.FlushTimeout(laneFlushTimeout); err != nil {
 			f.log.Debug("fast lane not confirmed by the server", "table", name, "error", err)
 		}
 	}
+}
+
+// want: the table is near a threshold and owned here.
+func (f *fastLane) want(name string) bool {
+	return f.hot.NearThreshold(name) && (f.c.own == nil || f.c.own.Owns(name))
 }
 
 // laneFlushTimeout bounds the round trip that confirms a new lane.

@@ -192,3 +192,43 @@ func TestFastLaneOnlyForHotTables(t *testing.T) {
 		})
 	}
 }
+
+// A table brought in by discovery (at start, or at a lease handover), not
+// by an event, gets its lane from FollowHot: after a restart its first
+// commit overtakes the backlog instead of waiting behind it, and a
+// discovered table far from every threshold gets none.
+func TestDiscoveredHotTableGetsALaneBeforeItsFirstEvent(t *testing.T) {
+	r, held, met, cons := newHotRig(t, triggers.CommitOptions{})
+	for range 2 {
+		r.commit("hot") // committed while reactor was down: no event
+	}
+	r.commit("other")
+	if n, err := r.planner.Discover(r.ctx); err != nil || n != 2 {
+		t.Fatalf("discovered %d tables (%v), want 2", n, err)
+	}
+	if got := cons.FastLanes(); got != 0 {
+		t.Fatalf("%d lanes before FollowHot, want 0", got)
+	}
+	cons.FollowHot(r.planner.Tables())
+	if got := cons.FastLanes(); got != 1 {
+		t.Fatalf("%d lanes after FollowHot, want 1 (hot only: other has one small file of 4)", got)
+	}
+	cons.FollowHot(r.planner.Tables()) // again: nothing more
+	if got := testutil.ToFloat64(met.FastLanes); got != 1 {
+		t.Errorf("reactor_fast_lanes = %v, want 1", got)
+	}
+
+	other := r.commit("other")
+	r.publish("other", other)
+	waitClosed(t, held.entered, "the durable consumer to reach the queued event")
+	next := r.commit("hot")
+	r.publish("hot", next)
+	r.eventually("the hot table's first event after discovery applied through its lane", func() bool { return r.applied("hot") == next })
+	if n := r.unacknowledged(); n != 2 {
+		t.Errorf("%d events unacknowledged while the durable consumer is held, want 2", n)
+	}
+	held.open()
+	r.eventually("every event acknowledged", func() bool { return r.unacknowledged() == 0 })
+	applied := met.Events.WithLabelValues("commit", metrics.OutcomeApplied)
+	r.eventually("both events counted once", func() bool { return testutil.ToFloat64(applied) == 2 })
+}

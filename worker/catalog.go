@@ -92,6 +92,11 @@ func (w *Worker) discover(ctx context.Context) {
 			n, err := w.Planner.Discover(ctx)
 			if err == nil {
 				w.log.Info("tables discovered", "tables", n, "duration", time.Since(start).Round(time.Millisecond))
+				// A discovered table near a threshold gets its fast lane
+				// now, not at its first event behind the backlog.
+				if _, commits, _ := w.link(); commits != nil {
+					commits.FollowHot(w.Planner.Tables())
+				}
 				break
 			}
 			if ctx.Err() != nil {
