@@ -63,6 +63,9 @@ type Allocator struct {
 	// mapped from the system.
 	taken  int64
 	poison bool
+	// closed: Close has run; a mapping freed after it is unmapped, not
+	// kept.
+	closed bool
 }
 
 var _ memory.Allocator = (*Allocator)(nil)
@@ -228,7 +231,7 @@ func (a *Allocator) Free(b []byte) {
 			fill(m)
 			return
 		}
-		if shift := bits.Len(uint(len(m) - 1)); len(m) == 1<<shift && shift <= keepMappedShift &&
+		if shift := bits.Len(uint(len(m) - 1)); !a.closed && len(m) == 1<<shift && shift <= keepMappedShift &&
 			(a.limit <= 0 || a.kept+int64(len(m)) <= a.limit) {
 			a.freeMapped[shift-mapShift] = append(a.freeMapped[shift-mapShift], m)
 			a.kept += int64(len(m))
@@ -260,6 +263,29 @@ func (a *Allocator) Free(b []byte) {
 func fill(b []byte) {
 	for i := range b {
 		b[i] = 0xAA
+	}
+}
+
+// Close unmaps the mappings kept for reuse and keeps none from here on.
+// They are not Go memory: an allocator dropped without Close leaves them
+// mapped for the life of the process (a job's pool kept up to its limit
+// of them, so every job left that much behind). Buffers still handed out
+// stay valid; each is unmapped when Arrow frees it. Close may be called
+// more than once; the allocator stays usable.
+func (a *Allocator) Close() {
+	a.mu.Lock()
+	a.closed = true
+	var kept [][]byte
+	for c := range a.freeMapped {
+		kept = append(kept, a.freeMapped[c]...)
+		for _, m := range a.freeMapped[c] {
+			a.kept -= int64(len(m))
+		}
+		a.freeMapped[c] = nil
+	}
+	a.mu.Unlock()
+	for _, m := range kept {
+		unmapBytes(m)
 	}
 }
 

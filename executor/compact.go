@@ -33,13 +33,15 @@ type rewriter struct {
 
 func (e *Executor) compact(ctx context.Context, log *slog.Logger, job planner.Job) (planner.Result, Report) {
 	var planned []table.CompactionTaskGroup
+	mem := e.newJobPool()
+	defer mem.Close()
 	res, rep := e.rewrite(ctx, log, job, rewriter{
 		plan: func(ctx context.Context, tbl *table.Table, job planner.Job) ([]table.CompactionTaskGroup, int, error) {
 			groups, skipped, err := planGroups(ctx, tbl, job)
 			planned = groups
 			return groups, skipped, err
 		},
-		write: e.compactionGroupWriter(job.Settings.TargetFileSize, e.newJobPool()),
+		write: e.compactionGroupWriter(job.Settings.TargetFileSize, mem),
 	})
 	res.NothingToDo = idlePartitions(job, planned, "no rewrite group: no set of files whose rewrite would change the partition "+
 		"(candidates fewer than min_input_files, or one file with no delete applying)")
@@ -411,7 +413,8 @@ func (e *Executor) writeUnits(ctx context.Context, tbl *table.Table, g table.Com
 	return res, errors.Join(errs...)
 }
 
-// newJobPool is the buffer pool of one job's data path.
-func (e *Executor) newJobPool() memory.Allocator {
+// newJobPool is the buffer pool of one job's data path; the job closes
+// it when its data path is done (what it keeps mapped is not Go memory).
+func (e *Executor) newJobPool() *arrowpool.Allocator {
 	return arrowpool.New(arrowpool.Options{Poison: e.opts.poisonFreed, Limit: jobPoolLimit})
 }

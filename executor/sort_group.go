@@ -54,6 +54,7 @@ func (e *Executor) writeSortedGroup(ctx context.Context, tbl *table.Table, g tab
 		writeTo = recordingTable(ctx, writeTo)
 	}
 	mem := e.newJobPool()
+	defer mem.Close()
 	readCtx := ctx
 	if !datapath.AnyDeletes(g.Tasks) {
 		readCtx = compute.WithAllocator(ctx, mem)
