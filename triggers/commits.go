@@ -258,9 +258,7 @@ func (c *CommitConsumer) FollowHot(tables []string) {
 		}
 	}
 	if opened > 0 {
-		if err := c.lane.nc.FlushTimeout(laneFlushTimeout); err != nil {
-			c.log.Debug("fast lanes not confirmed by the server", "tables", opened, "error", err)
-		}
+		c.lane.confirm(opened)
 	}
 }
 
@@ -275,9 +273,9 @@ func pullBatch(maxAckPending int) int {
 // outstanding pull and the client keeps parsing it while the handler
 // yields to a hot table's urgent refresh, so a large pull is CPU taken
 // from that refresh: behind 10,000 queued events a hot table reacted in
-// 1.5x its unloaded time (mean; 1.9x at p99) with pulls of 2,000 and
-// 0.9-1.3x with 300-1,000, for a drain of the same burst within the
-// noise in CPU per event (BENCHMARKS 15).
+// 1.6-2.0x its unloaded time (mean) with pulls of 2,000 and 1.2-1.4x with
+// 500, at about 1.3x the CPU per event of draining such a burst
+// (BENCHMARKS 15).
 const maxPull = 500
 
 // handle runs on the consumer's delivery goroutine, so it never waits for

@@ -113,11 +113,15 @@ func dialLane(nc *nats.Conn, log *slog.Logger) (*nats.Conn, error) {
 // refreshed, says.
 func (f *fastLane) follow(name string) {
 	if f.open(name, f.want(name)) {
-		// The lane is open once the server knows the subscription: an
-		// event published after this returns takes it.
-		if err := f.nc.FlushTimeout(laneFlushTimeout); err != nil {
-			f.log.Debug("fast lane not confirmed by the server", "table", name, "error", err)
-		}
+		f.confirm(1)
+	}
+}
+
+// confirm waits for the server to know the lanes just opened: an event
+// published after it returns takes them.
+func (f *fastLane) confirm(opened int) {
+	if err := f.nc.FlushTimeout(laneFlushTimeout); err != nil {
+		f.log.Debug("fast lanes not confirmed by the server", "lanes", opened, "error", err)
 	}
 }
 
