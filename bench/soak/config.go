@@ -38,6 +38,7 @@ type config struct {
 	scanEvery         int
 	scanTables        int
 	keepData          bool
+	cpuProfile        string
 	logLevel          slog.Level
 	grace             time.Duration
 	quietTail         time.Duration // sample this long after the writers stop (quiet.go)
@@ -109,6 +110,7 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 	scanEvery := fs.Int("scan-every", 1, "time the full scans every `n`th sample (they read every row)")
 	scanTables := fs.Int("scan-tables", 4, "full scans per sample, rotating over the tables")
 	keepData := fs.Bool("keep-data", false, "keep the warehouse, catalog and NATS store under -out/data")
+	cpuProfile := fs.String("reactor-cpuprofile", "", "write the reactor process's CPU profile to `file` (go tool pprof reads it)")
 	logLevel := fs.String("log-level", "info", "reactor's log `level` in -out/reactor.log: debug, info, warn or error")
 	grace := fs.Duration("grace", 30*time.Second, "at the end, how long reactor may finish its running jobs")
 	quietTail := fs.Duration("quiet-tail", 0, "after the writers stop, keep sampling the unwritten tables this long (0: none): the quiet targets")
@@ -143,7 +145,7 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 		interval: *interval, warmup: *warmup, window: *window, allowance: *allowance, out: *out,
 		thresholdsFile: *thresholdsFile, sets: sets, tableProps: map[string]string{},
 		writerConcurrency: *writerConcurrency, scanEvery: *scanEvery, scanTables: *scanTables,
-		keepData: *keepData, grace: *grace, quietTail: *quietTail,
+		keepData: *keepData, cpuProfile: *cpuProfile, grace: *grace, quietTail: *quietTail,
 		maintainer: *maintainer, maintainerCmd: *maintainerCmd, deleteEvery: *deleteEvery, deleteRows: *deleteRows,
 		upsertKeys: *upsertKeys,
 	}

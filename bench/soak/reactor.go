@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/pprof"
 	"syscall"
 	"time"
 
@@ -32,6 +33,7 @@ type reactorSpec struct {
 	LogLevel       string        `json:"log_level"`
 	ReadyFile      string        `json:"ready_file"`
 	Grace          time.Duration `json:"grace"`
+	CPUProfile     string        `json:"cpu_profile,omitempty"`
 }
 
 // reactorReady is what it answers once it runs.
@@ -65,6 +67,19 @@ func runReactor(specJSON string) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
+	if spec.CPUProfile != "" {
+		f, err := os.Create(spec.CPUProfile)
+		if err != nil {
+			log.Error("soak reactor: cpu profile", "error", err)
+			return 2
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			log.Error("soak reactor: cpu profile", "error", err)
+			return 2
+		}
+		defer pprof.StopCPUProfile()
+	}
 	w, err := worker.Start(ctx, worker.Config{
 		DataDir:     spec.DataDir,
 		CatalogName: embedded.CatalogName,
@@ -99,7 +114,7 @@ type reactorProcess struct {
 func startReactor(ctx context.Context, cfg config, dataDir, logPath string) (*reactorProcess, error) {
 	readyFile := filepath.Join(dataDir, "reactor.ready")
 	spec := reactorSpec{DataDir: dataDir, ThresholdsFile: cfg.thresholdsFile, Sets: cfg.sets,
-		LogLevel: cfg.logLevel.String(), ReadyFile: readyFile, Grace: cfg.grace}
+		LogLevel: cfg.logLevel.String(), ReadyFile: readyFile, Grace: cfg.grace, CPUProfile: cfg.cpuProfile}
 	rx := &reactorProcess{}
 	p, err := selfexec.Start(ctx, "reactor", reactorEnv, spec, readyFile, logPath, &rx.ready)
 	if err != nil {
