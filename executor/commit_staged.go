@@ -262,7 +262,7 @@ func (e *Executor) commitDeleteMergesStaged(ctx context.Context, log *slog.Logge
 				return fmt.Errorf("%w: snapshot %d removed data file %s", commit.ErrInputsGone, snapID, df.FilePath())
 			case entry.Status() == iceberg.EntryStatusADDED && df.ContentType() == iceberg.EntryContentPosDeletes:
 				if ref := commit.ReferencedDataFile(df); ref != "" && targets[ref] {
-					return fmt.Errorf("%w: snapshot %d added position deletes %s for %s", commit.ErrNewDeletes, snapID, commit.FileKey(df), ref)
+					return commit.NewDeletesBy(snapID, fmt.Sprintf("added position deletes %s for %s", commit.FileKey(df), ref))
 				}
 			}
 			return nil

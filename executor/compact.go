@@ -49,8 +49,24 @@ func (e *Executor) compact(ctx context.Context, log *slog.Logger, job planner.Jo
 }
 
 // rewrite rewrites the data files rw plans, in up to
-// partial_progress_max_commits batches.
+// partial_progress_max_commits batches. A commit that finds a writer added
+// deletes against its inputs since they were read (ErrNewDeletes) cannot
+// land: its outputs hold those rows. With nothing of the job committed yet,
+// the job plans again on the table as it is then, at most
+// maxRewriteReplans times (replanned); a writer that keeps deleting from
+// the inputs makes it give up, a conflict like a lost commit race.
 func (e *Executor) rewrite(ctx context.Context, log *slog.Logger, job planner.Job, rw rewriter) (planner.Result, Report) {
+	res, rep, replans := e.replanned(ctx, job, maxRewriteReplans, func() (planner.Result, Report) {
+		return e.rewriteOnce(ctx, log, job, rw)
+	}, e.replanOnNewDeletes(log, job))
+	if replans > 0 && res.Outcome == planner.GaveUp && errors.Is(res.Err, ErrNewDeletes) {
+		res.Err = fmt.Errorf("gave up after %d re-plans: %w", replans, res.Err)
+	}
+	return res, rep
+}
+
+// rewriteOnce is one plan of rewrite, its batches written and committed.
+func (e *Executor) rewriteOnce(ctx context.Context, log *slog.Logger, job planner.Job, rw rewriter) (planner.Result, Report) {
 	var rep Report
 	fail := func(outcome planner.Outcome, err error) (planner.Result, Report) {
 		return planner.Result{Outcome: outcome, Err: err}, rep
@@ -151,7 +167,10 @@ func (e *Executor) rewrite(ctx context.Context, log *slog.Logger, job planner.Jo
 			cleanUp(results)
 			rep.FailedBatches++
 			lastErr = err
-			gaveUp = conflict.IsRetryable(err)
+			// Deletes a writer added against the inputs are a race with
+			// it like a lost commit, not a fault: rewrite plans again, and
+			// a job that keeps losing gets the conflict cool-down.
+			gaveUp = conflict.IsRetryable(err) || errors.Is(err, ErrNewDeletes)
 			log.Warn("batch abandoned; its output files were deleted", "batch", i+1, "batches", len(batches), "error", err)
 			break
 		}

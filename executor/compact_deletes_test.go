@@ -139,8 +139,9 @@ func TestDeleteCompactionRewritesRightSizedFilesCarryingDeletes(t *testing.T) {
 
 // Equality deletes a CDC writer commits while the rewrite is in flight:
 // against the rewritten partition they abandon it (committing would
-// resurrect the rows they delete); against another partition they cost one
-// retry and stay.
+// resurrect the rows they delete), and a writer deleting before every
+// re-plan's commit makes the job give up; against another partition they
+// cost one retry and stay.
 func TestConcurrentEqualityDeletesDuringDeleteCompaction(t *testing.T) {
 	f := newFixture(t, streamwriter.MergeOnReadProperties)
 	for range 6 {
@@ -150,12 +151,15 @@ func TestConcurrentEqualityDeletesDuringDeleteCompaction(t *testing.T) {
 	mustDelete(t, func() (int64, error) { return f.writer.DeleteKeys(f.ctx, 1, 2) })
 	job := applyDeletes(f.job("defaults: {target_file_size: 1MiB, small_file_count: 5}", "a"))
 
-	f.icat.beforeNextCommits(func() { mustDelete(t, func() (int64, error) { return f.writer.DeleteKeys(f.ctx, 30, 31) }) })
+	f.icat.beforeNextCommits(
+		func() { mustDelete(t, func() (int64, error) { return f.writer.DeleteKeys(f.ctx, 30, 31) }) },
+		func() { mustDelete(t, func() (int64, error) { return f.writer.DeleteKeys(f.ctx, 32) }) },
+		func() { mustDelete(t, func() (int64, error) { return f.writer.DeleteKeys(f.ctx, 33) }) })
 	res, _ := f.exec.Run(f.ctx, job)
-	if res.Outcome == planner.Succeeded || !errors.Is(res.Err, executor.ErrNewDeletes) {
-		t.Fatalf("outcome %v, err %v; want the rewrite abandoned with ErrNewDeletes", res.Outcome, res.Err)
+	if res.Outcome != planner.GaveUp || !errors.Is(res.Err, executor.ErrNewDeletes) {
+		t.Fatalf("outcome %v, err %v; want the rewrite to give up on ErrNewDeletes", res.Outcome, res.Err)
 	}
-	if got := f.contents(); got.Total != f.writer.Written() || got.IDs[30]+got.IDs[31] != 0 {
+	if got := f.contents(); got.Total != f.writer.Written() || got.IDs[30]+got.IDs[31]+got.IDs[32]+got.IDs[33] != 0 {
 		t.Fatalf("after the abandoned rewrite: table %v, writer %v", got.Total, f.writer.Written())
 	}
 
@@ -168,7 +172,7 @@ func TestConcurrentEqualityDeletesDuringDeleteCompaction(t *testing.T) {
 	if got.Total != f.writer.Written() {
 		t.Errorf("table %v, writer %v", got.Total, f.writer.Written())
 	}
-	for _, id := range []int64{1, 2, 30, 31, 65} {
+	for _, id := range []int64{1, 2, 30, 31, 32, 33, 65} {
 		if got.IDs[id] != 0 {
 			t.Errorf("deleted id %d is visible again", id)
 		}

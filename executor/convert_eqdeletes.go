@@ -122,30 +122,20 @@ func scopeKey(keys *planner.Keyer, meta table.Metadata, df iceberg.DataFile) str
 // A commit that removed a file the conversion read (a compaction rewrote a
 // scanned data file, or applied and removed a delete) makes the outputs
 // stale: they are deleted and the conversion plans again on the new files,
-// up to maxConversionReplans times.
+// up to maxConversionReplans times within the job's commit budget
+// (replanned).
 func (e *Executor) convertEqualityDeletes(ctx context.Context, log *slog.Logger, job planner.Job) (planner.Result, Report) {
-	var total Report
-	for replan := 0; ; replan++ {
-		res, rep := e.convertOnce(ctx, log, job)
-		total.Attempts += rep.Attempts
-		total.Conflicts += rep.Conflicts
-		total.RetriesAfterCommit += rep.RetriesAfterCommit
-		total.OutputFilesCleanedUp += rep.OutputFilesCleanedUp
-		total.StagedMetadataCleanedUp += rep.StagedMetadataCleanedUp
-		read, scanned := total.Conversion.BytesRead+rep.Conversion.BytesRead, total.Conversion.DataFilesScanned+rep.Conversion.DataFilesScanned
-		if res.Outcome == planner.Failed && errors.Is(res.Err, ErrInputsGone) && replan < maxConversionReplans && ctx.Err() == nil {
-			log.Info("a file the conversion read was removed meanwhile; planning it again on the new files", "replan", replan+1, "why", res.Err)
-			total.Conversion.BytesRead, total.Conversion.DataFilesScanned = read, scanned
-			continue
+	res, rep, replans := e.replanned(ctx, job, maxConversionReplans, func() (planner.Result, Report) {
+		return e.convertOnce(ctx, log, job)
+	}, func(res planner.Result, _ *Report, replan int) bool {
+		if res.Outcome != planner.Failed || !errors.Is(res.Err, ErrInputsGone) {
+			return false
 		}
-		attempts, conflicts, retries, cleaned, staged := total.Attempts, total.Conflicts, total.RetriesAfterCommit,
-			total.OutputFilesCleanedUp, total.StagedMetadataCleanedUp
-		total = rep
-		total.Attempts, total.Conflicts, total.RetriesAfterCommit = attempts, conflicts, retries
-		total.OutputFilesCleanedUp, total.StagedMetadataCleanedUp = cleaned, staged
-		total.Conversion.BytesRead, total.Conversion.DataFilesScanned, total.Conversion.Replans = read, scanned, replan
-		return res, total
-	}
+		log.Info("a file the conversion read was removed meanwhile; planning it again on the new files", "replan", replan+1, "why", res.Err)
+		return true
+	})
+	rep.Conversion.Replans = replans
+	return res, rep
 }
 
 // maxConversionReplans bounds how often one job plans again after a

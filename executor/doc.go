@@ -24,6 +24,9 @@
 //   - commit_staged.go: a rewrite's commit through the staged snapshot
 //     (package internal/commit), attempt by attempt; [ErrInputsGone],
 //     [ErrNewDeletes], [ErrDiverged].
+//   - replan.go: a rewrite lost to a writer's new deletes against its
+//     inputs (ErrNewDeletes) planned again, at most twice, then GaveUp;
+//     the conversion's re-plan after ErrInputsGone shares the loop.
 //   - commit_replay.go: the commit of tables the staged path does not take
 //     (format v1 and v3), through iceberg-go's transaction re-staged per
 //     attempt.

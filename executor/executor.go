@@ -61,7 +61,9 @@ type Report struct {
 	RemovedDeleteFiles int
 	Commits            int
 	Attempts           int
-	Conflicts          int
+	// Conflicts counts the commit attempts lost to a concurrent commit,
+	// and the re-plans after a writer's deletes against a rewrite's inputs.
+	Conflicts int
 	// RetriesAfterCommit counts the retries that went right after an
 	// observed writer commit rather than at the end of their backoff.
 	RetriesAfterCommit      int

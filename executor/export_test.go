@@ -53,3 +53,7 @@ func SyncHistory(ctx context.Context, e *Executor, tbl *table.Table) error {
 // GuardCommits makes every commit of e ask g first, as Options.CommitGuard
 // does for an executor built with it.
 func GuardCommits(e *Executor, g CommitGuard) { e.guardWith(g) }
+
+// MaxRewriteReplans is how often a rewrite plans again after a writer's
+// deletes against its inputs.
+const MaxRewriteReplans = maxRewriteReplans

@@ -162,7 +162,25 @@ func readSourceRows(ctx context.Context, fs iceio.IO, p planner.Partition, src p
 // sources replaced by the outputs in one snapshot for the whole job. Data
 // files are never touched, so every remaining delete must keep applying to
 // exactly the rows it applies to now; each step below exists for that.
+//
+// On format v3 a writer's new deletion vector for a data file whose
+// vectors the job merges (ErrNewDeletes) makes the job's vector a second
+// one: the outputs are deleted and the job plans again, the writer's
+// vector then among those merged, at most maxRewriteReplans times
+// (replanned), else it gives up (the conflict cool-down).
 func (e *Executor) rewritePositionDeletes(ctx context.Context, log *slog.Logger, job planner.Job) (planner.Result, Report) {
+	res, rep, replans := e.replanned(ctx, job, maxRewriteReplans, func() (planner.Result, Report) {
+		return e.rewritePositionDeletesOnce(ctx, log, job)
+	}, e.replanOnNewDeletes(log, job))
+	if replans > 0 && res.Outcome == planner.GaveUp && errors.Is(res.Err, ErrNewDeletes) {
+		res.Err = fmt.Errorf("gave up after %d re-plans: %w", replans, res.Err)
+	}
+	return res, rep
+}
+
+// rewritePositionDeletesOnce is one plan of rewritePositionDeletes, written
+// and committed.
+func (e *Executor) rewritePositionDeletesOnce(ctx context.Context, log *slog.Logger, job planner.Job) (planner.Result, Report) {
 	var rep Report
 	fail := func(outcome planner.Outcome, err error) (planner.Result, Report) {
 		return planner.Result{Outcome: outcome, Err: err}, rep
@@ -296,6 +314,11 @@ func (e *Executor) rewritePositionDeletes(ctx context.Context, log *slog.Logger,
 		log.Warn("position-delete rewrite abandoned; its output files were deleted", "error", err)
 		if conflict.IsRetryable(err) {
 			return fail(planner.GaveUp, fmt.Errorf("gave up after %d attempts in %s: %w", rep.Attempts, job.Settings.CommitRetryTime, err))
+		}
+		if errors.Is(err, ErrNewDeletes) {
+			// A race with a writer, not a fault: rewritePositionDeletes
+			// plans again.
+			return fail(planner.GaveUp, fmt.Errorf("position-delete rewrite abandoned: %w", err))
 		}
 		return fail(planner.Failed, fmt.Errorf("position-delete rewrite abandoned: %w", err))
 	}

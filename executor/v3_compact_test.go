@@ -44,7 +44,8 @@ func TestV3CompactionAppliesDeletionVectorsAndKeepsLineage(t *testing.T) {
 
 // A writer's deletion vectors committed while a v3 compaction is in
 // flight: against a file being rewritten they abandon it (ErrNewDeletes:
-// committing would bring the rows back); against another partition they
+// committing would bring the rows back; a writer deleting before every
+// re-plan's commit makes the job give up); against another partition they
 // cost one retry and stay. Rows and lineage exact either way.
 func TestV3CompactionWithConcurrentDeletes(t *testing.T) {
 	f := newFixture(t, v3Props())
@@ -55,10 +56,11 @@ func TestV3CompactionWithConcurrentDeletes(t *testing.T) {
 	pdmDelete(t, f, 1, 2)
 	job := applyDeletes(f.job("defaults: {target_file_size: 1MiB, small_file_count: 5, min_input_files: 1}", "a"))
 
-	f.icat.beforeNextCommits(func() { pdmDelete(t, f, 30, 31) })
+	// A delete before each re-plan's commit too: the job gives up.
+	f.icat.beforeNextCommits(func() { pdmDelete(t, f, 30, 31) }, func() { pdmDelete(t, f, 32) }, func() { pdmDelete(t, f, 33) })
 	res, _ := f.exec.Run(f.ctx, job)
-	if res.Outcome == planner.Succeeded || !errors.Is(res.Err, executor.ErrNewDeletes) {
-		t.Fatalf("outcome %v, err %v; want the rewrite abandoned with ErrNewDeletes", res.Outcome, res.Err)
+	if res.Outcome != planner.GaveUp || !errors.Is(res.Err, executor.ErrNewDeletes) {
+		t.Fatalf("outcome %v, err %v; want the rewrite to give up on ErrNewDeletes", res.Outcome, res.Err)
 	}
 	if got := f.contents(); got.Total != f.writer.Written() {
 		t.Fatalf("after the abandoned rewrite: table %v, writer %v", got.Total, f.writer.Written())

@@ -121,7 +121,9 @@ func TestV3PositionDeleteRewriteRefusesBadDeletionVectors(t *testing.T) {
 // A writer deleting rows while the job runs: of a data file the job does
 // not rewrite, the job retries and keeps the writer's vector; of the data
 // file whose vectors the job merges, the job's vector would be a second
-// one, so the job ends (ErrNewDeletes) with the table as the writer left
+// one (ErrNewDeletes): the job deletes its outputs and plans again, the
+// writer's vector then among those merged; a writer adding one before
+// every plan's commit makes it give up with the table as the writer left
 // it, and the next run merges.
 func TestV3PositionDeleteRewriteWithConcurrentDeletes(t *testing.T) {
 	t.Run("other file", func(t *testing.T) {
@@ -139,27 +141,50 @@ func TestV3PositionDeleteRewriteWithConcurrentDeletes(t *testing.T) {
 	})
 	t.Run("merged file", func(t *testing.T) {
 		f, _, want, lineage, loc := v3DuplicateSetup(t)
+		onDisk := f.filesOnDisk()
 		// Not through the writer: iceberg-go's delete refuses to add a
 		// vector to a file that has two.
 		f.icat.beforeNextCommits(func() { v3CommitDeletes(t, f, v3WriteDV(t, f, "a", loc[7].Path, loc[7].Pos)) })
+		res, rep := f.exec.Run(f.ctx, pdmJob(f, "", "a"))
+		if res.Outcome != planner.Succeeded || rep.Conflicts != 2 || rep.OutputFilesCleanedUp == 0 {
+			t.Fatalf("outcome %v (err %v), %d conflicts, %d outputs cleaned up; want success after a re-plan (2 conflicts, outputs deleted)",
+				res.Outcome, res.Err, rep.Conflicts, rep.OutputFilesCleanedUp)
+		}
+		if left := leftOnDisk(t, f, onDisk); len(left) != 0 {
+			t.Errorf("outputs of the abandoned plan left on disk: %v", left)
+		}
+		sameContents(t, "after the re-planned merge", v3Without(want, "a", 7), f.contents())
+		if got := v3RowLineage(t, f); !maps.Equal(got, v3LineageWithout(lineage, 7)) {
+			t.Errorf("row lineage changed:\n got %v\nwant %v", got, lineage)
+		}
+		v3AssertDVRules(t, f)
+	})
+	t.Run("merged file every plan", func(t *testing.T) {
+		f, _, want, _, loc := v3DuplicateSetup(t)
+		onDisk := f.filesOnDisk()
+		var hooks []func()
+		for range executor.MaxRewriteReplans + 1 {
+			hooks = append(hooks, func() { v3CommitDeletes(t, f, v3WriteDV(t, f, "a", loc[7].Path, loc[7].Pos)) })
+		}
+		f.icat.beforeNextCommits(hooks...)
 		res, _ := f.exec.Run(f.ctx, pdmJob(f, "", "a"))
-		if res.Outcome == planner.Succeeded || !errors.Is(res.Err, executor.ErrNewDeletes) {
-			t.Fatalf("outcome %v, err %v; want the job ended by ErrNewDeletes", res.Outcome, res.Err)
+		if res.Outcome != planner.GaveUp || !errors.Is(res.Err, executor.ErrNewDeletes) {
+			t.Fatalf("outcome %v, err %v; want gave_up with ErrNewDeletes", res.Outcome, res.Err)
 		}
-		if got := v3MergedOnDisk(t, f); len(got) != 0 {
-			t.Errorf("outputs left on disk: %v", got)
+		if left := leftOnDisk(t, f, onDisk); len(left) != 0 {
+			t.Errorf("outputs left on disk: %v", left)
 		}
-		if len(v3DVs(t, f)) != 4 {
-			t.Errorf("%d deletion vectors, want the four committed", len(v3DVs(t, f)))
+		// The table as the writer left it: the three vectors of the setup
+		// and the writer's (duplicates: only the job's merge makes it
+		// readable again).
+		if got, want := len(v3DVs(t, f)), 3+len(hooks); got != want {
+			t.Errorf("%d deletion vectors, want %d", got, want)
 		}
 		res, _ = f.exec.Run(f.ctx, pdmJob(f, "", "a"))
 		if res.Outcome != planner.Succeeded {
 			t.Fatalf("next run: %v %v", res.Outcome, res.Err)
 		}
 		sameContents(t, "after the next run", v3Without(want, "a", 7), f.contents())
-		if got := v3RowLineage(t, f); !maps.Equal(got, v3LineageWithout(lineage, 7)) {
-			t.Errorf("row lineage changed:\n got %v\nwant %v", got, lineage)
-		}
 		v3AssertDVRules(t, f)
 	})
 }

@@ -28,6 +28,26 @@ var (
 	ErrDiverged = errors.New("table history diverged from the planned snapshot")
 )
 
+// NewDeletesError is ErrNewDeletes naming the snapshot that added the
+// deletes: a job that plans again on their account logs which commit it
+// lost to.
+type NewDeletesError struct {
+	SnapshotID int64
+	// What the snapshot added, e.g. "added equality deletes <path>".
+	What string
+}
+
+func (e *NewDeletesError) Error() string {
+	return fmt.Sprintf("%v: snapshot %d %s", ErrNewDeletes, e.SnapshotID, e.What)
+}
+
+func (e *NewDeletesError) Unwrap() error { return ErrNewDeletes }
+
+// NewDeletesBy returns ErrNewDeletes for what snapshot snapID added.
+func NewDeletesBy(snapID int64, what string) error {
+	return &NewDeletesError{SnapshotID: snapID, What: what}
+}
+
 // RewriteInputs describes the data files one commit replaces.
 type RewriteInputs struct {
 	paths      map[string]struct{}
@@ -119,7 +139,7 @@ func (in RewriteInputs) ConflictsWith(snapID int64, entry iceberg.ManifestEntry)
 			return nil
 		}
 		if in.global || in.unpartitioned(df) || in.hasPartition(df) {
-			return fmt.Errorf("%w: snapshot %d added equality deletes %s", ErrNewDeletes, snapID, df.FilePath())
+			return NewDeletesBy(snapID, "added equality deletes "+df.FilePath())
 		}
 		return nil
 	case iceberg.EntryContentPosDeletes:
@@ -128,12 +148,12 @@ func (in RewriteInputs) ConflictsWith(snapID int64, entry iceberg.ManifestEntry)
 		}
 		if ref := ReferencedDataFile(df); ref != "" {
 			if _, ok := in.paths[ref]; ok {
-				return fmt.Errorf("%w: snapshot %d added position deletes %s for %s", ErrNewDeletes, snapID, df.FilePath(), ref)
+				return NewDeletesBy(snapID, fmt.Sprintf("added position deletes %s for %s", df.FilePath(), ref))
 			}
 			return nil
 		}
 		if in.hasPartition(df) || in.unpartitioned(df) {
-			return fmt.Errorf("%w: snapshot %d added partition-scoped position deletes %s", ErrNewDeletes, snapID, df.FilePath())
+			return NewDeletesBy(snapID, "added partition-scoped position deletes "+df.FilePath())
 		}
 	}
 	return nil
