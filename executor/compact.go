@@ -56,13 +56,9 @@ func (e *Executor) compact(ctx context.Context, log *slog.Logger, job planner.Jo
 // maxRewriteReplans times (replanned); a writer that keeps deleting from
 // the inputs makes it give up, a conflict like a lost commit race.
 func (e *Executor) rewrite(ctx context.Context, log *slog.Logger, job planner.Job, rw rewriter) (planner.Result, Report) {
-	res, rep, replans := e.replanned(ctx, job, maxRewriteReplans, func() (planner.Result, Report) {
+	return e.rewriteReplanned(ctx, log, job, func() (planner.Result, Report) {
 		return e.rewriteOnce(ctx, log, job, rw)
-	}, e.replanOnNewDeletes(log, job))
-	if replans > 0 && res.Outcome == planner.GaveUp && errors.Is(res.Err, ErrNewDeletes) {
-		res.Err = fmt.Errorf("gave up after %d re-plans: %w", replans, res.Err)
-	}
-	return res, rep
+	})
 }
 
 // rewriteOnce is one plan of rewrite, its batches written and committed.

@@ -51,8 +51,10 @@
 //     files written and committed through the staged commit; convert_dv.go:
 //     on format v3, deletion vectors instead, merged with the files'
 //     vectors.
-//   - posdeletes.go: the position-delete rewrite of a partition (scan,
-//     merge plan); posdeletes_commit.go: the merged files written and
+//   - posdeletes.go: the position-delete rewrite of the job's partitions,
+//     and a source file's rows sorted into kept and dropped;
+//     posdeletes_plan.go: the scan of the live delete files and each
+//     partition's merge plan; posdeletes_commit.go: the merged files written and
 //     committed; posdeletes_dv.go: on format v3, the rewrite into one
 //     deletion vector per data file (duplicates merged, dangling vectors
 //     and Parquet position deletes removed) and [ErrBadDeletionVector].

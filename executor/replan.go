@@ -3,6 +3,7 @@ package executor
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -57,6 +58,18 @@ func (r *Report) addAbandoned(a Report) {
 	r.StagedMetadataCleanedUp += a.StagedMetadataCleanedUp
 	r.Conversion.BytesRead += a.Conversion.BytesRead
 	r.Conversion.DataFilesScanned += a.Conversion.DataFilesScanned
+}
+
+// rewriteReplanned runs once, one plan of a data or position-delete
+// rewrite, under replanned with replanOnNewDeletes: the rewrite plans again
+// after a writer's new deletes against its inputs, and an error after the
+// re-plans ran out says how many there were.
+func (e *Executor) rewriteReplanned(ctx context.Context, log *slog.Logger, job planner.Job, once func() (planner.Result, Report)) (planner.Result, Report) {
+	res, rep, replans := e.replanned(ctx, job, maxRewriteReplans, once, e.replanOnNewDeletes(log, job))
+	if replans > 0 && res.Outcome == planner.GaveUp && errors.Is(res.Err, ErrNewDeletes) {
+		res.Err = fmt.Errorf("gave up after %d re-plans: %w", replans, res.Err)
+	}
+	return res, rep
 }
 
 // replanOnNewDeletes is the again of replanned for a rewrite that commits
