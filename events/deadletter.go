@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/icereactor/reactor/excerpt"
+	"github.com/icereactor/reactor/redact"
 )
 
 // DeadLetter is what reactor publishes on the dead-letter subject for a
@@ -89,7 +90,7 @@ func NewDeadLetter(subject, reason string, cause error, payload []byte, at time.
 	return DeadLetter{
 		Subject:       subject,
 		Reason:        reason,
-		Error:         headerText(excerpt.String(msg, excerpt.MaxError)),
+		Error:         headerText(excerpt.String(redact.String(msg), excerpt.MaxError)),
 		ReceivedAt:    at.UTC(),
 		Payload:       payload,
 		PayloadBytes:  len(payload),

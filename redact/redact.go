@@ -1,39 +1,91 @@
 // Package redact masks credentials in text reactor prints: URLs (NATS,
 // catalog, S3 endpoints), SQL DSNs, catalog properties, error messages that
-// quote any of them, and whole log records. Every place that prints a URL
-// goes through [String], so there is one definition of what a secret looks
-// like.
+// quote any of them, configuration and JSON quoted in text, HTTP
+// authorization headers, NATS nkey seeds, JWTs and PEM private keys, and
+// whole log records, maps and structs included. Every place that prints a
+// URL or an error goes through [String], so there is one definition of
+// what a secret looks like.
 //
-// It must not decide what is logged or returned; it only rewrites text.
+//   - redact.go: [String], [Value], [SecretName], [Error], and the user
+//     information of URLs and DSNs.
+//   - pairs.go: the values of name=value, name="value", "name": value and
+//     name: value (YAML, HTTP headers) whose name is a secret's.
+//   - tokens.go: secrets recognised by their shape wherever they stand:
+//     Bearer tokens, nkey seeds, JWTs, PEM private keys.
+//   - handler.go: [Handler], the slog.Handler wrapper that passes every
+//     record through [String], walking maps, slices and structs.
+//
+// It must not decide what is logged or returned; it only rewrites text. It
+// errs on the side of masking: a harmless value under a secret-sounding
+// name (an "object key: ...") is masked too.
 package redact
 
 import (
-	"context"
-	"fmt"
-	"log/slog"
 	"net/url"
-	"regexp"
 	"strings"
 )
 
 // Mask replaces every secret.
 const Mask = "***"
 
-// secretWords are the fragments that make a parameter or property name a
-// secret's: password, passwd, _auth_pass, pwd, s3.secret-access-key,
-// token, rest.credential, authorization, auth, signature, nkey seeds, jwt.
-var secretWords = [...]string{"pass", "pwd", "secret", "token", "key", "credential", "auth", "signature", "seed", "jwt", "cookie"}
-
 // SecretName reports whether a query parameter, DSN keyword or property
-// name looks like it holds a secret (case-insensitive; percent-escapes are
-// decoded first, so p%61ssword counts).
+// name looks like it holds a secret: it contains pass, pwd, secret, token,
+// key, credential, auth, signature, seed, jwt or cookie (password, passwd,
+// _auth_pass, s3.secret-access-key, rest.credential, Authorization, nkey
+// seeds), in any case; percent-escapes are decoded first, so p%61ssword
+// counts.
 func SecretName(name string) bool {
-	if u, err := url.QueryUnescape(name); err == nil {
-		name = u
+	if strings.IndexByte(name, '%') >= 0 {
+		if u, err := url.QueryUnescape(name); err == nil {
+			name = u
+		}
 	}
-	n := strings.ToLower(name)
-	for _, w := range secretWords {
-		if strings.Contains(n, w) {
+	for i := 0; i < len(name); i++ {
+		c := name[i] | 0x20 // ASCII lower case; other bytes match no word
+		var words []string
+		switch c {
+		case 'p':
+			words = []string{"pass", "pwd"}
+		case 's':
+			words = []string{"secret", "signature", "seed"}
+		case 't':
+			words = []string{"token"}
+		case 'k':
+			words = []string{"key"}
+		case 'c':
+			words = []string{"credential", "cookie"}
+		case 'a':
+			words = []string{"auth"}
+		case 'j':
+			words = []string{"jwt"}
+		default:
+			continue
+		}
+		for _, w := range words {
+			if len(name)-i >= len(w) && containsFold(name[i:i+len(w)], w) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// containsFold reports whether s contains lower, an ASCII lower-case
+// word, in any case, without allocating.
+func containsFold(s, lower string) bool {
+	n := len(lower)
+	for i := 0; i+n <= len(s); i++ {
+		j := 0
+		for ; j < n; j++ {
+			c := s[i+j]
+			if 'A' <= c && c <= 'Z' {
+				c += 'a' - 'A'
+			}
+			if c != lower[j] {
+				break
+			}
+		}
+		if j == n {
 			return true
 		}
 	}
@@ -50,36 +102,27 @@ func Value(key, value string) string {
 	return String(value)
 }
 
-// pair is one name=value in a query string, a key=value DSN
-// ("host=db password=x") or free text. The value ends at a separator of
-// any of those forms.
-var pair = regexp.MustCompile("([A-Za-z0-9_.%\\-]+)=([^&;,\\s\"'`<>]*)")
-
 // String masks every credential in s, whatever s is: a URL
 // (nats://user:pass@host, nats://TOKEN@host, http://h/?token=x), a list of
 // them (nats://a,nats://b), a DSN (file:c.db?_auth_pass=x,
 // postgres://u:p@db/x?password=y, host=db password=x, user:pass@tcp(db)/x),
-// or an error message or log line quoting any of these.
+// configuration or JSON quoted in text (password="x", {"token":"x"},
+// s3.secret-access-key: x), an HTTP header (Authorization: Bearer x), a
+// secret recognised by its shape (Bearer tokens, nkey seeds, JWTs, PEM
+// private keys), or an error message or log line quoting any of these.
 //
 // The user information of every URL is masked whole (NATS takes a bare
-// token there), and so is the value of every name=value whose name
-// [SecretName] flags. Everything else is kept as written, so hosts, paths
-// and harmless parameters stay readable.
+// token there), and so is the value of every name=value or name: value
+// whose name [SecretName] flags. Everything else is kept as written, so
+// hosts, paths and harmless parameters stay readable. String is
+// idempotent: what it returns, it returns unchanged.
 func String(s string) string {
 	if s == "" {
 		return s
 	}
 	s = maskUserinfo(s)
-	if !strings.Contains(s, "=") {
-		return s
-	}
-	return pair.ReplaceAllStringFunc(s, func(m string) string {
-		name, _, _ := strings.Cut(m, "=")
-		if !SecretName(name) {
-			return m
-		}
-		return name + "=" + Mask
-	})
+	s = maskPairs(s)
+	return maskTokens(s)
 }
 
 // authorityEnd are the bytes that end a URL's authority, or the URL itself
@@ -109,14 +152,14 @@ func maskUserinfo(s string) string {
 			found = true
 			b.WriteString(rest[:start])
 			b.WriteString(Mask)
-			b.WriteString(auth[at:])
-		} else {
-			if sp := strings.IndexAny(auth, " \t"); sp >= 0 {
-				end = sp
-			}
-			b.WriteString(rest[:start+end])
+			// Go on from the '@': what follows may hold another URL.
+			rest = rest[start+at:]
+			continue
 		}
-		rest = rest[start+end:]
+		// No user information: the next "://" may stand inside what looked
+		// like this authority ("://nats://u:p@h").
+		b.WriteString(rest[:start])
+		rest = rest[start:]
 	}
 	if !found && !strings.Contains(s, "://") {
 		// A DSN without a scheme: user:pass@tcp(host:3306)/db.
@@ -152,84 +195,3 @@ type redacted struct {
 
 func (e *redacted) Error() string { return e.msg }
 func (e *redacted) Unwrap() error { return e.err }
-
-// Handler wraps h so that every record's message and attributes go
-// through [String] before h sees them: a URL or an error quoting one
-// cannot reach the log with its credentials, whichever package logged it.
-// Strings, errors, fmt.Stringers, []string and map[string]string values
-// are redacted (map values by [Value], so secret keys are masked too);
-// other values are passed on as they are.
-func Handler(h slog.Handler) slog.Handler {
-	if _, ok := h.(*handler); ok {
-		return h
-	}
-	return &handler{next: h}
-}
-
-type handler struct{ next slog.Handler }
-
-func (h *handler) Enabled(ctx context.Context, l slog.Level) bool { return h.next.Enabled(ctx, l) }
-
-func (h *handler) Handle(ctx context.Context, r slog.Record) error {
-	out := slog.NewRecord(r.Time, r.Level, String(r.Message), r.PC)
-	r.Attrs(func(a slog.Attr) bool {
-		out.AddAttrs(attr(a))
-		return true
-	})
-	return h.next.Handle(ctx, out)
-}
-
-func (h *handler) WithAttrs(as []slog.Attr) slog.Handler {
-	red := make([]slog.Attr, len(as))
-	for i, a := range as {
-		red[i] = attr(a)
-	}
-	return &handler{next: h.next.WithAttrs(red)}
-}
-
-func (h *handler) WithGroup(name string) slog.Handler {
-	return &handler{next: h.next.WithGroup(name)}
-}
-
-func attr(a slog.Attr) slog.Attr {
-	if SecretName(a.Key) && a.Value.Kind() == slog.KindString && a.Value.String() != "" {
-		return slog.String(a.Key, Mask)
-	}
-	return slog.Attr{Key: a.Key, Value: value(a.Value.Resolve())}
-}
-
-func value(v slog.Value) slog.Value {
-	switch v.Kind() {
-	case slog.KindString:
-		return slog.StringValue(String(v.String()))
-	case slog.KindGroup:
-		as := v.Group()
-		red := make([]slog.Attr, len(as))
-		for i, a := range as {
-			red[i] = attr(a)
-		}
-		return slog.GroupValue(red...)
-	case slog.KindAny:
-	default:
-		return v
-	}
-	switch x := v.Any().(type) {
-	case error:
-		return slog.StringValue(String(x.Error()))
-	case fmt.Stringer:
-		return slog.StringValue(String(x.String()))
-	case []string:
-		out := make([]string, len(x))
-		for i, s := range x {
-			out[i] = String(s)
-		}
-		return slog.AnyValue(out)
-	case map[string]string:
-		out := make(map[string]string, len(x))
-		for k, s := range x {
-			out[k] = Value(k, s)
-		}
-		return slog.AnyValue(out)
-	}
-	return v
-}

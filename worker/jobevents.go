@@ -6,6 +6,7 @@ import (
 	"github.com/icereactor/reactor/events"
 	"github.com/icereactor/reactor/executor"
 	"github.com/icereactor/reactor/planner"
+	"github.com/icereactor/reactor/redact"
 )
 
 // jobEvent describes job at phase, without results.
@@ -32,7 +33,8 @@ func finishedEvent(job planner.Job, res planner.Result, rep executor.Report, at 
 	ev := jobEvent(phase, job, at)
 	ev.Outcome = res.Outcome.String()
 	if res.Err != nil {
-		ev.Error = res.Err.Error()
+		// The status page shows it redacted; NATS subscribers get the same.
+		ev.Error = redact.String(res.Err.Error())
 	}
 	ev.DurationSeconds = rep.Duration.Seconds()
 	ev.Attempts, ev.Conflicts, ev.Commits = rep.Attempts, rep.Conflicts, rep.Commits

@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"encoding/json"
 	"errors"
 	"testing"
 	"time"
@@ -8,6 +9,7 @@ import (
 	"github.com/icereactor/reactor/events"
 	"github.com/icereactor/reactor/executor"
 	"github.com/icereactor/reactor/planner"
+	"github.com/icereactor/reactor/redact/redacttest"
 )
 
 // Every outcome maps to the phase a subscriber filters on, with the error
@@ -36,5 +38,20 @@ func TestFinishedEventPhases(t *testing.T) {
 		if got := events.JobSubject(events.DefaultJobSubjectPrefix, ev.Phase, ev.Table); got != "reactor.jobs."+tt.phase+".db.t" {
 			t.Errorf("subject %s", got)
 		}
+	}
+}
+
+// A failed job's event, as published on NATS, masks every shape of
+// secret its error quotes.
+func TestFinishedEventMasksSecrets(t *testing.T) {
+	job := planner.Job{ID: "j", Kind: planner.KindCompact, TableName: "db.t"}
+	for _, s := range redacttest.Shapes {
+		ev := finishedEvent(job, planner.Result{Outcome: planner.Failed, Err: errors.New("commit: " + s.Text)},
+			executor.Report{}, time.Unix(0, 0))
+		data, err := json.Marshal(ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		redacttest.AssertMasked(t, s.Name, string(data))
 	}
 }

@@ -241,6 +241,13 @@ func Start(ctx context.Context, cfg Config) (_ *Worker, err error) {
 			w.publishJob(ev)
 		},
 		OnFinish: func(ctx context.Context, job planner.Job, res planner.Result, rep executor.Report) {
+			var panicked *redact.PanicError
+			if errors.As(res.Err, &panicked) {
+				// The executor never got to count it or say it ended.
+				cfg.Logger.Error("job panicked; it failed, reactor keeps running", "table", job.TableName, "job_id", job.ID,
+					"kind", job.Kind, "panic", panicked.Value, "stack", panicked.Stack)
+				cfg.Metrics.Jobs.WithLabelValues(string(job.Kind), metrics.JobFailed).Inc()
+			}
 			// Before Finished: it may schedule the table's next job, whose
 			// scheduled event must come after this job's end.
 			if job.Kind == planner.KindRemoveOrphans && res.Outcome != planner.Failed {

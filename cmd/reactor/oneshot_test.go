@@ -15,6 +15,7 @@ import (
 
 	"github.com/icereactor/reactor/embedded"
 	"github.com/icereactor/reactor/planner"
+	"github.com/icereactor/reactor/redact/redacttest"
 	"github.com/icereactor/reactor/streamwriter"
 )
 
@@ -402,5 +403,24 @@ func TestRewriteDeletesAndSortCommands(t *testing.T) {
 	snap := o.load().CurrentSnapshot()
 	if got := snap.Summary.Properties[planner.SortSnapshotProperty]; got != "id DESC NULLS LAST" {
 		t.Errorf("sort snapshot property %q", got)
+	}
+}
+
+// `reactor plan` masks secrets wherever they come from, here partition
+// values holding every shape package redact knows; --json stays JSON.
+func TestPlanMasksSecrets(t *testing.T) {
+	o := newOneShotTable(t)
+	for _, s := range redacttest.Shapes {
+		if _, err := o.writer.Commit(o.ctx, s.Text, 3); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out, _ := o.run(0, "plan", "db.t")
+	redacttest.AssertMasked(t, "plan", out)
+	out, _ = o.run(0, "plan", "--json", "db.t")
+	redacttest.AssertMasked(t, "plan --json", out)
+	var plan planner.Plan
+	if err := json.Unmarshal([]byte(out), &plan); err != nil || len(plan.Partitions) != len(redacttest.Shapes)+2 {
+		t.Fatalf("plan --json: %v, %d partitions\n%s", err, len(plan.Partitions), out)
 	}
 }

@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/icereactor/reactor/embedded"
 	"github.com/icereactor/reactor/planner"
+	"github.com/icereactor/reactor/redact"
 	"github.com/icereactor/reactor/sparkrun"
 	"github.com/icereactor/reactor/thresholds"
 )
@@ -47,11 +49,16 @@ func planCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		d := sparkrun.Explain(plan.Jobs[i].Job(), tbl.Metadata(), spark, catName)
 		plan.Jobs[i].Backend, plan.Jobs[i].BackendWhy = d.Backend, d.Why
 	}
+	// Through package redact, as the logs are: a backend's explanation
+	// may quote a Spark Connect endpoint, and partition values are
+	// whatever writers wrote.
 	if *c.json {
-		return writeJSON(stdout, plan)
+		return writeJSON(stdout, redact.Any(plan))
 	}
-	printPlan(stdout, plan)
-	return nil
+	var out strings.Builder
+	printPlan(&out, plan)
+	_, err = io.WriteString(stdout, redact.String(out.String()))
+	return err
 }
 
 func printPlan(w io.Writer, p planner.Plan) {

@@ -16,11 +16,13 @@ package pool
 
 import (
 	"context"
+	"runtime/debug"
 	"sync"
 
 	"github.com/icereactor/reactor/executor"
 	"github.com/icereactor/reactor/metrics"
 	"github.com/icereactor/reactor/planner"
+	"github.com/icereactor/reactor/redact"
 )
 
 // Runner runs one job in this process: the executor.
@@ -214,9 +216,22 @@ func (p *Pool) Dispatch(job planner.Job) {
 		if p.start != nil {
 			p.start(job, executor.BackendLocal)
 		}
-		res, rep := p.exec.Run(ctx, job)
+		res, rep := p.runRecovered(ctx, job)
 		p.done(job, res, rep)
 	}()
+}
+
+// runRecovered runs job, a panic failing it with a *redact.PanicError
+// instead of ending the process: a file that makes a decoder panic fails
+// its job on every pass, not the replica (the executor's defers, which
+// delete uncommitted outputs, have run by then).
+func (p *Pool) runRecovered(ctx context.Context, job planner.Job) (res planner.Result, rep executor.Report) {
+	defer func() {
+		if v := recover(); v != nil {
+			res, rep = planner.Result{Outcome: planner.Failed, Err: redact.Panic(v, debug.Stack())}, executor.Report{}
+		}
+	}()
+	return p.exec.Run(ctx, job)
 }
 
 func (p *Pool) forget(id string, cancel context.CancelFunc) {
