@@ -30,7 +30,7 @@ func CatalogProperties(dir string) (iceberg.Properties, error) {
 		// lock; immediate transactions take the write lock up front, so a
 		// read transaction never has to upgrade, which is where SQLITE_BUSY
 		// slips past the busy timeout.
-		"uri": "file://" + filepath.Join(abs, "catalog.db") +
+		"uri": "file://" + CatalogFile(abs) +
 			"?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_txlock=immediate",
 		sqlcat.DriverKey:      sqliteshim.ShimName,
 		sqlcat.DialectKey:     string(sqlcat.SQLite),
@@ -38,6 +38,10 @@ func CatalogProperties(dir string) (iceberg.Properties, error) {
 		"init_catalog_tables": "true",
 	}, nil
 }
+
+// CatalogFile is the SQLite database of the embedded catalog under dir:
+// it exists once OpenCatalog has created the catalog there.
+func CatalogFile(dir string) string { return filepath.Join(dir, "catalog.db") }
 
 // OpenCatalog opens (creating if needed) the SQLite catalog under dir.
 func OpenCatalog(ctx context.Context, dir string) (catalog.Catalog, error) {

@@ -36,10 +36,35 @@ type OrphanReport struct {
 	// than the orphan margin (whatever a notification claimed): kept,
 	// and tracked from the store's LastModified.
 	TooYoung int `json:"too_young,omitempty"`
+	// Young names the first maxReportedYoung of them: each unreferenced,
+	// with its age and when it becomes eligible for deletion.
+	Young []YoungFile `json:"young,omitempty"`
 	// RefusedFiles counts candidates refused (never deleted); Refused
 	// names the first maxReportedRefusals of them with the reason.
 	RefusedFiles int           `json:"refused_files,omitempty"`
 	Refused      []RefusedFile `json:"refused,omitempty"`
+}
+
+// YoungFile is an unreferenced file younger than the orphan margin: not
+// an orphan yet (a commit in progress may still add it), one from
+// EligibleAt on if nothing references it by then.
+type YoungFile struct {
+	Location   string    `json:"location"`
+	Size       int64     `json:"size"`
+	Modified   time.Time `json:"modified"`
+	EligibleAt time.Time `json:"eligible_at"`
+}
+
+// maxReportedYoung bounds the young files a report lists.
+const maxReportedYoung = 100
+
+// young counts and records a candidate the guard found too young.
+func (or *OrphanReport) young(loc string, j judgement, margin time.Duration) {
+	or.TooYoung++
+	if len(or.Young) < maxReportedYoung {
+		or.Young = append(or.Young, YoungFile{Location: bounded(loc), Size: j.size, Modified: j.modified,
+			EligibleAt: j.modified.Add(margin)})
+	}
 }
 
 // RefusedFile is one refused orphan candidate and why.
@@ -125,7 +150,7 @@ func (e *Executor) removeTrackedOrphans(ctx context.Context, log *slog.Logger, t
 		case verdictGone:
 			settled = append(settled, c.Location)
 		case verdictYoung:
-			or.TooYoung++
+			or.young(c.Location, j, g.margin)
 			if deferred == nil {
 				deferred = map[string]time.Time{}
 			}
@@ -156,9 +181,10 @@ func (e *Executor) removeTrackedOrphans(ctx context.Context, log *slog.Logger, t
 	return settled, deferred, nil
 }
 
-// removeListedOrphans lists the table location and puts every file the
-// listing shows older than the orphan margin through the deletion guard,
-// whose references are the only ones consulted: the guard compares
+// removeListedOrphans lists the table location and puts every file through
+// the deletion guard, whose references are the only ones consulted (an
+// unreferenced file younger than the margin is reported as too young,
+// with when it becomes eligible, never deleted): the guard compares
 // locations by identity (Iceberg Java writes local paths as file:/ and
 // keeps percent escapes of partition values literally in file names, which
 // iceberg-go's listing decodes; the Spark interop harness found it), and
@@ -169,11 +195,10 @@ func (e *Executor) removeTrackedOrphans(ctx context.Context, log *slog.Logger, t
 func (e *Executor) removeListedOrphans(ctx context.Context, log *slog.Logger, tbl *table.Table, loadedAt time.Time, loadCost time.Duration,
 	job planner.Job, or *OrphanReport) error {
 	e.phase("list", 0, 0)
-	margin := max(job.Settings.OrphanMargin, job.Settings.OrphanMarginFloor)
 	listed := make(chan listing, 1)
 	listCtx, stopListing := context.WithCancel(ctx)
 	defer stopListing()
-	go func() { listed <- listOlderThan(listCtx, tbl, margin) }()
+	go func() { listed <- listFiles(listCtx, tbl) }()
 	g, err := e.newDeletionGuard(ctx, tbl, loadedAt, loadCost, job, false)
 	if err != nil {
 		stopListing()
@@ -198,7 +223,7 @@ func (e *Executor) removeListedOrphans(ctx context.Context, log *slog.Logger, tb
 			// orphans, as in Spark's remove_orphan_files: never reported,
 			// never deleted. Referenced ones are the table's live files.
 		case verdictYoung:
-			or.TooYoung++
+			or.young(path, j, g.margin)
 		case verdictRefused:
 			g.refuse(log, or, path, j)
 		case verdictOrphan:
@@ -219,16 +244,16 @@ func (e *Executor) removeListedOrphans(ctx context.Context, log *slog.Logger, tb
 	return nil
 }
 
-// listing is the files of a table location the listing found older than
-// the margin, or why it could not list.
+// listing is the files of a table location, or why it could not list.
 type listing struct {
 	paths []string
 	err   error
 }
 
-// listOlderThan lists every file under tbl's location whose listed
-// modification time is older than margin, in the listing's order.
-func listOlderThan(ctx context.Context, tbl *table.Table, margin time.Duration) listing {
+// listFiles lists every file under tbl's location, in the listing's
+// order. Their ages are the guard's to judge, from a stat: a file younger
+// than the margin is reported, not skipped.
+func listFiles(ctx context.Context, tbl *table.Table) listing {
 	fs, err := tbl.FS(ctx)
 	if err != nil {
 		return listing{err: fmt.Errorf("open table io: %w", err)}
@@ -237,7 +262,6 @@ func listOlderThan(ctx context.Context, tbl *table.Table, margin time.Duration) 
 	if !ok {
 		return listing{err: fmt.Errorf("%T cannot list, so no orphan can be found by listing", fs)}
 	}
-	cutoff := time.Now().Add(-margin)
 	var l listing
 	l.err = lister.WalkDir(tbl.Location(), func(path string, d iofs.DirEntry, err error) error {
 		if err != nil {
@@ -246,14 +270,7 @@ func listOlderThan(ctx context.Context, tbl *table.Table, margin time.Duration) 
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if d.IsDir() {
-			return nil
-		}
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		if info.ModTime().Before(cutoff) {
+		if !d.IsDir() {
 			l.paths = append(l.paths, path)
 		}
 		return nil

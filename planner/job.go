@@ -178,10 +178,75 @@ type Reason struct {
 	Note string `json:"note,omitempty"`
 }
 
+// String says the reason in words, for logs, `reactor plan` and the status
+// pages: "category=a: 12 small files, threshold 10 (files below 192KiB)".
+// The fields stay as they are in job events, for machines.
 func (r Reason) String() string {
-	s := fmt.Sprintf("%s %s=%d>=%d", r.Partition, r.Threshold, r.Measured, r.Limit)
+	s := r.measure()
+	if r.Partition != "" && r.Partition != tableWide {
+		s = r.Partition + ": " + s
+	}
 	if r.Note != "" {
 		s += " (" + r.Note + ")"
+	}
+	return s
+}
+
+// measure is the measured value against the limit, in the threshold's
+// unit.
+func (r Reason) measure() string {
+	m, l := r.Measured, r.Limit
+	switch r.Threshold {
+	case "manual":
+		return "manual run"
+	case "small_file_count":
+		return fmt.Sprintf("%s, threshold %d", plural(m, "small file"), l)
+	case "tier_fan_in":
+		return fmt.Sprintf("%s in one size tier, tier_fan_in %d", plural(m, "file"), l)
+	case "delete_file_ratio":
+		return fmt.Sprintf("delete files %d%% of the data files, threshold %d%%", m, l)
+	case "deleted_row_ratio":
+		return fmt.Sprintf("%d%% of rows deleted, threshold %d%%", m, l)
+	case "equality_delete_file_count":
+		return fmt.Sprintf("%s, threshold %d", plural(m, "equality delete file"), l)
+	case "deletion_vector_rules":
+		return plural(m, "delete file") + " against the format v3 rules"
+	case "manifest_count":
+		return fmt.Sprintf("%s, threshold %d", plural(m, "data manifest"), l)
+	case "snapshot_count":
+		return fmt.Sprintf("%s, threshold %d", plural(m, "snapshot"), l)
+	case "snapshot_max_age":
+		return fmt.Sprintf("snapshots older than snapshot_max_age %s", seconds(l))
+	case "compact_when_quiet_after":
+		return fmt.Sprintf("quiet merge, compact_when_quiet_after %s", seconds(l))
+	case "sort_quiet_period":
+		return fmt.Sprintf("quiet for %s, sort_quiet_period %s", seconds(m), seconds(l))
+	case "min_reader_margin":
+		return fmt.Sprintf("files unlinked %s ago, min_reader_margin %s", seconds(m), seconds(l))
+	case "orphan_listing_interval":
+		return fmt.Sprintf("last listing %s ago, orphan_listing_interval %s", seconds(m), seconds(l))
+	case "orphan_margin":
+		return fmt.Sprintf("tracked orphan candidates past orphan_margin %s", seconds(l))
+	}
+	return fmt.Sprintf("%s %d, limit %d", r.Threshold, m, l)
+}
+
+// plural is "1 file", "2 files".
+func plural(n int64, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
+}
+
+// seconds is a count of seconds as a short duration: 45s, 1m12s, 72h.
+func seconds(n int64) string {
+	s := (time.Duration(n) * time.Second).String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
 	}
 	return s
 }

@@ -53,7 +53,7 @@ func ManualJob(ctx context.Context, tbl *table.Table, cfg *thresholds.Config, ki
 		// Asked for now: the tier rule's count trigger is min_input_files.
 		job.Settings.SmallFileCount = job.Settings.MinInputFiles
 	}
-	manual := Reason{Partition: tableWide, Threshold: "manual", Note: "requested on the command line"}
+	manual := Reason{Partition: tableWide, Threshold: "manual"}
 	switch kind {
 	case KindCompact, KindRewritePositionDeletes, KindConvertEqualityDeletes, KindSort:
 		if kind == KindSort {
@@ -81,13 +81,14 @@ func ManualJob(ctx context.Context, tbl *table.Table, cfg *thresholds.Config, ki
 			}
 			delete(missing, ps.Key)
 			reason := Reason{Partition: ps.Key, Threshold: "manual",
-				Measured: int64(ps.SmallFiles), Limit: int64(set.MinInputFiles), Note: "small files; min_input_files"}
+				Measured: int64(ps.SmallFiles), Limit: int64(set.MinInputFiles),
+				Note: fmt.Sprintf("%s, rewritten in groups of at least min_input_files %d", plural(int64(ps.SmallFiles), "small file"), set.MinInputFiles)}
 			if kind == KindConvertEqualityDeletes {
 				if ps.EqualityDeleteFiles == 0 && len(opts.Partitions) == 0 {
 					continue
 				}
 				reason.Measured, reason.Limit = int64(ps.EqualityDeleteFiles), 1
-				reason.Note = "equality-delete files"
+				reason.Note = plural(int64(ps.EqualityDeleteFiles), "equality delete file")
 			}
 			if kind == KindRewritePositionDeletes {
 				// Deletion vectors only exist on v3, where the rewrite
@@ -96,7 +97,7 @@ func ManualJob(ctx context.Context, tbl *table.Table, cfg *thresholds.Config, ki
 					continue
 				}
 				reason.Measured, reason.Limit = int64(ps.PositionDeleteFiles), int64(set.DeleteMinInputFiles)
-				reason.Note = "position-delete files; delete_min_input_files"
+				reason.Note = fmt.Sprintf("%s, merged from delete_min_input_files %d", plural(int64(ps.PositionDeleteFiles), "position-delete file"), set.DeleteMinInputFiles)
 			}
 			job.Partitions = append(job.Partitions, ps.partition())
 			job.Reasons = append(job.Reasons, reason)
@@ -117,6 +118,7 @@ func ManualJob(ctx context.Context, tbl *table.Table, cfg *thresholds.Config, ki
 			job.Settings.RetainLast, job.ExpireRetainLast = opts.RetainLast, opts.RetainLast
 		}
 		manual.Limit = int64(job.ExpireOlderThan / time.Second)
+		manual.Note = fmt.Sprintf("snapshots older than %s beyond the newest %d", seconds(manual.Limit), job.ExpireRetainLast)
 		job.Reasons = []Reason{manual}
 	case KindRemoveOrphans:
 		if opts.OlderThan > 0 {
@@ -131,6 +133,7 @@ func ManualJob(ctx context.Context, tbl *table.Table, cfg *thresholds.Config, ki
 		job.Settings.OrphanDelete = opts.OrphanDelete && !opts.DryRun
 		job.OrphanSource = OrphansFromListing
 		manual.Limit = int64(job.Settings.OrphanMargin / time.Second)
+		manual.Note = "files older than " + seconds(manual.Limit)
 		job.Reasons = []Reason{manual}
 	case KindRewriteManifests:
 		job.Reasons = []Reason{manual}

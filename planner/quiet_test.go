@@ -146,7 +146,7 @@ func TestExplainQuietMerge(t *testing.T) {
 	if len(plan.Jobs) != 1 || plan.Jobs[0].Kind != KindCompact || !plan.Jobs[0].Job().Partitions[0].Quiet {
 		t.Fatalf("72 s after: jobs %+v, want one quiet compaction", plan.Jobs)
 	}
-	if got := plan.Jobs[0].Reasons[0].String(); got != "category=a compact_when_quiet_after=72>=60 (quiet for 1m12s, 4 files where 1 would do: merge)" {
+	if got := plan.Jobs[0].Reasons[0].String(); got != "category=a: quiet merge, compact_when_quiet_after 1m (quiet for 1m12s, 4 files where 1 would do: merge)" {
 		t.Errorf("reason %q", got)
 	}
 }

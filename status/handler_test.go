@@ -132,7 +132,7 @@ func TestPages(t *testing.T) {
 	}{
 		{name: "overview lists the tables and their figures", method: "GET", path: "/", code: 200,
 			want: []string{`href="/tables/db.events"`, "9 / 3", "healthy", "unhealthy", "replica-1", `<meta http-equiv="refresh" content="5">`,
-				"small_files=8&gt;=5", "running", "queued"}},
+				"category=a: small_files 8, limit 5", "running", "queued"}},
 		{name: "overview says why nothing is due, escaped", method: "GET", path: "/", code: 200,
 			want:    []string{"nothing due", "nearest: small_file_count 2 of 8 files (category=&lt;img src=x onerror=alert(1)&gt;&amp;&#34;)"},
 			wantNot: []string{"<img"}},

@@ -10,7 +10,9 @@ import (
 // outlook turns the planner's outlook of a table with no job queued or
 // running into what / shows: the jobs due (a cool-down or the table's
 // previous job holds them), or one line on why nothing is: a partition
-// waiting for its quiet period, else the threshold nearest its limit.
+// waiting for its quiet period, else the threshold nearest its limit (one
+// that reached its limit without being over, held by a rule such as
+// retain_last, is never the nearest: it is said as held).
 func outlook(plan planner.Plan) (due []string, why string) {
 	for _, j := range plan.Jobs {
 		var rs []string
@@ -34,9 +36,19 @@ func outlook(plan planner.Plan) (due []string, why string) {
 		best      planner.Check
 		bestWhere string
 		bestShare = -1.0
+		held      planner.Check
 	)
 	consider := func(c planner.Check, where string) {
 		if c.Limit <= 0 || !countsTowardAJob(c.Threshold) {
+			return
+		}
+		if c.Measured >= c.Limit {
+			// Reached but not over: another rule holds it (retain_last
+			// keeps the only snapshot old enough to expire). It is not
+			// near a job, however far past its limit it looks.
+			if held.Threshold == "" {
+				held = c
+			}
 			return
 		}
 		if share := float64(c.Measured) / float64(c.Limit); share > bestShare {
@@ -51,10 +63,15 @@ func outlook(plan planner.Plan) (due []string, why string) {
 	for _, c := range plan.TableWide {
 		consider(c, "table")
 	}
-	if bestShare < 0 {
-		return nil, "every threshold is off"
+	switch {
+	case bestShare >= 0:
+		return nil, fmt.Sprintf("nearest: %s %d of %d %s (%s)", best.Threshold, best.Measured, best.Limit, best.Unit, bestWhere)
+	case held.Threshold != "" && held.Note != "":
+		return nil, held.Threshold + ": " + held.Note
+	case held.Threshold != "":
+		return nil, held.Threshold + " reached, held by another rule"
 	}
-	return nil, fmt.Sprintf("nearest: %s %d of %d %s (%s)", best.Threshold, best.Measured, best.Limit, best.Unit, bestWhere)
+	return nil, "every threshold is off"
 }
 
 // countsTowardAJob: thresholds whose measured value grows toward a job.

@@ -23,7 +23,7 @@ func TestOutlook(t *testing.T) {
 			Partitions: []planner.PartitionPlan{{Key: "category=a", Checks: []planner.Check{small(9, 8)}, Due: true}},
 			Jobs: []planner.PlannedJob{{Kind: planner.KindCompact, Reasons: []planner.Reason{
 				{Partition: "category=a", Threshold: "small_file_count", Measured: 9, Limit: 8}}}}},
-			wantDue: []string{"compact: category=a small_file_count=9>=8"}},
+			wantDue: []string{"compact: category=a: 9 small files, threshold 8"}},
 		{name: "waiting for its quiet period", plan: planner.Plan{Partitions: []planner.PartitionPlan{
 			{Key: "category=a", Checks: []planner.Check{small(1, 8)}},
 			{Key: "category=b", Checks: []planner.Check{small(9, 8)}, Wait: "written 1s ago; waits for a quiet period of 5s"}}},
@@ -35,6 +35,16 @@ func TestOutlook(t *testing.T) {
 			TableWide: []planner.Check{{Threshold: "snapshot_count", Measured: 40, Limit: 100, Unit: "snapshots"},
 				{Threshold: "orphan_margin", Limit: 86400, Unit: "seconds"}}},
 			wantWhy: "nearest: small_file_count 6 of 8 files (category=b)"},
+		{name: "a limit reached but held by retain_last is not the nearest", plan: planner.Plan{
+			Partitions: []planner.PartitionPlan{{Key: "category=a", Checks: []planner.Check{small(1, 8)}}},
+			TableWide: []planner.Check{{Threshold: "snapshot_max_age", Measured: 26, Limit: 4, Unit: "seconds",
+				Note: "nothing to expire beyond retain_last 1 and branch/tag heads"}}},
+			wantWhy: "nearest: small_file_count 1 of 8 files (category=a)"},
+		{name: "only a held limit", plan: planner.Plan{
+			Partitions: []planner.PartitionPlan{{Key: "category=a", Checks: []planner.Check{{Threshold: "small_file_count", Measured: 3}}}},
+			TableWide: []planner.Check{{Threshold: "snapshot_max_age", Measured: 26, Limit: 4, Unit: "seconds",
+				Note: "nothing to expire beyond retain_last 1 and branch/tag heads"}}},
+			wantWhy: "snapshot_max_age: nothing to expire beyond retain_last 1 and branch/tag heads"},
 		{name: "everything off", plan: planner.Plan{Partitions: []planner.PartitionPlan{{Key: "category=a",
 			Checks: []planner.Check{{Threshold: "small_file_count", Measured: 3}}}}},
 			wantWhy: "every threshold is off"},

@@ -2,11 +2,12 @@ package thresholds
 
 import (
 	"errors"
-	"fmt"
+	iofs "io/fs"
 	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/goccy/go-yaml"
@@ -438,18 +439,36 @@ func Parse(data []byte) (cfg *Config, err error) {
 }
 
 // Load reads the file at path ([ReadFile]: at most [MaxFileSize] bytes)
-// and [Parse]s it. Errors name the path.
+// and [Parse]s it. Errors name the path once: "thresholds file
+// /etc/t.yaml: invalid YAML at line 2, ...".
 func Load(path string) (*Config, error) {
 	data, err := ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("thresholds: load %s: %w", path, err)
+	if err == nil {
+		var cfg *Config
+		if cfg, err = Parse(data); err == nil {
+			return cfg, nil
+		}
 	}
-	cfg, err := Parse(data)
-	if err != nil {
-		return nil, fmt.Errorf("thresholds: load %s: %w", path, err)
-	}
-	return cfg, nil
+	return nil, &fileError{path: path, err: err}
 }
+
+// fileError is an error of Load: it names the file once, where the
+// messages it wraps would repeat the package's prefix or the path.
+type fileError struct {
+	path string
+	err  error
+}
+
+func (e *fileError) Error() string {
+	msg := e.err.Error()
+	var pe *iofs.PathError
+	if errors.As(e.err, &pe) && pe.Path == e.path {
+		msg = pe.Err.Error()
+	}
+	return "thresholds file " + e.path + ": " + strings.TrimPrefix(msg, "thresholds: ")
+}
+
+func (e *fileError) Unwrap() error { return e.err }
 
 // Watches reports whether tables in namespace (dot-joined, e.g.
 // "prod.events") are watched: true when the namespace list is empty or

@@ -608,14 +608,14 @@ func TestWriteUsage(t *testing.T) {
 		env  map[string]string
 		err  string
 	}{
-		{"no table", []string{"--nats-url", "nats://x:4222"}, nil, "want one TABLE"},
+		{"no table", []string{"--nats-url", "nats://x:4222"}, nil, "missing TABLE"},
 		{"no namespace", []string{"--nats-url", "nats://x:4222", "events"}, nil, "want one TABLE"},
 		{"no nats", []string{"db.events"}, nil, "--nats-url is required"},
 		{"bad rows", []string{"--nats-url", "nats://x:4222", "--rows", "0", "db.events"}, nil, "--rows"},
 		{"bad interval", []string{"--nats-url", "nats://x:4222", "db.events", "--interval", "0s"}, nil, "--interval"},
 		{"bad env", []string{"--nats-url", "nats://x:4222", "db.events"}, map[string]string{"REACTOR_PARTITIONS": "many"},
 			"REACTOR_PARTITIONS"},
-		{"two tables", []string{"--nats-url", "nats://x:4222", "db.a", "db.b"}, nil, "unexpected arguments"},
+		{"two tables", []string{"--nats-url", "nats://x:4222", "db.a", "db.b"}, nil, "want one TABLE (namespace.table), got 2 arguments: db.a db.b"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -48,7 +48,7 @@ func TestHealthCommand(t *testing.T) {
 			"problem: 3 snapshots (limit 2)", "table is unhealthy"},
 		{"json", []string{"health", "--data-dir", dir, "--json", "db.t"}, 0, `"data_files": 3`, ""},
 		{"unknown table", []string{"health", "--data-dir", dir, "db.nosuch"}, 2, "", "table db.nosuch not found"},
-		{"no table", []string{"health", "--data-dir", dir}, 2, "", "want one TABLE as namespace.table"},
+		{"no table", []string{"health", "--data-dir", dir}, 2, "", "missing TABLE"},
 		// Every command parses TABLE one way (package tablename): an
 		// empty level is refused, not looked up as namespace {"db", ""}.
 		{"empty level", []string{"health", "--data-dir", dir, "db..t"}, 2, "", "want one TABLE as namespace.table"},

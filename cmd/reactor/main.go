@@ -8,14 +8,17 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/icereactor/reactor/redact"
 )
 
 // command is one subcommand. run returns nil on success, flag.ErrHelp after
-// printing help (flag.ErrHelp), a *usageError for bad arguments or configuration (exit 2),
-// and any other error for a failure at run time (exit 1).
+// printing help (flag.ErrHelp), a *usageError for bad arguments (exit 2,
+// with a hint to -h), an *inputError for bad input they point at (exit 2:
+// a thresholds file that does not parse, an unknown table), and any other
+// error for a failure at run time (exit 1).
 type command struct {
 	name    string
 	summary string
@@ -90,6 +93,9 @@ func exitCode(name string, err error, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "reactor %s: %s\n", name, redact.String(uerr.err.Error()))
 		fmt.Fprintf(stderr, "Run 'reactor %s -h' for usage.\n", name)
 		return 2
+	case errors.As(err, new(*inputError)):
+		fmt.Fprintf(stderr, "reactor %s: %s\n", name, redact.String(err.Error()))
+		return 2
 	default:
 		// Whatever the error wraps (a NATS or catalog URL in a library's
 		// message), its credentials do not reach the terminal.
@@ -139,6 +145,19 @@ func usageErrorf(format string, args ...any) error {
 	return &usageError{err: fmt.Errorf(format, args...)}
 }
 
+// inputError marks bad input the command line points at: a thresholds
+// file that does not parse, a table or partition that does not exist. The
+// exit code is 2 as for a usage error, but the flags are right, so there is
+// no hint to -h.
+type inputError struct{ err error }
+
+func (e *inputError) Error() string { return e.err.Error() }
+func (e *inputError) Unwrap() error { return e.err }
+
+func inputErrorf(format string, args ...any) error {
+	return &inputError{err: fmt.Errorf(format, args...)}
+}
+
 // newFlagSet returns a flag set that prints nothing by itself: parseFlags
 // decides where help and errors go.
 func newFlagSet(name, synopsis, description string) *flag.FlagSet {
@@ -156,27 +175,54 @@ func newFlagSet(name, synopsis, description string) *flag.FlagSet {
 // goes to stdout (it was asked for); errors come back as *usageError and are
 // reported by exitCode.
 func parseFlags(fs *flag.FlagSet, args []string, stdout io.Writer) error {
-	if err := parseFlagsAndArgs(fs, args, stdout); err != nil {
+	rest, err := parseFlagsAndArgs(fs, args, stdout)
+	if err != nil {
 		return err
 	}
-	if fs.NArg() > 0 {
-		return usageErrorf("unexpected arguments: %q", fs.Args())
+	if len(rest) > 0 {
+		return usageErrorf("unexpected arguments: %s", strings.Join(rest, " "))
 	}
 	return nil
 }
 
+// oneArg is the single positional argument a command takes (what names
+// it in the message: TABLE, FILE).
+func oneArg(positional []string, what string) (string, error) {
+	switch len(positional) {
+	case 0:
+		return "", usageErrorf("missing %s", what)
+	case 1:
+		return positional[0], nil
+	}
+	return "", usageErrorf("want one %s, got %d arguments: %s", what, len(positional), strings.Join(positional, " "))
+}
+
 // parseFlagsAndArgs is parseFlags for commands that take positional
-// arguments (fs.Args()).
-func parseFlagsAndArgs(fs *flag.FlagSet, args []string, stdout io.Writer) error {
-	err := fs.Parse(args)
-	if errors.Is(err, flag.ErrHelp) {
-		fs.SetOutput(stdout)
-		fs.Usage()
-		fs.SetOutput(io.Discard)
-		return flag.ErrHelp
+// arguments: flags may come before, between and after them (validate-config
+// FILE --table db.events), as every command of reactor takes them; an
+// argument after "--" is positional whatever it looks like. It returns the
+// positional arguments in order.
+func parseFlagsAndArgs(fs *flag.FlagSet, args []string, stdout io.Writer) ([]string, error) {
+	var positional []string
+	for {
+		err := fs.Parse(args)
+		if errors.Is(err, flag.ErrHelp) {
+			fs.SetOutput(stdout)
+			fs.Usage()
+			fs.SetOutput(io.Discard)
+			return nil, flag.ErrHelp
+		}
+		if err != nil {
+			return nil, &usageError{err: err}
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return positional, nil
+		}
+		if consumed := len(args) - len(rest); consumed > 0 && args[consumed-1] == "--" {
+			return append(positional, rest...), nil
+		}
+		positional = append(positional, rest[0])
+		args = rest[1:]
 	}
-	if err != nil {
-		return &usageError{err: err}
-	}
-	return nil
 }

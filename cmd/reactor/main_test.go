@@ -124,6 +124,7 @@ func TestParseRunConfig(t *testing.T) {
 		env     map[string]string
 		check   func(t *testing.T, c runConfig)
 		wantErr string
+		input   bool // an *inputError (exit 2, no hint to -h), not a *usageError
 	}{
 		{name: "embedded defaults", check: func(t *testing.T, c runConfig) {
 			if c.natsURL != "" || c.catalogProps != nil || c.dataDir != "./reactor-data" || c.concurrency != 2 || c.catalogName != "reactor" {
@@ -222,8 +223,9 @@ func TestParseRunConfig(t *testing.T) {
 		{name: "catalog type needed", args: []string{"--catalog-uri", "file:///c.db"}, wantErr: "--catalog-type is required"},
 		{name: "catalog URI needed", args: []string{"--catalog-type", "rest"}, wantErr: "--catalog-uri is required"},
 		{name: "property given twice", args: []string{"--catalog-uri", "http://a", "--catalog-prop", "uri=http://b"}, wantErr: `"uri" is set by both`},
-		{name: "invalid thresholds name the field", args: []string{"--thresholds", bad}, wantErr: "defaults.small_file_ratio"},
-		{name: "missing thresholds file", args: []string{"--thresholds", filepath.Join(dir, "nope.yaml")}, wantErr: "no such file"},
+		{name: "invalid thresholds name the field", args: []string{"--thresholds", bad}, wantErr: "thresholds file " + bad + ": defaults.small_file_ratio", input: true},
+		{name: "missing thresholds file", args: []string{"--thresholds", filepath.Join(dir, "nope.yaml")},
+			wantErr: "thresholds file " + filepath.Join(dir, "nope.yaml") + ": no such file or directory", input: true},
 		{name: "bad env value", env: map[string]string{"REACTOR_CONCURRENCY": "x"}, wantErr: "REACTOR_CONCURRENCY"},
 	}
 	for _, tt := range tests {
@@ -231,7 +233,11 @@ func TestParseRunConfig(t *testing.T) {
 			cfg, err := parseRunConfig(tt.args, envMap(tt.env), &bytes.Buffer{})
 			if tt.wantErr != "" {
 				var uerr *usageError
-				if !errors.As(err, &uerr) || !strings.Contains(err.Error(), tt.wantErr) {
+				var ierr *inputError
+				if tt.input && (!errors.As(err, &ierr) || !strings.Contains(err.Error(), tt.wantErr)) {
+					t.Fatalf("error = %v, want an input error containing %q", err, tt.wantErr)
+				}
+				if !tt.input && (!errors.As(err, &uerr) || !strings.Contains(err.Error(), tt.wantErr)) {
 					t.Fatalf("error = %v, want a usage error containing %q", err, tt.wantErr)
 				}
 				return

@@ -2,17 +2,22 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"sync"
 	"text/tabwriter"
 	"time"
+
+	"github.com/apache/iceberg-go/table"
 
 	"github.com/icereactor/reactor/executor"
 	"github.com/icereactor/reactor/metrics"
 	"github.com/icereactor/reactor/planner"
 	"github.com/icereactor/reactor/redact"
+	"github.com/icereactor/reactor/tablename"
 	"github.com/icereactor/reactor/thresholds"
 )
 
@@ -26,8 +31,25 @@ type oneShotResult struct {
 	Error   string           `json:"error,omitempty"`
 	Counts  map[string]int64 `json:"counts"`
 	// Orphans lists orphan files (remove_orphans only), as Spark's
-	// orphan_file_location column does.
+	// orphan_file_location column does; Young the unreferenced files too
+	// young to be orphans yet, with when they will be.
 	Orphans []executor.OrphanFile `json:"orphans,omitempty"`
+	Young   []executor.YoungFile  `json:"too_young,omitempty"`
+	// NotKnownInDryRun names the counts a dry run cannot know (the files
+	// a rewrite would write exist only once written): they are left out
+	// of Counts rather than reported as 0.
+	NotKnownInDryRun []string `json:"not_known_in_dry_run,omitempty"`
+}
+
+// notKnownInDryRun are the counts of each kind that only writing tells.
+func notKnownInDryRun(kind planner.JobKind) []string {
+	switch kind {
+	case planner.KindCompact, planner.KindSort:
+		return []string{"added_data_files_count"}
+	case planner.KindRewriteManifests:
+		return []string{"added_manifests_count"}
+	}
+	return nil
 }
 
 // runOneShot runs one job kind on the command's table through the same
@@ -47,8 +69,13 @@ func runOneShot(ctx context.Context, c *tableCommand, kind planner.JobKind, opts
 	}
 	defer closeCatalog()
 	job, err := planner.ManualJob(ctx, tbl, cfg, kind, opts, time.Now())
-	if err != nil {
+	switch {
+	case errors.Is(err, planner.ErrUnsafeOption):
 		return &usageError{err: err}
+	case errors.Is(err, planner.ErrUnknownPartition):
+		return &inputError{err: err}
+	case err != nil:
+		return err
 	}
 	if (kind == planner.KindCompact || kind == planner.KindRewritePositionDeletes || kind == planner.KindConvertEqualityDeletes) && len(job.Partitions) == 0 {
 		fmt.Fprintf(stderr, "%s has no partition to work on\n", c.table)
@@ -73,8 +100,9 @@ func runOneShot(ctx context.Context, c *tableCommand, kind planner.JobKind, opts
 		return err
 	}
 	res, rep := exec.Run(ctx, job)
-	out := oneShotResult{JobID: job.ID, Kind: kind, Table: job.TableName, DryRun: rep.DryRun || rep.Orphans.DryRun,
-		Outcome: res.Outcome.String(), Counts: rep.CountMap(kind), Orphans: rep.Orphans.Orphans}
+	// A dry run that found nothing to do reports no dry run of its own.
+	out := oneShotResult{JobID: job.ID, Kind: kind, Table: job.TableName, DryRun: job.DryRun || rep.DryRun || rep.Orphans.DryRun,
+		Outcome: res.Outcome.String(), Counts: rep.CountMap(kind), Orphans: rep.Orphans.Orphans, Young: rep.Orphans.Young}
 	if res.Err != nil {
 		out.Error = res.Err.Error()
 	}
@@ -97,30 +125,96 @@ func runOneShot(ctx context.Context, c *tableCommand, kind planner.JobKind, opts
 		}
 	}
 	stopProgress()
+	unknown := map[string]string{}
+	if out.DryRun {
+		for _, name := range notKnownInDryRun(kind) {
+			if text := dryRunEstimate(ctx, tbl, cfg, kind, rep); text != "" {
+				out.NotKnownInDryRun = append(out.NotKnownInDryRun, name)
+				delete(out.Counts, name)
+				unknown[name] = text
+			}
+		}
+	}
 	if *c.json {
 		if err := writeJSON(stdout, out); err != nil {
 			return err
 		}
 	} else {
-		printCounts(stdout, counts)
+		printCounts(stdout, counts, unknown)
 		for _, o := range out.Orphans {
 			fmt.Fprintf(stdout, "orphan_file_location\t%s\n", o.Location)
 		}
+		printYoung(stdout, out.Young, rep.Orphans.TooYoung, time.Now())
 		if out.DryRun {
-			fmt.Fprintln(stdout, "dry run: nothing was written, deleted or committed")
+			fmt.Fprintln(stdout, dryRunLine)
 		}
 	}
 	switch res.Outcome {
-	case planner.Failed, planner.GaveUp:
-		return fmt.Errorf("%s %s: %s: %w", kind, job.TableName, res.Outcome, res.Err)
+	case planner.Failed:
+		return fmt.Errorf("%s: failed: %w", job.TableName, res.Err)
+	case planner.GaveUp:
+		return fmt.Errorf("%s: gave up: %w", job.TableName, res.Err)
 	}
 	return nil
 }
 
-// printCounts prints counts as a two-column table, one per line.
-func printCounts(w io.Writer, counts []executor.Count) {
+// dryRunEstimate says what a dry run can tell of a count it cannot know;
+// "" when it does know it (nothing would be rewritten, so nothing added).
+func dryRunEstimate(ctx context.Context, tbl *table.Table, cfg *thresholds.Config, kind planner.JobKind, rep executor.Report) string {
+	switch kind {
+	case planner.KindCompact, planner.KindSort:
+		target := cfg.For(tablename.Format(tbl.Identifier()), tbl.Properties()).TargetFileSize
+		if rep.RewrittenDataFiles == 0 || target <= 0 {
+			return ""
+		}
+		return fmt.Sprintf("not known until written: about %d (%s rewritten at a target of %s; compression decides)",
+			(rep.RewrittenBytes+target-1)/target, thresholds.Size(rep.RewrittenBytes), thresholds.Size(target))
+	case planner.KindRewriteManifests:
+		if rep.ManifestsRewritten == 0 {
+			return ""
+		}
+		plan, err := planner.Explain(ctx, tbl, cfg, time.Now())
+		if err != nil || len(plan.Partitions) == 0 {
+			return "not known until written"
+		}
+		return fmt.Sprintf("not known until written: at least %d (one per partition with data files)", len(plan.Partitions))
+	}
+	return "not known until written"
+}
+
+// shownYoung bounds the young files printed (--json lists up to 100).
+const shownYoung = 10
+
+// printYoung lists the unreferenced files too young to be orphans, oldest
+// first: each one's age and when it becomes eligible for deletion.
+func printYoung(w io.Writer, young []executor.YoungFile, total int, now time.Time) {
+	if total == 0 {
+		return
+	}
+	young = slices.Clone(young)
+	slices.SortStableFunc(young, func(a, b executor.YoungFile) int { return a.Modified.Compare(b.Modified) })
+	fmt.Fprintf(w, "%d unreferenced files are younger than the orphan margin: not orphans yet (a commit in progress may still add them)\n", total)
+	for _, y := range young[:min(len(young), shownYoung)] {
+		fmt.Fprintf(w, "too_young_file_location\t%s (%s old; eligible from %s, in %s)\n", y.Location,
+			now.Sub(y.Modified).Round(time.Second), y.EligibleAt.UTC().Format(time.RFC3339), y.EligibleAt.Sub(now).Round(time.Second))
+	}
+	if n := total - min(len(young), shownYoung); n > 0 {
+		fmt.Fprintf(w, "too_young_file_location\t... and %d more (--json lists %d)\n", n, len(young))
+	}
+}
+
+// dryRunLine ends every dry run's output, whatever the command.
+const dryRunLine = "dry run: nothing was written"
+
+// printCounts prints counts as a two-column table, one per line; a count
+// in unknown is printed as what is known of it instead of its value.
+func printCounts(w io.Writer, counts []executor.Count, unknown map[string]string) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for _, c := range counts {
+		if text, ok := unknown[c.Name]; ok {
+			fmt.Fprintf(tw, "%s\t%s\n", c.Name, text)
+			continue
+		}
 		fmt.Fprintf(tw, "%s\t%d\n", c.Name, c.Value)
 	}
 	tw.Flush()

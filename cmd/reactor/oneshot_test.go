@@ -334,7 +334,9 @@ func TestValidateConfigCommand(t *testing.T) {
 			[]string{"target_file_size", "128MiB", "table property"}, ""},
 		{"unwatched namespace", []string{"--table", "other.t", good}, 0, []string{"not in the file's namespaces"}, ""},
 		{"invalid", []string{bad}, 2, nil, "defaults.small_file_ratio"},
-		{"no file", nil, 2, nil, "want exactly one FILE"},
+		{"no file", nil, 2, nil, "missing FILE"},
+		{"flags after FILE", []string{good, "--table", "db.cold"}, 0, []string{"settings for db.cold", "small_file_count", "20"}, ""},
+		{"two files", []string{good, bad}, 2, nil, "want one FILE, got 2 arguments"},
 		{"property without table", []string{"--table-property", "a=b", good}, 2, nil, "--table-property needs --table"},
 	}
 	for _, tt := range tests {

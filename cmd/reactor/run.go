@@ -198,7 +198,7 @@ func parseRunConfig(args []string, getenv func(string) string, stdout io.Writer)
 	cfg.thresholds = thresholds.Default()
 	if cfg.thresholdsFile != "" {
 		if cfg.thresholds, err = thresholds.Load(cfg.thresholdsFile); err != nil {
-			return runConfig{}, &usageError{err: err}
+			return runConfig{}, &inputError{err: err}
 		}
 	}
 	if cfg.concurrency == 0 {
@@ -273,7 +273,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	log := slog.New(redact.Handler(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: cfg.logLevel})))
+	log := newJSONLogger(stderr, cfg.logLevel)
 	log.Info("reactor starting", cfg.logAttrs()...)
 
 	w, err := worker.Start(ctx, worker.Config{
@@ -336,7 +336,7 @@ func (c runConfig) logAttrs() []any {
 		th = "built-in defaults"
 	}
 	return []any{
-		"version", version, "nats_url", natsURL, "data_dir", c.dataDir,
+		"version", buildVersion().short(), "nats_url", natsURL, "data_dir", c.dataDir,
 		"catalog_name", c.catalogName, "catalog", catalog, "thresholds", th,
 		"commit_subject", c.commits.Subject, "dead_letter_subject", c.commits.DeadLetterSubject,
 		"concurrency", c.concurrency, "log_level", c.logLevel.String(),

@@ -42,14 +42,12 @@ func newTableCommand(name, description string) *tableCommand {
 // Call it after adding the command's own flags.
 func (c *tableCommand) parse(args []string, stdout io.Writer) error {
 	annotateEnv(c.fs)
-	if err := parseFlagsAndArgs(c.fs, args, stdout); err != nil {
+	positional, err := parseFlagsAndArgs(c.fs, args, stdout)
+	if err != nil {
 		return err
 	}
-	if c.fs.NArg() > 0 {
-		c.table = c.fs.Arg(0)
-		if err := parseFlags(c.fs, c.fs.Args()[1:], stdout); err != nil {
-			return err
-		}
+	if c.table, err = oneArg(positional, "TABLE (namespace.table)"); err != nil {
+		return err
 	}
 	if err := applyEnv(c.fs, os.Getenv); err != nil {
 		return &usageError{err: err}
@@ -69,7 +67,7 @@ func (c *tableCommand) thresholds() (*thresholds.Config, error) {
 	}
 	cfg, err := thresholds.Load(*c.thresholdsFile)
 	if err != nil {
-		return nil, &usageError{err: err}
+		return nil, &inputError{err: err}
 	}
 	return cfg, nil
 }
@@ -79,6 +77,11 @@ func (c *tableCommand) open(ctx context.Context, log *slog.Logger) (cat catalog.
 	props, err := c.catalog.properties()
 	if err != nil {
 		return nil, nil, nil, err
+	}
+	if props == nil {
+		if err := checkEmbeddedCatalog(*c.catalog.dataDir); err != nil {
+			return nil, nil, nil, err
+		}
 	}
 	cat, err = worker.OpenCatalog(ctx, worker.Config{DataDir: *c.catalog.dataDir, CatalogName: *c.catalog.name,
 		CatalogProps: props, Logger: log})
@@ -92,9 +95,9 @@ func (c *tableCommand) open(ctx context.Context, log *slog.Logger) (cat catalog.
 	}
 	tbl, err = cat.LoadTable(ctx, c.ident)
 	if err != nil {
-		close()
+		defer close()
 		if errors.Is(err, catalog.ErrNoSuchTable) || errors.Is(err, catalog.ErrNoSuchNamespace) {
-			return nil, nil, nil, usageErrorf("table %s not found: %w", c.table, err)
+			return nil, nil, nil, tableNotFound(ctx, cat, c.table, describeCatalog(*c.catalog.dataDir, props))
 		}
 		return nil, nil, nil, fmt.Errorf("load %s: %w", c.table, err)
 	}

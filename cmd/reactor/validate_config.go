@@ -24,16 +24,17 @@ func validateConfigCmd(_ context.Context, args []string, stdout, _ io.Writer) er
 	var props propsFlag
 	fs.Var(&props, "table-property", "a property of that table `key=value` (write.target-file-size-bytes, history.expire.*), repeatable")
 	asJSON := fs.Bool("json", false, "print the effective settings as JSON")
-	if err := parseFlagsAndArgs(fs, args, stdout); err != nil {
+	positional, err := parseFlagsAndArgs(fs, args, stdout)
+	if err != nil {
 		return err
 	}
-	if fs.NArg() != 1 {
-		return usageErrorf("want exactly one FILE, got %q", fs.Args())
+	file, err := oneArg(positional, "FILE")
+	if err != nil {
+		return err
 	}
-	file := fs.Arg(0)
 	cfg, err := thresholds.Load(file)
 	if err != nil {
-		return &usageError{err: err}
+		return &inputError{err: err}
 	}
 	if *tableName == "" {
 		if len(props.keys) > 0 {

@@ -70,16 +70,13 @@ func parseWriteConfig(args []string, getenv func(string) string, stdout io.Write
 	logLevel := fs.String("log-level", "info", "log `level`: debug, info, warn or error")
 	annotateEnv(fs)
 
-	if err := parseFlagsAndArgs(fs, args, stdout); err != nil {
+	positional, err := parseFlagsAndArgs(fs, args, stdout)
+	if err != nil {
 		return writeConfig{}, err
 	}
-	var name string
-	if fs.NArg() > 0 {
-		name = fs.Arg(0)
-		// Flags after TABLE, as the table commands accept them.
-		if err := parseFlags(fs, fs.Args()[1:], stdout); err != nil {
-			return writeConfig{}, err
-		}
+	name, err := oneArg(positional, "TABLE (namespace.table)")
+	if err != nil {
+		return writeConfig{}, err
 	}
 	if err := applyEnv(fs, getenv); err != nil {
 		return writeConfig{}, &usageError{err: err}
