@@ -88,6 +88,9 @@ type Metrics struct {
 	snapshots     *snapshotGauges
 	refresh       *refreshGauges
 	leaseOwners   *leaseOwners
+	// Surfaces: status page credentials, stream limits, unknown tables,
+	// object-store timeouts, size limits (surfaces.go).
+	Surfaces
 }
 
 // New creates the collectors on a fresh registry.
@@ -235,6 +238,7 @@ func New() *Metrics {
 		snapshots:   newSnapshotGauges(),
 		refresh:     newRefreshGauges(),
 		leaseOwners: newLeaseOwners(),
+		Surfaces:    newSurfaces(),
 	}
 	m.Registry.MustRegister(m.Events, m.JobsScheduled, m.Jobs, m.JobDuration, m.CommitConflicts,
 		m.CommitRetries, m.StateRebuilds, m.FilesRewritten, m.FilesAdded, m.ConfigReloads, m.Objects, m.UnconfirmedFiles,
@@ -245,7 +249,9 @@ func New() *Metrics {
 		m.JobQueue, m.JobsRunning, m.JobQueueWait, m.Refreshes, m.EventsCoalesced, m.LeaseShards,
 		m.LeaseShardsHeld, m.LeaseMembers, m.LeaseHandovers, m.EventsForwarded, m.refresh, m.leaseOwners,
 		m.FastLanes, m.FastLaneLooks)
+	m.Registry.MustRegister(m.Surfaces.collectors()...)
 	m.startAtZero()
+	m.Surfaces.startAtZero()
 	return m
 }
 

@@ -13,7 +13,8 @@ const readyTimeout = 2 * time.Second
 // readyGauge exports /readyz's answer as reactor_ready at scrape time, so
 // an alert sees a replica that serves /metrics but cannot work (NATS
 // disconnected, catalog unreachable, replica name refused) without a
-// Kubernetes probe in between.
+// Kubernetes probe in between. The worker's answer is state it keeps fresh
+// in the background: a scrape calls no dependency.
 type readyGauge struct {
 	ready ReadyFunc
 	desc  *prometheus.Desc
@@ -21,7 +22,7 @@ type readyGauge struct {
 
 func newReadyGauge(ready ReadyFunc) *readyGauge {
 	return &readyGauge{ready: ready, desc: prometheus.NewDesc("reactor_ready",
-		"1 when the process can do its work (what /readyz answers: connected to NATS, replica name not refused, catalog reachable), 0 otherwise; checked at scrape time.",
+		"1 when the process can do its work (what /readyz answers: connected to NATS, replica name not refused, catalog answering its background check), 0 otherwise.",
 		nil, nil)}
 }
 

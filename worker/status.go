@@ -31,6 +31,13 @@ const (
 	tableJobs   = 8
 	maxPending  = 100 // pending-deletion batches read for the table page
 	inspectWait = 20 * time.Second
+	// A table page's read of a table is kept for inspectTTL while the
+	// planner's snapshot of the table has not moved, for at most
+	// inspectCached tables: pages left refreshing in many browsers, or a
+	// client asking for the page in a loop, read each table at most once
+	// per inspectTTL.
+	inspectTTL    = 30 * time.Second
+	inspectCached = 32
 )
 
 // statusState is what the worker keeps for the status pages besides its
@@ -43,6 +50,47 @@ type statusState struct {
 	jobs    jobHistory
 	// inspecting lets one table page read a table at a time.
 	inspecting chan struct{}
+	// inspected are the last reads of tables (table page), by table.
+	inspectedMu sync.Mutex
+	inspected   map[string]cachedInspection
+}
+
+// cachedInspection is one table page's read of a table.
+type cachedInspection struct {
+	snapshot int64
+	at       time.Time
+	in       status.Inspection
+}
+
+// cachedInspect returns the read of table kept for snapshot, if fresh.
+func (s *statusState) cachedInspect(table string, snapshot int64) (status.Inspection, bool) {
+	s.inspectedMu.Lock()
+	defer s.inspectedMu.Unlock()
+	c, ok := s.inspected[table]
+	if !ok || c.snapshot != snapshot || time.Since(c.at) > inspectTTL {
+		return status.Inspection{}, false
+	}
+	return c.in, true
+}
+
+// keepInspect keeps a read of table, dropping the oldest beyond
+// inspectCached.
+func (s *statusState) keepInspect(table string, snapshot int64, in status.Inspection) {
+	s.inspectedMu.Lock()
+	defer s.inspectedMu.Unlock()
+	if s.inspected == nil {
+		s.inspected = map[string]cachedInspection{}
+	}
+	s.inspected[table] = cachedInspection{snapshot: snapshot, at: time.Now(), in: in}
+	for len(s.inspected) > inspectCached {
+		oldest := ""
+		for t, c := range s.inspected {
+			if oldest == "" || c.at.Before(s.inspected[oldest].at) {
+				oldest = t
+			}
+		}
+		delete(s.inspected, oldest)
+	}
 }
 
 func (s *statusState) init(cfg *thresholds.Config, catName string) {
@@ -163,11 +211,16 @@ func (s statusSource) Owners() func(string) string {
 var errBusy = errors.New("another status page is reading a table; try again in a moment")
 
 // Inspect loads the table and runs planner.Explain on it, as `reactor
-// plan` does, and lists its pending deletions. One runs at a time: a page
-// left refreshing in several browsers reads each table once per refresh at
-// most, never all at once.
+// plan` does, and lists its pending deletions. One runs at a time, and
+// its result is kept while the planner's snapshot of the table has not
+// moved, for inspectTTL: pages left refreshing in many browsers read each
+// table at most once per inspectTTL, never several at once.
 func (s statusSource) Inspect(ctx context.Context, name string) (status.Inspection, error) {
 	st := &s.w.status
+	snapshot, _ := s.w.Planner.TableCounters(name)
+	if in, ok := st.cachedInspect(name, snapshot); ok {
+		return in, nil
+	}
 	select {
 	case st.inspecting <- struct{}{}:
 		defer func() { <-st.inspecting }()
@@ -176,6 +229,19 @@ func (s statusSource) Inspect(ctx context.Context, name string) (status.Inspecti
 	case <-time.After(inspectWait):
 		return status.Inspection{}, errBusy
 	}
+	// Another page may have read it while this one waited.
+	if in, ok := st.cachedInspect(name, snapshot); ok {
+		return in, nil
+	}
+	in, err := s.inspect(ctx, name)
+	if err == nil {
+		st.keepInspect(name, snapshot, in)
+	}
+	return in, err
+}
+
+func (s statusSource) inspect(ctx context.Context, name string) (status.Inspection, error) {
+	st := &s.w.status
 	ident, err := tablename.Parse(name)
 	if err != nil {
 		return status.Inspection{}, err

@@ -58,10 +58,23 @@ type Config struct {
 	// is one source, subject minio.events with URL-encoded keys.
 	Notifications        triggers.NotificationOptions
 	DisableNotifications bool
-	// HTTPAddr, when set, serves /metrics, /healthz, /readyz and the
-	// status pages (package status) there ("127.0.0.1:0" picks a free
-	// port; see Worker.HTTPAddr).
+	// HTTPAddr, when set, serves /metrics, /healthz and /readyz there
+	// ("127.0.0.1:0" picks a free port; see Worker.HTTPAddr).
 	HTTPAddr string
+	// StatusAddr is where the status pages (package status) are served:
+	// "" beside /metrics on HTTPAddr, an address of their own (reactor
+	// run's default, 127.0.0.1:9095), or StatusOff.
+	StatusAddr string
+	// StatusTokenFile, when set, holds the token every status page
+	// request must carry (a Bearer token, or basic auth's password).
+	StatusTokenFile string
+	// HTTPLimits are the HTTP listeners' timeouts and connection bound
+	// (zero: the defaults).
+	HTTPLimits HTTPLimits
+	// ReadinessEvery is how often the catalog is asked, in the
+	// background, whether it answers, for /readyz and reactor_ready
+	// (default DefaultReadinessEvery).
+	ReadinessEvery time.Duration
 	// HealthSubjectPrefix: after every job, the table's health report is
 	// published on PREFIX.<namespace>.<table> (default reactor.health).
 	HealthSubjectPrefix string
@@ -95,6 +108,9 @@ type Config struct {
 	executorCatalog func(catalog.Catalog) catalog.Catalog
 	// sparkDial replaces sparkrun.Dial (tests).
 	sparkDial sparkrun.Dialer
+	// wrapCatalog, when set, wraps the catalog once opened: every part
+	// of the worker uses what it returns (tests count calls with it).
+	wrapCatalog func(catalog.Catalog) catalog.Catalog
 }
 
 // Worker is a running reactor.
@@ -125,8 +141,13 @@ type Worker struct {
 	cancel    context.CancelFunc
 	log       *slog.Logger
 	closeOnce sync.Once
-	http      *http.Server
-	httpAddr  string
+	// servers are the HTTP listeners (metrics and probes, status pages).
+	servers    []*http.Server
+	httpAddr   string
+	statusAddr string
+	// readiness is what /readyz answers besides NATS and the leases,
+	// kept fresh in the background (readiness.go).
+	readiness *readiness
 	jobPrefix string
 	// concurrency is the pool's size (for the reload warning).
 	concurrency int
@@ -187,9 +208,19 @@ func Start(ctx context.Context, cfg Config) (_ *Worker, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("worker: open catalog: %w", err)
 	}
+	if cfg.wrapCatalog != nil {
+		w.Catalog = cfg.wrapCatalog(w.Catalog)
+	}
 
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	w.cancel = cancel
+	every := cfg.ReadinessEvery
+	if every <= 0 {
+		every = DefaultReadinessEvery
+	}
+	w.readiness = newReadiness(every, ReadyCatalog)
+	w.bg.Add(1)
+	go w.probeCatalog(runCtx, every)
 	execCat := w.Catalog
 	if cfg.executorCatalog != nil {
 		execCat = cfg.executorCatalog(execCat)
@@ -281,10 +312,8 @@ func Start(ctx context.Context, cfg Config) (_ *Worker, err error) {
 		CommitObserved: exec.CommitObserved,
 		Owns:           w.owns,
 	})
-	if cfg.HTTPAddr != "" {
-		if err := w.serveHTTP(cfg.HTTPAddr); err != nil {
-			return nil, fmt.Errorf("worker: %w", err)
-		}
+	if err := w.serveHTTP(cfg); err != nil {
+		return nil, fmt.Errorf("worker: %w", err)
 	}
 	if cfg.ThresholdsFile != "" {
 		initial, err := thresholds.ReadFile(cfg.ThresholdsFile)
@@ -366,9 +395,13 @@ func (w *Worker) Shutdown(grace time.Duration) bool {
 }
 
 func (w *Worker) close() {
-	if w.http != nil {
+	for _, srv := range w.servers {
 		shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		_ = w.http.Shutdown(shutdownCtx)
+		if srv.Shutdown(shutdownCtx) != nil {
+			// A response still being written to a client that reads
+			// nothing: its write deadline would end it; end it now.
+			_ = srv.Close()
+		}
 		cancel()
 	}
 	w.mu.Lock()

@@ -57,7 +57,7 @@ func TestDashboardAndRulesQueriesAgainstRealPrometheus(t *testing.T) {
 
 	reactorAddr := freeLoopbackAddr(t)
 	args, _ := json.Marshal([]string{"run", "--nats-url", srv.URL(), "--data-dir", dir, "--thresholds", thresholdsFile,
-		"--http-addr", reactorAddr, "--notification-subject", ""})
+		"--http-addr", reactorAddr, "--status-addr", "", "--notification-subject", ""})
 	var reactorErr syncBuffer
 	reactor := exec.CommandContext(ctx, os.Args[0], "-test.run=^$")
 	reactor.Env = append(os.Environ(), runAsReactor+"=1", runAsReactor+"_ARGS="+string(args))

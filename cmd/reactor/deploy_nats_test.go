@@ -259,7 +259,7 @@ func TestNATSPermissionsExampleOnARealServer(t *testing.T) {
 	runDone := make(chan int, 1)
 	go func() {
 		runDone <- execute(ctx, []string{"run", "--nats-url", urlFor("reactor"), "--data-dir", dir, "--thresholds", thresholdsFile,
-			"--http-addr", ""}, &syncBuffer{}, &runErr)
+			"--http-addr", "", "--status-addr", ""}, &syncBuffer{}, &runErr)
 	}()
 	defer func() { cancel(); within(t, runDone, time.Minute, "reactor run to return after its context ended") }()
 	waitFor(t, "reactor running", func() bool { return strings.Contains(runErr.String(), "reactor running") }, &runErr)
@@ -328,7 +328,7 @@ func TestNATSPermissionsExampleOnARealServer(t *testing.T) {
 	dupDone := make(chan int, 1)
 	go func() {
 		dupDone <- execute(dupCtx, []string{"run", "--nats-url", urlFor("reactor"), "--data-dir", dir, "--thresholds", thresholdsFile,
-			"--http-addr", ""}, &syncBuffer{}, &dupErr)
+			"--http-addr", "", "--status-addr", ""}, &syncBuffer{}, &dupErr)
 	}()
 	waitFor(t, "the duplicate refusing the name in use", func() bool {
 		return strings.Contains(dupErr.String(), "its replica name is in use")

@@ -61,7 +61,7 @@ func TestExpiryDeletionSurvivesSIGKILL(t *testing.T) {
 	defer sub.Unsubscribe()
 	start := func() (*exec.Cmd, *syncBuffer, chan error) {
 		args, _ := json.Marshal([]string{"run", "--nats-url", srv.URL(), "--data-dir", dir, "--thresholds", thresholdsFile,
-			"--http-addr", "", "--notification-subject", ""})
+			"--http-addr", "", "--status-addr", "", "--notification-subject", ""})
 		var stderr syncBuffer
 		cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^$")
 		cmd.Env = append(os.Environ(), runAsReactor+"=1", runAsReactor+"_ARGS="+string(args))

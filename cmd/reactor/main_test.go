@@ -326,7 +326,7 @@ func TestRunStartsAndStops(t *testing.T) {
 	var stdout, stderr syncBuffer
 	done := make(chan error, 1)
 	go func() {
-		done <- runCmd(ctx, []string{"--data-dir", dir, "--log-level", "info", "--http-addr", "127.0.0.1:0"}, &stdout, &stderr)
+		done <- runCmd(ctx, []string{"--data-dir", dir, "--log-level", "info", "--http-addr", "127.0.0.1:0", "--status-addr", "127.0.0.1:0"}, &stdout, &stderr)
 	}()
 	deadline := time.Now().Add(time.Minute)
 	for !strings.Contains(stderr.String(), "reactor running") {

@@ -38,6 +38,8 @@ type runConfig struct {
 	noNotification bool
 	watchPrefixes  []string
 	httpAddr       string
+	statusAddr     string
+	statusToken    string
 	shutdownGrace  time.Duration
 	concurrency    int
 	logLevel       slog.Level
@@ -76,7 +78,8 @@ func parseRunConfig(args []string, getenv func(string) string, stdout io.Writer)
 	newTableGrace := fs.Duration("new-table-grace", triggers.DefaultNewTableGrace,
 		"how long a notification under a watched prefix waits for the catalog to list its table before it is dropped")
 	grace := fs.Duration("shutdown-grace", 30*time.Second, "on SIGTERM, how long running jobs may take to finish before they are abandoned")
-	httpAddr := fs.String("http-addr", ":9090", "`address` for /metrics, /healthz, /readyz and the status pages (/, /tables/..., /jobs); empty disables them")
+	httpAddr := fs.String("http-addr", ":9090", "`address` for /metrics, /healthz and /readyz; empty disables them")
+	status := addStatusFlags(fs)
 	concurrency := fs.Int("concurrency", 0, "run at most `n` jobs at once, across tables (0: the thresholds file's concurrency, else 2)")
 	logLevel := fs.String("log-level", "info", "log `level`: debug, info, warn or error")
 	replica := fs.String("replica", "", "`name` of this replica in the table lease bucket (empty: the host name, a pod's name on Kubernetes); stable across restarts, unique among live processes: a restart under the same name resumes its tables at once, a second live process under it takes none")
@@ -111,6 +114,7 @@ func parseRunConfig(args []string, getenv func(string) string, stdout io.Writer)
 	if *streamReplicas < 1 || *streamReplicas > 5 {
 		return runConfig{}, usageErrorf("--stream-replicas must be between 1 and 5, got %d", *streamReplicas)
 	}
+	var err error
 	cfg.commits.StreamReplicas = *streamReplicas
 	cfg.notifications.StreamReplicas = *streamReplicas
 	bucketReplicas := *streamReplicas
@@ -119,8 +123,10 @@ func parseRunConfig(args []string, getenv func(string) string, stdout io.Writer)
 			bucketReplicas = *leaseKVReplicas
 		}
 	})
+	if cfg.statusAddr, cfg.statusToken, err = status.resolve(cfg.httpAddr); err != nil {
+		return runConfig{}, err
+	}
 	cfg.leases = worker.LeaseConfig{Replica: strings.TrimSpace(*replica), TTL: *leaseTTL, Shards: *leaseShards, KVReplicas: bucketReplicas}
-	var err error
 	if cfg.logLevel, err = parseLogLevel(*logLevel); err != nil {
 		return runConfig{}, err
 	}
@@ -293,6 +299,8 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		DisableNotifications: cfg.noNotification,
 		WarehousePrefixes:    cfg.watchPrefixes,
 		HTTPAddr:             cfg.httpAddr,
+		StatusAddr:           cfg.statusAddr,
+		StatusTokenFile:      cfg.statusToken,
 		Leases:               cfg.leases,
 	})
 	if err != nil {

@@ -66,7 +66,7 @@ func TestSIGTERMDuringCompaction(t *testing.T) {
 	defer sub.Unsubscribe()
 
 	args, _ := json.Marshal([]string{"run", "--nats-url", srv.URL(), "--data-dir", dir, "--thresholds", thresholdsFile,
-		"--http-addr", "", "--shutdown-grace", "20s", "--notification-subject", ""})
+		"--http-addr", "", "--status-addr", "", "--shutdown-grace", "20s", "--notification-subject", ""})
 	var stdout, stderr syncBuffer
 	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), runAsReactor+"=1", runAsReactor+"_ARGS="+string(args))

@@ -172,7 +172,7 @@ class JobEvents:
 def start_reactor(env, nats_url, n):
     data = os.path.join(env.work, f"reactor-data-{n}")
     cmd = [env.tools["reactor"], "run", *env.catalog_args(), "--thresholds", env.thresholds_path,
-           "--nats-url", nats_url, "--data-dir", data, "--http-addr", ""]
+           "--nats-url", nats_url, "--data-dir", data, "--http-addr", "", "--status-addr", ""]
     logf = open(os.path.join(env.work, f"reactor-run-{n}.log"), "w")
     return subprocess.Popen(cmd, stdout=logf, stderr=subprocess.STDOUT)
 

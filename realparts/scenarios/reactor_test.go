@@ -80,6 +80,9 @@ func (r *reactorProc) env() []string {
 	}
 	return append(append(append(baseEnv(), env...),
 		"REACTOR_HTTP_ADDR="+r.httpAddr,
+		// The status pages on a port of their own, free (several reactors
+		// run at once).
+		"REACTOR_STATUS_ADDR=127.0.0.1:0",
 		"REACTOR_THRESHOLDS="+r.thresholds,
 		"REACTOR_DATA_DIR="+filepath.Join(r.dir, "data"),
 		"REACTOR_LOG_LEVEL=debug",
