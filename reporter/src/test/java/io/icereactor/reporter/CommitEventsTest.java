@@ -152,6 +152,13 @@ class CommitEventsTest {
     assertEquals(0, TestSupport.decode(ev.json).status);
   }
 
+  /** The tests run on the Iceberg the pom names for them, not the one the code compiles against. */
+  @Test
+  void runsOnTheIcebergUnderTest() {
+    String want = System.getProperty("reactor.iceberg.test.version");
+    assertEquals(want, org.apache.iceberg.IcebergBuild.version(), "Iceberg on the test classpath");
+  }
+
   private static String goJson(String s) {
     // Go's encoder writes these names as they are, escaping only quote and backslash.
     return "\"" + s.replace("\\", "\\\\").replace("\"", "\\\"") + "\"";
