@@ -747,6 +747,7 @@ def scenario_partition_filter(work, tools, opts):
 from .spark_connect import scenario_spark_connect  # noqa: E402 (it uses this module's helpers)
 from .eqdeletes import scenario_eqdeletes, scenario_eqdeletes_v3  # noqa: E402 (likewise)
 from .v3 import scenario_v2_to_v3, scenario_v3_dvs  # noqa: E402 (likewise)
+from .reporter import scenario_reporter  # noqa: E402 (likewise)
 
 SCENARIOS = {
     "maintenance": scenario_maintenance,
@@ -757,6 +758,7 @@ SCENARIOS = {
     "eqdeletes": scenario_eqdeletes,
     "v3_dvs": scenario_v3_dvs,
     "v2_to_v3": scenario_v2_to_v3,
+    "reporter": scenario_reporter,
 }
 
 # Scenarios run by name, not by default, until they have passed on main
