@@ -99,7 +99,9 @@ interop_flink_lib() {
   mkdir -p "$cache"
   exec 9>"$cache/.lock"
   flock 9
-  if [ ! -f "$flink_dir/.installed" ]; then
+  # .installed-sql: the classpath with Flink's SQL planner (the reporter
+  # scenario's Flink SQL writer); a cache from before it is resolved again.
+  if [ ! -f "$flink_dir/.installed-sql" ]; then
     echo "interop: resolving the Flink classpath into $flink_dir" >&2
     rm -rf "$flink_dir"
     mkdir -p "$flink_dir"
@@ -115,6 +117,7 @@ interop_flink_lib() {
     <dependency><groupId>org.apache.flink</groupId><artifactId>flink-clients</artifactId><version>$FLINK_VERSION</version></dependency>
     <dependency><groupId>org.apache.flink</groupId><artifactId>flink-table-runtime</artifactId><version>$FLINK_VERSION</version></dependency>
     <dependency><groupId>org.apache.flink</groupId><artifactId>flink-table-api-java-bridge</artifactId><version>$FLINK_VERSION</version></dependency>
+    <dependency><groupId>org.apache.flink</groupId><artifactId>flink-table-planner-loader</artifactId><version>$FLINK_VERSION</version></dependency>
     <dependency><groupId>org.apache.flink</groupId><artifactId>flink-connector-files</artifactId><version>$FLINK_VERSION</version></dependency>
     <dependency><groupId>org.apache.flink</groupId><artifactId>flink-metrics-core</artifactId><version>$FLINK_VERSION</version></dependency>
     <dependency><groupId>org.apache.hadoop</groupId><artifactId>hadoop-client-api</artifactId><version>$HADOOP_VERSION</version></dependency>
@@ -128,7 +131,7 @@ interop_flink_lib() {
 POM
     (cd "$flink_dir" && mvn -q -B -Dstyle.color=never dependency:copy-dependencies -DoutputDirectory="$flink_dir/lib" -DincludeScope=runtime) >&2 ||
       interop_die "mvn could not resolve the Flink classpath"
-    touch "$flink_dir/.installed"
+    touch "$flink_dir/.installed-sql"
   fi
   flock -u 9
   echo "$flink_dir/lib"

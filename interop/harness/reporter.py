@@ -32,6 +32,7 @@ import signal
 import socket
 import statistics
 import subprocess
+import threading
 import time
 import urllib.request
 
@@ -52,11 +53,11 @@ defaults:
   manifest_count: 100000
 {polling}"""
 
-SPARK_ROUNDS = 12         # INSERTs per phase into each Spark table (with and without the reporter)
+SPARK_ROUNDS = 10         # INSERTs per phase into each Spark table (with and without the reporter)
 ROWS_PER_INSERT = 100
-FLINK_ROWS = (1500, 75)   # phase 1: ids 1..1500 at 75 rows/s: 20 s, ~20 checkpoints
-FLINK_ROWS_DOWN = (800, 80)
-LATENCY_COMMITS = 40
+FLINK_ROWS = (1200, 8)    # phase 1: ids 1..1200 in 8 batches (about one commit each)
+FLINK_ROWS_DOWN = (600, 6)
+LATENCY_COMMITS = 30
 REPORTER_CLASS = "io.icereactor.reporter.ReactorCommitReporter"
 ROW_SQL = "id, concat('c', CAST(id % 4 AS STRING)) AS category, CAST(id % 97 AS INT) AS qty"
 
@@ -164,43 +165,71 @@ def spark_reporter_stats(spark, settle=60):
         time.sleep(0.2)
 
 
-def flink_writer(env, nats_url, table, first, last, rate, name, extra=()):
-    """Starts interop/reporter/FlinkWriter.java on a local MiniCluster."""
-    lib = os.environ["INTEROP_FLINK_LIB"]
-    cp = ":".join([os.environ["INTEROP_REPORTER_CLASSES"], os.environ["INTEROP_REPORTER_JAR"], lib + "/*"])
-    l4j = os.path.join(env.work, "log4j2-flink.properties")
-    with open(l4j, "w") as f:
-        f.write(f"""rootLogger.level = warn
+class FlinkWriter:
+    """interop/reporter/FlinkWriter.java: Flink SQL on a local MiniCluster, its
+    catalog with the reporter (a 4-report queue and a 3 s retry: plenty with
+    NATS up, and drops to count with NATS down), one process for both phases
+    (the JVM's start costs the most), driven a command a line."""
+
+    def __init__(self, env, nats_url):
+        lib = os.environ["INTEROP_FLINK_LIB"]
+        cp = ":".join([os.environ["INTEROP_REPORTER_CLASSES"], os.environ["INTEROP_REPORTER_JAR"], lib + "/*"])
+        l4j = os.path.join(env.work, "log4j2-flink.properties")
+        with open(l4j, "w") as f:
+            f.write(f"""rootLogger.level = warn
 rootLogger.appenderRef.file.ref = file
 appender.file.type = File
 appender.file.name = file
-appender.file.fileName = {os.path.join(env.work, name + ".log")}
+appender.file.fileName = {os.path.join(env.work, "flink.log")}
 appender.file.layout.type = PatternLayout
 appender.file.layout.pattern = %d{{HH:mm:ss.SSS}} %p %c{{1}}: %m%n
 logger.reporter.name = io.icereactor
 logger.reporter.level = info
+logger.committer.name = org.apache.iceberg.flink.sink.IcebergFilesCommitter
+logger.committer.level = info
 """)
-    opens = [f"--add-opens=java.base/{p}=ALL-UNNAMED" for p in (
-        "java.lang", "java.lang.reflect", "java.lang.invoke", "java.io", "java.net", "java.nio", "java.text",
-        "java.time", "java.util", "java.util.concurrent", "java.util.concurrent.atomic", "java.util.concurrent.locks",
-        "sun.nio.ch")]
-    cmd = ["java", *opens, f"-Dlog4j.configurationFile=file:{l4j}", "-cp", cp, "FlinkWriter",
-           env.db, env.warehouse, nats_url, table, str(first), str(last), str(rate), *extra]
-    out = open(os.path.join(env.work, name + ".out"), "w")
-    return subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT), out.name
+        opens = [f"--add-opens=java.base/{p}=ALL-UNNAMED" for p in (
+            "java.lang", "java.lang.reflect", "java.lang.invoke", "java.io", "java.net", "java.nio", "java.text",
+            "java.time", "java.util", "java.util.concurrent", "java.util.concurrent.atomic", "java.util.concurrent.locks",
+            "sun.nio.ch")]
+        cmd = ["java", *opens, f"-Dlog4j.configurationFile=file:{l4j}", "-cp", cp, "FlinkWriter",
+               env.db, env.warehouse, nats_url, "reactor.queue-size=4", "reactor.retry-timeout-ms=3000"]
+        self.out = os.path.join(env.work, "flink.out")
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=open(self.out, "w"), text=True)
+        self._expect("ready", 300)
 
+    def _expect(self, word, timeout):
+        # A line at a time; the process is ours and answers every command.
+        import select
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            r, _, _ = select.select([self.proc.stdout], [], [], 1)
+            if r:
+                line = self.proc.stdout.readline()
+                if not line:
+                    break
+                if line.startswith(word):
+                    return line.strip()
+        raise Failure(f"the Flink writer did not say {word!r} within {timeout}s (exit {self.proc.poll()}); see {self.out}")
 
-def finish_flink(proc, out, timeout=240):
-    try:
-        proc.wait(timeout)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        raise Failure(f"the Flink writer did not finish within {timeout}s; see {out}")
-    text = open(out).read()
-    check(proc.returncode == 0, f"the Flink writer exited with {proc.returncode}; see {out}")
-    m = re.search(r"^reporter (.*)$", text, re.M)
-    check(m is not None, f"the Flink writer printed no reporter counts; see {out}")
-    return parse_stats(m.group(1))
+    def insert(self, table, first, last, batches, timeout=420):
+        """Writes ids first..last; returns (job seconds, the reporter's counts)."""
+        self.proc.stdin.write(f"insert {table} {first} {last} {batches}\n")
+        self.proc.stdin.flush()
+        line = self._expect("done", timeout)
+        m = re.match(r"done (\S+) reporter (.*)$", line)
+        return float(m.group(1)), parse_stats(m.group(2))
+
+    def stop(self):
+        if self.proc.poll() is None:
+            try:
+                self.proc.stdin.write("quit\n")
+                self.proc.stdin.flush()
+                self.proc.wait(30)
+            except (OSError, subprocess.TimeoutExpired):
+                self.proc.kill()
+                self.proc.wait()
 
 
 def commit_latency(env, nats_url, label):
@@ -276,18 +305,19 @@ def check_table(spark, table, ranges, label):
 
 def scenario_reporter(work, tools, opts):
     t_start = time.time()
-    env = Env(work, "s10_reporter")
+    env = Env(work, tools, "s12_reporter")
     polling = os.environ.get(POLLING_SWITCH) == "1"
     env.write_thresholds(THRESHOLDS.format(polling="  refresh_interval: 10s\n" if polling else ""))
     res = {"polling_asserted": polling}
     nats = NatsServer(env.work)
     nats.start()
-    reactor = spark = None
+    reactor = spark = flink = None
     try:
         # reactor first, before any table exists: it learns of them from
         # their events alone (nothing to discover at start, no notifications).
         reactor = Reactor(env, nats.url)
         log(f"  reactor ready on {nats.url}; notifications off")
+        flink = FlinkWriter(env, nats.url)  # its JVM starts while Spark's does
         jars = tools["jars"] + [os.environ["INTEROP_REPORTER_JAR"]]
         plain = "spark.sql.catalog.plain"
         spark = env.spark("reporter", {
@@ -313,14 +343,19 @@ def scenario_reporter(work, tools, opts):
 
         # ---- phase 1: NATS up -------------------------------------------------
         t1 = time.time()
-        n1, rate1 = FLINK_ROWS
-        flink, flink_out = flink_writer(env, nats.url, "rep_flink", 1, n1, rate1, "flink-1")
+        n1, batches1 = FLINK_ROWS
+        flink_job = {}
+        flink_thread = threading.Thread(target=lambda: flink_job.update(
+            r=flink.insert("rep_flink", 1, n1, batches1)), daemon=True)
+        flink_thread.start()
         with_s, without_s, spark_range1 = spark_rounds(spark, 1, SPARK_ROUNDS)
-        flink_stats = finish_flink(flink, flink_out)
+        flink_thread.join(600)
+        check("r" in flink_job, f"the Flink writer's job did not finish; see {flink.out}")
+        flink_seconds, flink_stats = flink_job["r"]
         spark_stats = spark_reporter_stats(spark)
         spark_commits = writer_commits(spark, f"{CATALOG}.db.rep_spark")
         flink_commits = writer_commits(spark, f"{CATALOG}.db.rep_flink")
-        log(f"  writers done in {time.time() - t1:.0f}s: Spark {spark_commits} commits (reporter {spark_stats}), "
+        log(f"  writers done in {time.time() - t1:.0f}s (the Flink job {flink_seconds:.0f}s): Spark {spark_commits} commits (reporter {spark_stats}), "
             f"Flink {flink_commits} commits (reporter {flink_stats})")
         check(spark_commits == SPARK_ROUNDS, f"Spark made {spark_commits} commits, want {SPARK_ROUNDS}")
         check(spark_stats["published"] == spark_commits and spark_stats["offered"] == spark_commits,
@@ -361,13 +396,19 @@ def scenario_reporter(work, tools, opts):
         t2 = time.time()
         nats.stop()
         log("  nats-server stopped")
-        n2, rate2 = FLINK_ROWS_DOWN
+        n2, batches2 = FLINK_ROWS_DOWN
         first2 = n1 + 1
-        flink, flink_out = flink_writer(env, nats.url, "rep_flink", first2, n1 + n2, rate2, "flink-2",
-                                        ["reactor.queue-size=4", "reactor.retry-timeout-ms=3000"])
+        flink_job = {}
+        flink_thread = threading.Thread(target=lambda: flink_job.update(
+            r=flink.insert("rep_flink", first2, n1 + n2, batches2)), daemon=True)
+        flink_thread.start()
         with_d, without_d, spark_range2 = spark_rounds(spark, spark_range1[1], SPARK_ROUNDS)
-        flink_down = finish_flink(flink, flink_out)
-        check(flink_down["published"] == 0 and flink_down["dropped"] + flink_down["failed"] > 0
+        flink_thread.join(600)
+        check("r" in flink_job, f"the Flink writer's job with NATS down did not finish; see {flink.out}")
+        _, flink_total = flink_job["r"]
+        flink_down = {k: flink_total[k] - flink_stats.get(k, 0) for k in flink_total}
+        flink_down["pending"] = flink_total["pending"]
+        check(flink_down["offered"] > 0 and flink_down["published"] == 0 and flink_down["dropped"] + flink_down["failed"] > 0
               and flink_down["offered"] == flink_down["dropped"] + flink_down["failed"] + flink_down["skipped"],
               f"Flink's reporter with NATS down: {flink_down}, want every report dropped or failed, and counted")
         spark_down = parse_stats(spark._jvm.io.icereactor.reporter.ReactorCommitReporter.totals().toString())
@@ -403,6 +444,8 @@ def scenario_reporter(work, tools, opts):
         res["seconds"] = round(time.time() - t_start, 1)
         return res
     finally:
+        if flink is not None:
+            flink.stop()
         if spark is not None:
             spark.stop()
         if reactor is not None:
