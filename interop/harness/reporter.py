@@ -167,7 +167,7 @@ def spark_reporter_stats(spark, settle=60):
 
 class FlinkWriter:
     """interop/reporter/FlinkWriter.java: Flink SQL on a local MiniCluster, its
-    catalog with the reporter (a 4-report queue and a 3 s retry: plenty with
+    catalog with the reporter (a 2-report queue and a 3 s retry: plenty with
     NATS up, and drops to count with NATS down), one process for both phases
     (the JVM's start costs the most), driven a command a line."""
 
@@ -193,7 +193,7 @@ logger.committer.level = info
             "java.time", "java.util", "java.util.concurrent", "java.util.concurrent.atomic", "java.util.concurrent.locks",
             "sun.nio.ch")]
         cmd = ["java", *opens, f"-Dlog4j.configurationFile=file:{l4j}", "-cp", cp, "FlinkWriter",
-               env.db, env.warehouse, nats_url, "reactor.queue-size=4", "reactor.retry-timeout-ms=3000"]
+               env.db, env.warehouse, nats_url, "reactor.queue-size=2", "reactor.retry-timeout-ms=3000"]
         self.out = os.path.join(env.work, "flink.out")
         self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=open(self.out, "w"), text=True)
