@@ -68,6 +68,14 @@ final class ReporterConfig {
     if (prefixProblem != null) {
       found.add(SUBJECT_PREFIX + " " + prefixProblem);
     }
+    for (String[] f :
+        new String[][] {
+          {CREDS_FILE, credsFile}, {TLS_CA_FILE, tlsCaFile}, {TLS_CERT_FILE, tlsCertFile}, {TLS_KEY_FILE, tlsKeyFile}
+        }) {
+      if (f[1] != null && !java.nio.file.Files.isReadable(java.nio.file.Paths.get(f[1]))) {
+        found.add(f[0] + " names a file this process cannot read: " + Redact.cut(f[1]));
+      }
+    }
     if ((tlsCertFile == null) != (tlsKeyFile == null)) {
       found.add(TLS_CERT_FILE + " and " + TLS_KEY_FILE + " go together: a client certificate needs its key");
     }

@@ -240,6 +240,15 @@ class ReactorCommitReporterTest {
   }
 
   @Test
+  void aMissingCredentialsFileTurnsPublishingOff() {
+    ReactorCommitReporter r =
+        reporter(props("nats://127.0.0.1:1", ReporterConfig.CREDS_FILE, tmp.resolve("none.creds").toString()));
+    r.report(report("cat.db.t", 1));
+    assertEquals(1, r.stats().dropped);
+    assertEquals(0, Publishers.live());
+  }
+
+  @Test
   void reportersWithEqualSettingsShareOnePublisherAndDaemonThreads() throws Exception {
     TestSupport.NatsServer nats = nats();
     ReactorCommitReporter a = reporter(props(nats.url()));
