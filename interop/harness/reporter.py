@@ -105,7 +105,7 @@ class Reactor:
         self.logf = os.path.join(env.work, "reactor.log")
         cmd = [env.tools["reactor"], "run", *env.catalog_args(), "--thresholds", env.thresholds_path,
                "--nats-url", nats_url, "--data-dir", os.path.join(env.work, "reactor-data"),
-               "--notification-subject", "", "--http-addr", f"127.0.0.1:{self.port}"]
+               "--notification-subject", "", "--http-addr", f"127.0.0.1:{self.port}", "--status-addr", ""]
         self.proc = subprocess.Popen(cmd, stdout=open(self.logf, "w"), stderr=subprocess.STDOUT)
         self.wait(lambda: self._get("/readyz")[0] == 200, 90, "reactor ready")
 
