@@ -15,18 +15,20 @@ import (
 // docs/design.md#origins): what maintenance is supposed to keep in bounds,
 // measured, with the problems that make the table unhealthy.
 type Health struct {
-	Table             string        `json:"table"`
-	SnapshotID        int64         `json:"snapshot_id"`
-	DataFiles         int           `json:"data_files"`
-	DataBytes         int64         `json:"data_bytes"`
-	AvgFileSize       int64         `json:"avg_file_size"`
-	TargetFileSize    int64         `json:"target_file_size"`
-	SmallFiles        int           `json:"small_files"`
-	TinyFiles         int           `json:"tiny_files"`
-	TinyFileSize      int64         `json:"tiny_file_size"`
-	Snapshots         int           `json:"snapshots"`
-	OldestSnapshotAge time.Duration `json:"oldest_snapshot_age_ns"`
-	DataManifests     int           `json:"data_manifests"`
+	Table          string `json:"table"`
+	SnapshotID     int64  `json:"snapshot_id"`
+	DataFiles      int    `json:"data_files"`
+	DataBytes      int64  `json:"data_bytes"`
+	AvgFileSize    int64  `json:"avg_file_size"`
+	TargetFileSize int64  `json:"target_file_size"`
+	SmallFiles     int    `json:"small_files"`
+	TinyFiles      int    `json:"tiny_files"`
+	TinyFileSize   int64  `json:"tiny_file_size"`
+	// TinyFileSizeSource: the thresholds file, or 1/32 of the target.
+	TinyFileSizeSource string        `json:"tiny_file_size_source"`
+	Snapshots          int           `json:"snapshots"`
+	OldestSnapshotAge  time.Duration `json:"oldest_snapshot_age_ns"`
+	DataManifests      int           `json:"data_manifests"`
 	// Delete files of every kind and the delete rows they hold.
 	DeleteFiles int      `json:"delete_files"`
 	DeleteRows  int64    `json:"delete_rows"`
@@ -45,7 +47,7 @@ func buildHealth(name string, tc *tableCounters, snaps snapshotSummary, set thre
 	h := Health{
 		Table: name, SnapshotID: tc.snapshotID, DataFiles: tot.DataFiles, DataBytes: tot.Bytes,
 		TargetFileSize: set.TargetFileSize, SmallFiles: tot.SmallFiles, TinyFiles: tot.TinyFiles,
-		TinyFileSize: set.TinyFileSize, Snapshots: snaps.count(), DataManifests: tc.dataManifests,
+		TinyFileSize: set.TinyFileSize, TinyFileSizeSource: set.TinyFileSizeSource, Snapshots: snaps.count(), DataManifests: tc.dataManifests,
 		DeleteFiles: tot.DeleteFiles(), DeleteRows: tot.DeleteRows(),
 	}
 	if tot.DataFiles > 0 {

@@ -24,6 +24,7 @@ type fakeSource struct {
 	parts    map[string][]planner.PartitionCounters
 	jobs     Jobs
 	perTable map[string][]Job
+	lastKind map[string][]Job
 	owner    string
 	inspect  func(name string) (Inspection, error)
 	plans    map[string]planner.Plan
@@ -42,8 +43,9 @@ func (f *fakeSource) Health(t string) (planner.Health, bool) { h, ok := f.health
 func (f *fakeSource) TableCounters(t string) (int64, []planner.PartitionCounters) {
 	return f.health[t].SnapshotID, f.parts[t]
 }
-func (f *fakeSource) Jobs() Jobs               { return f.jobs }
-func (f *fakeSource) TableJobs(t string) []Job { return f.perTable[t] }
+func (f *fakeSource) Jobs() Jobs                   { return f.jobs }
+func (f *fakeSource) TableJobs(t string) []Job     { return f.perTable[t] }
+func (f *fakeSource) TableLastJobs(t string) []Job { return f.lastKind[t] }
 func (f *fakeSource) Outlook(t string) (planner.Plan, bool) {
 	p, ok := f.plans[t]
 	return p, ok
@@ -99,6 +101,10 @@ func newFake() *fakeSource {
 		jobs: Jobs{Active: []Job{running, queued}, Recent: []Job{failed, done}, Failures: []Job{failed},
 			Last: map[string]Job{"db.events": done, hostileTable: failed}},
 		perTable: map[string][]Job{"db.events": {done}, hostileTable: {failed}},
+		// The last of each kind: a rewrite_manifests older than the
+		// recent jobs the table page lists stays visible.
+		lastKind: map[string][]Job{"db.events": {done, {JobEvent: events.JobEvent{Phase: events.JobSucceeded, JobID: "j-1",
+			Kind: "rewrite_manifests", Table: "db.events", Outcome: "succeeded", Time: testNow.Add(-time.Hour)}}}},
 		inspect: func(name string) (Inspection, error) {
 			if name == hostileTable {
 				return Inspection{}, errors.New("load " + name + ": " + secretURL)
@@ -144,6 +150,7 @@ func TestPages(t *testing.T) {
 			wantNot: []string{"hunter2", "s3cr3tT0ken", "<b>unavailable"}},
 		{name: "table page: partitions, jobs, plan, pending deletions", method: "GET", path: "/tables/db.events", code: 200,
 			want: []string{`data-partition="category=a"`, "rewritten_data_files_count 6", "small_files", "DUE", "Pending deletions (1)",
+				"Last job of each kind", "rewrite_manifests", "j-1",
 				"X-Amz-Signature=***", `content="15"`},
 			wantNot: []string{"abcdef123"}},
 		{name: "a hostile table's page: name, partition and a failed read, escaped and masked", method: "GET", path: tableURL(hostileTable), code: 200,

@@ -29,6 +29,10 @@ type Source interface {
 	Jobs() Jobs
 	// TableJobs are the table's last finished jobs, newest first.
 	TableJobs(table string) []Job
+	// TableLastJobs are the table's last finished job of each kind, in
+	// the order of planner.Kinds: a kind that runs rarely (a compaction
+	// among many expiries) stays visible after it left TableJobs.
+	TableLastJobs(table string) []Job
 	// Outlook is what the planner would schedule for the table now and
 	// why, from its state alone (planner.Planner.Outlook): no I/O, so /
 	// asks it of every table without a job queued or running.

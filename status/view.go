@@ -253,10 +253,12 @@ type tablePage struct {
 	Partitions     []partitionRow
 	MorePartitions int
 	Active, Recent []jobView
-	Plan           *planView
-	PlanErr        string
-	Pending        []pendingRow
-	PendingErr     string
+	// LastOfKind is the last finished job of each kind.
+	LastOfKind []jobView
+	Plan       *planView
+	PlanErr    string
+	Pending    []pendingRow
+	PendingErr string
 }
 
 type partitionRow struct {
@@ -321,6 +323,9 @@ func buildTable(src Source, name string, in Inspection, inspectErr error, now ti
 	}
 	for _, j := range src.TableJobs(name) {
 		p.Recent = append(p.Recent, viewJob(j, now))
+	}
+	for _, j := range src.TableLastJobs(name) {
+		p.LastOfKind = append(p.LastOfKind, viewJob(j, now))
 	}
 	if inspectErr != nil {
 		p.PlanErr = redact.Error(inspectErr).Error()

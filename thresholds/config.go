@@ -54,6 +54,14 @@ const (
 	DefaultDeleteTargetFileSize    = 64 * MiB
 )
 
+// TinyFileDivisor relates the tiny-file size to the target when no
+// tiny_file_size is set: 512MiB / 16MiB, the seeds' health check.
+const TinyFileDivisor = int64(DefaultTargetFileSize / DefaultTinyFileSize)
+
+// TinyFromTarget is where the tiny-file size comes from when the file sets
+// none: the target divided by TinyFileDivisor.
+const TinyFromTarget = "1/32 of the target file size"
+
 // DeleteTargetFileSizeProperty is the Iceberg table property consulted for
 // the size merged position-delete files are written at when the document
 // does not set delete_target_file_size.
@@ -219,7 +227,8 @@ type Policy struct {
 	SnapshotCount *int `yaml:"snapshot_count"`
 	// Health check (the seeds' health-check step): a table is unhealthy with more
 	// than HealthMaxTinyFiles files below TinyFileSize (default 200 below
-	// 16MiB), more than HealthMaxSnapshots snapshots (150: above snapshot_count,
+	// 1/32 of the target file size: the seeds' 16MiB at Spark's 512MiB),
+	// more than HealthMaxSnapshots snapshots (150: above snapshot_count,
 	// so unhealthy means expiry is not keeping up), or a snapshot
 	// older than HealthMaxSnapshotAge (7d).
 	TinyFileSize         *Size     `yaml:"tiny_file_size"`

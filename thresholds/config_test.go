@@ -62,7 +62,8 @@ func builtinEffective(table string) Effective {
 		OrphanMarginFloor:          24 * time.Hour,
 		OrphanListingInterval:      7 * 24 * time.Hour,
 		ManifestCount:              20,
-		TinyFileSize:               16 << 20,
+		TinyFileSize:               16 << 20, // 1/32 of the 512MiB target
+		TinyFileSizeSource:         TinyFromTarget,
 		HealthMaxTinyFiles:         200,
 		HealthMaxSnapshots:         150,
 		HealthMaxSnapshotAge:       7 * 24 * time.Hour,
@@ -261,7 +262,8 @@ func TestParseFullDocument(t *testing.T) {
 		OrphanMarginFloor:          24 * time.Hour,
 		OrphanListingInterval:      7 * 24 * time.Hour,
 		ManifestCount:              20,
-		TinyFileSize:               16 << 20,
+		TinyFileSize:               32 << 20, // 1/32 of the 1GiB target
+		TinyFileSizeSource:         TinyFromTarget,
 		HealthMaxTinyFiles:         200,
 		HealthMaxSnapshots:         150,
 		HealthMaxSnapshotAge:       7 * 24 * time.Hour,
@@ -307,7 +309,8 @@ func TestParseFullDocument(t *testing.T) {
 		OrphanMarginFloor:          24 * time.Hour,
 		OrphanListingInterval:      7 * 24 * time.Hour,
 		ManifestCount:              20,
-		TinyFileSize:               16 << 20,
+		TinyFileSize:               8 << 20, // 1/32 of the 256MiB target
+		TinyFileSizeSource:         TinyFromTarget,
 		HealthMaxTinyFiles:         200,
 		HealthMaxSnapshots:         150,
 		HealthMaxSnapshotAge:       7 * 24 * time.Hour,
@@ -559,6 +562,33 @@ func TestSortMemoryAndSpillDir(t *testing.T) {
 	} {
 		if err := mustFail(t, doc); !strings.Contains(err, want) {
 			t.Errorf("%s: %s, want %q", doc, err, want)
+		}
+	}
+}
+
+// The tiny-file size follows the target unless the file sets it: the
+// seeds' 16MiB is 1/32 of Spark's 512MiB target, and 16MiB against a
+// 256KiB target would call every file tiny.
+func TestTinyFileSizeFollowsTheTarget(t *testing.T) {
+	for _, tc := range []struct {
+		doc        string
+		props      map[string]string
+		want       int64
+		wantSource string
+	}{
+		{"", nil, 16 << 20, TinyFromTarget},
+		{"", map[string]string{TargetFileSizeProperty: "262144"}, 8 << 10, TinyFromTarget},
+		{"defaults: {target_file_size: 128MiB}\n", nil, 4 << 20, TinyFromTarget},
+		{"defaults: {tiny_file_size: 1MiB}\n", map[string]string{TargetFileSizeProperty: "262144"}, 1 << 20, SourceConfig},
+		{"defaults: {target_file_size: 16}\n", nil, 1, TinyFromTarget},
+	} {
+		cfg, err := Parse([]byte(tc.doc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		set := cfg.For("db.t", tc.props)
+		if set.TinyFileSize != tc.want || set.TinyFileSizeSource != tc.wantSource {
+			t.Errorf("%q %v: tiny %d (%s), want %d (%s)", tc.doc, tc.props, set.TinyFileSize, set.TinyFileSizeSource, tc.want, tc.wantSource)
 		}
 	}
 }

@@ -26,6 +26,7 @@ type Effective struct {
 	OrphanListingInterval  time.Duration
 	ManifestCount          int
 	TinyFileSize           int64
+	TinyFileSizeSource     string // SourceConfig, or TinyFromTarget
 	HealthMaxTinyFiles     int
 	HealthMaxSnapshots     int
 	HealthMaxSnapshotAge   time.Duration
@@ -119,7 +120,14 @@ func (c *Config) For(table string, props map[string]string) Effective {
 	e.OrphanDelete = *first(layers, func(p *Policy) *bool { return p.OrphanDelete })
 	e.OrphanListingInterval = time.Duration(*first(layers, func(p *Policy) *Duration { return p.OrphanListingInterval }))
 	e.ManifestCount = *first(layers, func(p *Policy) *int { return p.ManifestCount })
-	e.TinyFileSize = int64(*first(layers, func(p *Policy) *Size { return p.TinyFileSize }))
+	// Set in the file, or 1/32 of the target: the seeds' health check
+	// counts files below 16MiB against Spark's 512MiB target, and 16MiB
+	// against a 256KiB target would call every file tiny.
+	if v := first(layers[:len(layers)-1], func(p *Policy) *Size { return p.TinyFileSize }); v != nil {
+		e.TinyFileSize, e.TinyFileSizeSource = int64(*v), SourceConfig
+	} else {
+		e.TinyFileSize, e.TinyFileSizeSource = max(e.TargetFileSize/TinyFileDivisor, 1), TinyFromTarget
+	}
 	e.HealthMaxTinyFiles = *first(layers, func(p *Policy) *int { return p.HealthMaxTinyFiles })
 	e.HealthMaxSnapshots = *first(layers, func(p *Policy) *int { return p.HealthMaxSnapshots })
 	e.HealthMaxSnapshotAge = time.Duration(*first(layers, func(p *Policy) *Duration { return p.HealthMaxSnapshotAge }))

@@ -107,6 +107,8 @@ type jobHistory struct {
 	recent   []status.Job          // oldest first, at most recentJobs
 	failures []status.Job          // oldest first, at most failedJobs
 	byTable  map[string][]status.Job
+	// lastKind is each table's last finished job of each kind.
+	lastKind map[string]map[string]status.Job
 }
 
 // record notes one job event.
@@ -114,7 +116,7 @@ func (l *jobHistory) record(ev events.JobEvent) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.active == nil {
-		l.active, l.byTable = map[string]status.Job{}, map[string][]status.Job{}
+		l.active, l.byTable, l.lastKind = map[string]status.Job{}, map[string][]status.Job{}, map[string]map[string]status.Job{}
 	}
 	j := l.active[ev.JobID]
 	j.JobEvent = ev
@@ -128,6 +130,10 @@ func (l *jobHistory) record(ev events.JobEvent) {
 			l.failures = appendBounded(l.failures, j, failedJobs)
 		}
 		l.byTable[ev.Table] = appendBounded(l.byTable[ev.Table], j, tableJobs)
+		if l.lastKind[ev.Table] == nil {
+			l.lastKind[ev.Table] = map[string]status.Job{}
+		}
+		l.lastKind[ev.Table][ev.Kind] = j
 		return
 	}
 	l.active[ev.JobID] = j
@@ -168,6 +174,19 @@ func (l *jobHistory) table(name string) []status.Job {
 	return newestFirst(l.byTable[name])
 }
 
+// tableKinds is the table's last job of each kind, in planner.Kinds order.
+func (l *jobHistory) tableKinds(name string) []status.Job {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []status.Job
+	for _, k := range planner.Kinds() {
+		if j, ok := l.lastKind[name][string(k)]; ok {
+			out = append(out, j)
+		}
+	}
+	return out
+}
+
 // Status is the worker's state as the status pages read it.
 func (w *Worker) Status() status.Source { return statusSource{w} }
 
@@ -197,6 +216,10 @@ func (s statusSource) TableCounters(table string) (int64, []planner.PartitionCou
 func (s statusSource) Jobs() status.Jobs { return s.w.status.jobs.snapshot() }
 
 func (s statusSource) TableJobs(table string) []status.Job { return s.w.status.jobs.table(table) }
+
+func (s statusSource) TableLastJobs(table string) []status.Job {
+	return s.w.status.jobs.tableKinds(table)
+}
 
 func (s statusSource) Owners() func(string) string {
 	m := s.w.leaseManager()

@@ -2,6 +2,7 @@ package worker
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -50,5 +51,38 @@ func TestJobHistory(t *testing.T) {
 	}
 	if got := l.table("db.u"); len(got) != 1 || got[0].JobID != "b" {
 		t.Fatalf("db.u: %+v", got)
+	}
+}
+
+// The table page shows each kind's last job: many expiries after a
+// compaction push it out of the table's recent jobs, not out of its
+// kind's.
+func TestJobHistoryKeepsEachKindsLast(t *testing.T) {
+	var l jobHistory
+	at := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	finish := func(id, kind string) {
+		at = at.Add(time.Second)
+		l.record(events.JobEvent{Phase: events.JobScheduled, JobID: id, Table: "demo.events", Kind: kind, ScheduledAt: at})
+		l.record(events.JobEvent{Phase: events.JobSucceeded, JobID: id, Table: "demo.events", Kind: kind, Time: at, Outcome: "succeeded"})
+	}
+	for i := range 15 {
+		finish(fmt.Sprint("c", i), "compact")
+	}
+	for i := range 2 * tableJobs {
+		finish(fmt.Sprint("e", i), "expire_snapshots")
+		finish(fmt.Sprint("d", i), "delete_expired_files")
+	}
+	for _, j := range l.table("demo.events") {
+		if j.Kind == "compact" {
+			t.Fatalf("the recent jobs still hold a compaction: %+v", j)
+		}
+	}
+	var got []string
+	for _, j := range l.tableKinds("demo.events") {
+		got = append(got, j.Kind+" "+j.JobID)
+	}
+	want := []string{"compact c14", "expire_snapshots e15", "delete_expired_files d15"}
+	if !slices.Equal(got, want) {
+		t.Errorf("last of each kind: %v, want %v", got, want)
 	}
 }

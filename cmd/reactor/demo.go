@@ -79,6 +79,7 @@ type demoConfig struct {
 	keep       bool
 	logLevel   slog.Level
 	logFile    string
+	showLog    bool // print the log file's path (it outlives the demo)
 	httpAddr   string
 	serve      bool
 }
@@ -120,7 +121,7 @@ func parseDemoConfig(args []string, stdout io.Writer) (demoConfig, error) {
 		return demoConfig{}, err
 	}
 	cfg := demoConfig{rate: *rate, duration: *duration, partitions: *partitions, rows: *rows, keep: *keep, logFile: *logFile,
-		httpAddr: *httpAddr, serve: *serve}
+		showLog: *logFile != "", httpAddr: *httpAddr, serve: *serve}
 	var err error
 	if cfg.logLevel, err = parseLogLevel(*logLevel); err != nil {
 		return demoConfig{}, err
@@ -140,41 +141,9 @@ func parseDemoConfig(args []string, stdout io.Writer) (demoConfig, error) {
 	return cfg, nil
 }
 
-// demoThresholds is the demo's policy, built in code so the demo needs no
-// file. The target size is left to the table property.
-func demoThresholds() (*thresholds.Config, error) {
-	small, minInputs, manifests := demoSmallFileCount, demoMinInputFiles, demoManifestCount
-	dur := func(d time.Duration) *thresholds.Duration { v := thresholds.Duration(d); return &v }
-	cfg := &thresholds.Config{
-		Namespaces: []string{demoNamespace},
-		Defaults: thresholds.Policy{
-			SmallFileCount:   &small,
-			MinInputFiles:    &minInputs,
-			QuietPeriod:      dur(demoQuietPeriod),
-			MaxQuietWait:     dur(demoMaxQuietWait),
-			Cooldown:         dur(demoCooldown),
-			ConflictCooldown: dur(demoConflictCooldown),
-			CommitRetryTime:  dur(demoCommitRetryTime),
-			ManifestCount:    &manifests,
-			SnapshotMaxAge:   dur(demoSnapshotMaxAge),
-			MinReaderMargin:  dur(demoMinReaderMargin),
-			// The tier rule's leftovers are merged once the writer stops.
-			CompactWhenQuietAfter: demoQuietSetting(),
-		},
-	}
-	if err := cfg.Validate(); err != nil {
-		return nil, fmt.Errorf("demo thresholds: %w", err)
-	}
-	return cfg, nil
-}
-
 // demoCmd is `reactor demo`.
 func demoCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
 	cfg, err := parseDemoConfig(args, stdout)
-	if err != nil {
-		return err
-	}
-	th, err := demoThresholds()
 	if err != nil {
 		return err
 	}
@@ -182,17 +151,22 @@ func demoCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (err 
 	if err != nil {
 		return fmt.Errorf("temporary directory: %w", err)
 	}
-	if cfg.keep {
-		defer fmt.Fprintf(stdout, "kept the demo's files in %s\n", dir)
-	} else {
+	if !cfg.keep {
 		defer func() {
 			if rerr := os.RemoveAll(dir); rerr != nil && err == nil {
 				err = fmt.Errorf("remove %s: %w", dir, rerr)
 			}
 		}()
 	}
+	thresholdsPath, th, err := writeDemoThresholds(dir)
+	if err != nil {
+		return err
+	}
 	if cfg.logFile == "" {
 		cfg.logFile = filepath.Join(dir, "reactor.log")
+		// Without --keep the file goes with the directory: its path is
+		// not worth printing.
+		cfg.showLog = cfg.keep
 	}
 	logOut, err := os.OpenFile(cfg.logFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
@@ -231,14 +205,15 @@ func demoCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (err 
 	// The demo's scans are small and frequent: three runs each, at most.
 	copies.MaxRuns, copies.RunBudget = 3, 300*time.Millisecond
 
-	d := &demo{cfg: cfg, out: stdout, th: th, cat: cat, ident: ident, copies: copies, logCount: logCount}
+	d := &demo{cfg: cfg, out: stdout, th: th, cat: cat, ident: ident, copies: copies, logCount: logCount,
+		dir: dir, thresholdsPath: thresholdsPath}
 	d.names = make([]string, cfg.partitions)
 	for i := range d.names {
 		d.names[i] = fmt.Sprintf("p%d", i)
 	}
 	d.writer = streamwriter.New(cat, ident, d.publish)
 	if cfg.keep {
-		fmt.Fprintf(stdout, "demo files: %s\n", dir)
+		fmt.Fprintf(stdout, "demo files: %s (kept: --keep)\n", dir)
 	}
 	return d.run(ctx, func() error {
 		met := metrics.New()
@@ -274,6 +249,8 @@ type demo struct {
 	names    []string // partition values, p0 first (the hot one)
 	logCount *levelCounter
 	start    time.Time
+	// dir is the demo's directory, thresholdsPath its thresholds file.
+	dir, thresholdsPath string
 
 	mu       sync.Mutex             // guards out and publishing
 	pub      streamwriter.Publisher // commit events go out once reactor runs
@@ -307,7 +284,9 @@ func (d *demo) run(ctx context.Context, startReactor func() error) error {
 		demoQuietPeriod, demoCooldown, demoManifestCount)
 	fmt.Fprintf(d.out, "demo margins (built-ins in brackets): snapshots expire at %s old [5d]; the files they held are deleted %s later (min_reader_margin) [48h]\n",
 		demoSnapshotMaxAge, demoMinReaderMargin)
-	fmt.Fprintf(d.out, "reactor's log: %s\n", d.cfg.logFile)
+	if d.cfg.showLog {
+		fmt.Fprintf(d.out, "reactor's log: %s\n", d.cfg.logFile)
+	}
 
 	backlog := time.Now()
 	if _, err := d.writer.Pace(ctx, streamwriter.PaceOptions{
@@ -369,6 +348,9 @@ func (d *demo) run(ctx context.Context, startReactor func() error) error {
 		return err
 	}
 	err = d.summary(ctx, before, after, writeTime, time.Since(d.start)-writeTime, settled)
+	if err == nil || errors.Is(err, errMismatch) {
+		d.printNext(d.out)
+	}
 	if d.cfg.serve && (err == nil || errors.Is(err, errMismatch)) {
 		d.serveUntilInterrupted(ctx)
 	}

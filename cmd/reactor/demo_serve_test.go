@@ -73,6 +73,11 @@ func TestDemoServe(t *testing.T) {
 	if !strings.Contains(stdout.String(), "OK: table holds exactly the rows written") {
 		t.Errorf("no summary before serving:\n%s", stdout.String())
 	}
+	// Without --keep the demo's directory goes when it ends: no path in
+	// it is printed, and the way to keep it is.
+	if strings.Contains(stdout.String(), "reactor-demo-") || !strings.Contains(stdout.String(), "`reactor demo --keep` keeps them") {
+		t.Errorf("a path about to vanish, or no word of --keep:\n%s", stdout.String())
+	}
 }
 
 func TestDemoServeNeedsAnAddress(t *testing.T) {

@@ -42,7 +42,7 @@ func (d *demo) summary(ctx context.Context, before, after observation, writeTime
 	if written > 0 {
 		wa = float64(tally.RewrittenBytes) / float64(written)
 	}
-	fmt.Fprintf(out, "compaction: %d files rewritten into %d, %s of %s written (write amplification %.2fx)\n",
+	fmt.Fprintf(out, "compaction: %d files rewritten into %d; it rewrote %s while the writer wrote %s (write amplification %.2fx)\n",
 		tally.RewrittenFiles, tally.AddedFiles, byteSize(tally.RewrittenBytes), byteSize(written), wa)
 	fmt.Fprintf(out, "expiry: %d snapshots expired; %d files (data, manifests, manifest lists) unlinked, %d deleted once min_reader_margin (%s) had passed, %d still waiting\n",
 		tally.ExpiredSnapshots, tally.ExpiryDeletedFiles+tally.ExpiryDeferredFiles,

@@ -50,12 +50,20 @@ func healthCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	return nil
 }
 
+// tinySource says where the tiny-file size came from.
+func tinySource(source string) string {
+	if source == thresholds.SourceConfig {
+		return "tiny_file_size"
+	}
+	return source
+}
+
 func printHealth(w io.Writer, h planner.Health) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "table\t%s (snapshot %d)\n", h.Table, h.SnapshotID)
 	fmt.Fprintf(tw, "data files\t%d (%s)\n", h.DataFiles, thresholds.Size(h.DataBytes))
 	fmt.Fprintf(tw, "average file size\t%s (target %s)\n", thresholds.Size(h.AvgFileSize), thresholds.Size(h.TargetFileSize))
-	fmt.Fprintf(tw, "tiny files (< %s)\t%d\n", thresholds.Size(h.TinyFileSize), h.TinyFiles)
+	fmt.Fprintf(tw, "tiny files\t%d (below %s: %s)\n", h.TinyFiles, thresholds.Size(h.TinyFileSize), tinySource(h.TinyFileSizeSource))
 	fmt.Fprintf(tw, "small files\t%d\n", h.SmallFiles)
 	fmt.Fprintf(tw, "snapshots\t%d (oldest %s old)\n", h.Snapshots, h.OldestSnapshotAge.Round(time.Second))
 	fmt.Fprintf(tw, "data manifests\t%d\n", h.DataManifests)
