@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/icereactor/reactor/bench/selfexec"
-	"github.com/icereactor/reactor/embedded"
 	"github.com/icereactor/reactor/thresholds"
 	"github.com/icereactor/reactor/worker"
 )
@@ -64,7 +63,6 @@ func runChild(specJSON string) int {
 	w, err := worker.Start(ctx, worker.Config{
 		NATSURL:     spec.NATSURL,
 		DataDir:     spec.DataDir,
-		CatalogName: embedded.CatalogName,
 		Thresholds:  th,
 		Concurrency: 2,
 		Logger:      log,

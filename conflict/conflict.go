@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/apache/iceberg-go/table"
+	"github.com/go-sql-driver/mysql"
 )
 
 // ErrConflict marks a commit that lost a race with another writer: nothing
@@ -42,10 +43,24 @@ func Is(err error) bool {
 // IsTransient reports whether err is a fault that happened before anything
 // was committed and that goes away by itself: SQLite's lock contention
 // between two writers of the same catalog database (SQLITE_BUSY survives
-// WAL and a busy timeout when a read transaction must upgrade to a write).
+// WAL and a busy timeout when a read transaction must upgrade to a write),
+// and a JDBC catalog database's serialization failure or deadlock
+// (PostgreSQL SQLSTATE 40001 or 40P01, MySQL and MariaDB errors 1213 and
+// 1205), which roll the catalog's transaction back.
 func IsTransient(err error) bool {
 	if err == nil {
 		return false
+	}
+	var state interface{ SQLState() string }
+	if errors.As(err, &state) {
+		switch state.SQLState() {
+		case "40001", "40P01":
+			return true
+		}
+	}
+	var my *mysql.MySQLError
+	if errors.As(err, &my) && (my.Number == 1213 || my.Number == 1205) {
+		return true
 	}
 	msg := err.Error()
 	return strings.Contains(msg, "SQLITE_BUSY") || strings.Contains(msg, "database is locked")

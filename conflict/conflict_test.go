@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/apache/iceberg-go/table"
+	"github.com/go-sql-driver/mysql"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 func TestIs(t *testing.T) {
@@ -42,6 +44,12 @@ func TestIsTransient(t *testing.T) {
 		{errors.New("database is locked"), true},
 		{table.ErrCommitFailed, false},
 		{errors.New("no such file"), false},
+		{fmt.Errorf("error updating table information: %w", &pgconn.PgError{Code: "40P01", Message: "deadlock detected"}), true},
+		{fmt.Errorf("commit: %w", &pgconn.PgError{Code: "40001", Message: "could not serialize access"}), true},
+		{&pgconn.PgError{Code: "23505", Message: "duplicate key value"}, false},
+		{fmt.Errorf("update: %w", &mysql.MySQLError{Number: 1213, Message: "Deadlock found when trying to get lock"}), true},
+		{&mysql.MySQLError{Number: 1205, Message: "Lock wait timeout exceeded"}, true},
+		{&mysql.MySQLError{Number: 1062, Message: "Duplicate entry"}, false},
 		{nil, false},
 	}
 	for _, tt := range tests {

@@ -85,9 +85,12 @@ type Metrics struct {
 	// state held the event already).
 	FastLanes     prometheus.Gauge
 	FastLaneLooks *prometheus.CounterVec
-	snapshots     *snapshotGauges
-	refresh       *refreshGauges
-	leaseOwners   *leaseOwners
+	// CatalogReachable is 1 while the catalog answers reactor's probe
+	// and 0 while it does not (down at start or later: reactor waits).
+	CatalogReachable prometheus.Gauge
+	snapshots        *snapshotGauges
+	refresh          *refreshGauges
+	leaseOwners      *leaseOwners
 	// Surfaces: status page credentials, stream limits, unknown tables,
 	// object-store timeouts, size limits (surfaces.go).
 	Surfaces
@@ -235,6 +238,10 @@ func New() *Metrics {
 			Name: "reactor_fast_lane_looks_total",
 			Help: "Commit events a fast lane saw before the durable consumer delivered them, by outcome (urgent: a refresh asked for at the head of the line; covered: the state held them already).",
 		}, []string{"outcome"}),
+		CatalogReachable: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "reactor_catalog_reachable",
+			Help: "1 while the catalog answers (the readiness probe's last namespace listing, every 15 s, succeeded), 0 while it does not (down at start or later, hung, refusing credentials): reactor waits for it and is not ready meanwhile.",
+		}),
 		snapshots:   newSnapshotGauges(),
 		refresh:     newRefreshGauges(),
 		leaseOwners: newLeaseOwners(),
@@ -248,7 +255,7 @@ func New() *Metrics {
 		// never exported: the dashboard and alerts read them.
 		m.JobQueue, m.JobsRunning, m.JobQueueWait, m.Refreshes, m.EventsCoalesced, m.LeaseShards,
 		m.LeaseShardsHeld, m.LeaseMembers, m.LeaseHandovers, m.EventsForwarded, m.refresh, m.leaseOwners,
-		m.FastLanes, m.FastLaneLooks)
+		m.FastLanes, m.FastLaneLooks, m.CatalogReachable)
 	m.Registry.MustRegister(m.Surfaces.collectors()...)
 	m.startAtZero()
 	m.Surfaces.startAtZero()

@@ -106,7 +106,7 @@ func TestStatusPageInBrowser(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := worker.Start(ctx, worker.Config{DataDir: dir, CatalogName: embedded.CatalogName, Thresholds: th,
+	w, err := worker.Start(ctx, worker.Config{DataDir: dir, Thresholds: th,
 		HTTPAddr: "127.0.0.1:0", Logger: slog.New(slog.DiscardHandler), Leases: worker.LeaseConfig{Replica: "browser-test"}})
 	if err != nil {
 		t.Fatal(err)

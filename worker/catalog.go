@@ -4,41 +4,11 @@ package worker
 
 import (
 	"context"
-	"github.com/apache/iceberg-go/catalog"
-	"github.com/icereactor/reactor/embedded"
-	"github.com/icereactor/reactor/redact"
-	"log/slog"
 	"net/url"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 )
-
-// OpenCatalog opens the catalog cfg names: the one CatalogProps select
-// through iceberg-go's registry, or with none the embedded SQLite catalog
-// under DataDir. The one-shot commands open catalogs with it too.
-func OpenCatalog(ctx context.Context, cfg Config) (catalog.Catalog, error) {
-	log := cfg.Logger
-	if log == nil {
-		log = slog.Default()
-	}
-	if cfg.CatalogProps == nil {
-		dir := filepath.Join(cfg.DataDir, "catalog")
-		cat, err := embedded.OpenCatalog(ctx, dir)
-		if err == nil {
-			log.Info("opened embedded SQLite catalog", "dir", dir)
-		}
-		return cat, err
-	}
-	cat, err := catalog.Load(ctx, cfg.CatalogName, cfg.CatalogProps)
-	if err != nil {
-		// A REST catalog's error quotes the URL it could not reach.
-		return nil, redact.Error(err)
-	}
-	log.Info("opened catalog", "name", cfg.CatalogName, "type", cfg.CatalogProps["type"], "uri", redact.String(cfg.CatalogProps["uri"]))
-	return cat, nil
-}
 
 // warehousePrefixes are the configured prefixes plus the catalog's
 // warehouse property when it names an object-store location (a REST
@@ -47,7 +17,7 @@ func OpenCatalog(ctx context.Context, cfg Config) (catalog.Catalog, error) {
 // tables are watched).
 func warehousePrefixes(cfg Config) []string {
 	out := slices.Clone(cfg.WarehousePrefixes)
-	if wh := cfg.CatalogProps["warehouse"]; wh != "" {
+	if wh := cfg.Catalog.Props["warehouse"]; wh != "" {
 		if u, err := url.Parse(wh); err == nil && u.Host != "" && !strings.EqualFold(u.Scheme, "file") {
 			out = append(out, wh)
 		}

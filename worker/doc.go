@@ -18,8 +18,8 @@
 //     commit.
 //   - HTTP (http.go): /metrics for Prometheus, /healthz and /readyz; Ready
 //     says whether the worker can do its work (connected to NATS, allowed to
-//     take tables, able to reach the catalog); every other path goes to the
-//     status pages (package status).
+//     take tables, the catalog reachable as its background probe last saw
+//     it); every other path goes to the status pages (package status).
 //   - Status (status.go): the read-only view the status pages render
 //     (Worker.Status) and the bounded job history they show, fed by every
 //     job event the worker publishes.
@@ -33,9 +33,11 @@
 //     job, built from the planner's Job and the executor's Report.
 //   - Inbox (inbox.go): InboxPrefix, reactor's own reply-subject prefix in
 //     place of NATS' shared _INBOX.
-//   - Catalog (catalog.go): OpenCatalog (configured or embedded SQLite), the
-//     warehouse prefixes and their refresh, and the discovery of the watched
-//     namespaces' tables at start and after every lease acquisition.
+//   - Catalog (catalog.go): the warehouse prefixes and their refresh, and
+//     the discovery of the watched namespaces' tables at start and after
+//     every lease acquisition. The catalog itself is opened by package
+//     catalogs (OpenWaiting: one that is down is waited for, and its state
+//     is reactor_catalog_reachable and a readiness input).
 //
 // It owns lifecycles only; every decision lives in the parts. It decides no
 // job (package planner), writes no table (package executor), parses no event

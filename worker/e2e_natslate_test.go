@@ -17,6 +17,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/icereactor/reactor/catalogs"
 	"github.com/icereactor/reactor/embedded"
 	"github.com/icereactor/reactor/events"
 	"github.com/icereactor/reactor/streamwriter"
@@ -73,13 +74,12 @@ func TestStartBeforeNATS(t *testing.T) {
 	logs := &syncBuffer{}
 	h := &harness{t: t, logs: logs}
 	w, err := Start(ctx, Config{
-		NATSURL:      "nats://127.0.0.1:" + strconv.Itoa(port),
-		DataDir:      dir,
-		CatalogName:  "reactor",
-		CatalogProps: props,
-		Thresholds:   cfg,
-		HTTPAddr:     "127.0.0.1:0",
-		Logger:       slog.New(slog.NewJSONHandler(logs, nil)),
+		NATSURL:    "nats://127.0.0.1:" + strconv.Itoa(port),
+		DataDir:    dir,
+		Catalog:    catalogs.Config{Name: "reactor", Props: props},
+		Thresholds: cfg,
+		HTTPAddr:   "127.0.0.1:0",
+		Logger:     slog.New(slog.NewJSONHandler(logs, nil)),
 	})
 	if err != nil {
 		t.Fatalf("start with NATS down: %v", err)
@@ -164,7 +164,7 @@ func TestStartWhileJetStreamIsDown(t *testing.T) {
 	logs := &syncBuffer{}
 	h := &harness{t: t, logs: logs}
 	w, err := Start(ctx, Config{
-		NATSURL: "nats://127.0.0.1:" + strconv.Itoa(port), DataDir: dir, CatalogName: "reactor", CatalogProps: props,
+		NATSURL: "nats://127.0.0.1:" + strconv.Itoa(port), DataDir: dir, Catalog: catalogs.Config{Name: "reactor", Props: props},
 		HTTPAddr: "127.0.0.1:0", Logger: slog.New(slog.NewJSONHandler(logs, nil)), DisableNotifications: true,
 	})
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/icereactor/reactor/catalogs"
 	"github.com/icereactor/reactor/embedded"
 	"github.com/icereactor/reactor/events"
 	"github.com/icereactor/reactor/streamwriter"
@@ -137,12 +138,11 @@ func (h *harness) start() *Worker {
 		h.t.Fatal(err)
 	}
 	wc := Config{
-		NATSURL:      h.nats.URL(),
-		DataDir:      h.dir,
-		CatalogName:  "reactor",
-		CatalogProps: h.props,
-		Thresholds:   cfg,
-		Logger:       h.logger(),
+		NATSURL:    h.nats.URL(),
+		DataDir:    h.dir,
+		Catalog:    catalogs.Config{Name: "reactor", Props: h.props},
+		Thresholds: cfg,
+		Logger:     h.logger(),
 	}
 	if h.workerCfg != nil {
 		h.workerCfg(&wc)

@@ -113,6 +113,11 @@ func (w *Worker) probeCatalog(ctx context.Context, every time.Duration) {
 			return
 		}
 		w.readiness.set(ReadyCatalog, redact.Error(err))
+		reachable := 0.0
+		if err == nil {
+			reachable = 1
+		}
+		w.Metrics.CatalogReachable.Set(reachable)
 		select {
 		case <-ctx.Done():
 			return

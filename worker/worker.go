@@ -11,15 +11,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog"
-	// Registers the REST catalog type; the SQL one comes with embedded.
-	_ "github.com/apache/iceberg-go/catalog/rest"
-	// Registers s3://, s3a:// and s3n:// warehouses (aws-sdk-go-v2).
-	_ "github.com/apache/iceberg-go/io/gocloud/s3"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/icereactor/reactor/catalogs"
 	"github.com/icereactor/reactor/embedded"
 	"github.com/icereactor/reactor/events"
 	"github.com/icereactor/reactor/executor"
@@ -43,12 +39,11 @@ type Config struct {
 	// DataDir holds the embedded NATS store, and the embedded catalog when
 	// no catalog is configured.
 	DataDir string
-	// CatalogName and CatalogProps select a catalog through iceberg-go's
-	// registry (type rest or sql, uri, warehouse, ...). Nil props open the
-	// embedded SQLite catalog under DataDir.
-	CatalogName  string
-	CatalogProps iceberg.Properties
-	Thresholds   *thresholds.Config
+	// Catalog selects the catalog (package catalogs): nil Props open the
+	// embedded SQLite catalog under DataDir/catalog. A catalog that is
+	// down is waited for; Catalog.OnReachable and Logger are the worker's.
+	Catalog    catalogs.Config
+	Thresholds *thresholds.Config
 	// ThresholdsFile, when set, is watched and reloaded on change (a
 	// mounted ConfigMap); Thresholds must hold its current content.
 	ThresholdsFile   string
@@ -115,11 +110,13 @@ type Config struct {
 
 // Worker is a running reactor.
 type Worker struct {
-	NATS      *embedded.NATS // nil when NATSURL was given
-	Conn      *nats.Conn
-	JS        jetstream.JetStream
-	Catalog   catalog.Catalog
-	Planner   *planner.Planner
+	NATS    *embedded.NATS // nil when NATSURL was given
+	Conn    *nats.Conn
+	JS      jetstream.JetStream
+	Catalog catalog.Catalog
+	Planner *planner.Planner
+	// catalog is Catalog as package catalogs opened it (Close closes it).
+	catalog   *catalogs.Catalog
 	Pool      *pool.Pool
 	Metrics   *metrics.Metrics
 	consumer  *triggers.CommitConsumer
@@ -180,7 +177,7 @@ func Start(ctx context.Context, cfg Config) (_ *Worker, err error) {
 	if cfg.Thresholds == nil {
 		cfg.Thresholds = thresholds.Default()
 	}
-	if cfg.DataDir == "" && (cfg.NATSURL == "" || cfg.CatalogProps == nil) {
+	if cfg.DataDir == "" && (cfg.NATSURL == "" || cfg.Catalog.Props == nil) {
 		return nil, errors.New("worker: a data directory is required for the embedded NATS server or catalog")
 	}
 	w := &Worker{Metrics: cfg.Metrics, log: cfg.Logger, connected: make(chan struct{}), discoverAgain: make(chan struct{}, 1)}
@@ -204,10 +201,19 @@ func Start(ctx context.Context, cfg Config) (_ *Worker, err error) {
 		cfg.Logger.Info("started embedded NATS server", "url", url, "store", store)
 	}
 
-	w.Catalog, err = OpenCatalog(ctx, cfg)
+	catCfg := cfg.Catalog
+	if catCfg.Props == nil && catCfg.EmbeddedDir == "" {
+		catCfg.EmbeddedDir = filepath.Join(cfg.DataDir, "catalog")
+	}
+	catCfg.Logger = cfg.Logger
+	// A catalog that is down is waited for, as NATS is: only a
+	// configuration error stops the start. Until it opens, its calls fail
+	// with the reason, which the readiness probe reports.
+	w.catalog, err = catalogs.OpenWaiting(ctx, catCfg)
 	if err != nil {
 		return nil, fmt.Errorf("worker: open catalog: %w", err)
 	}
+	w.Catalog = w.catalog
 	if cfg.wrapCatalog != nil {
 		w.Catalog = cfg.wrapCatalog(w.Catalog)
 	}
@@ -237,8 +243,8 @@ func Start(ctx context.Context, cfg Config) (_ *Worker, err error) {
 		cancel()
 		return nil, fmt.Errorf("worker: %w", err)
 	}
-	catName := cfg.CatalogName
-	if cfg.CatalogProps == nil {
+	catName := cfg.Catalog.Name
+	if cfg.Catalog.Props == nil {
 		catName = embedded.CatalogName
 	}
 	w.status.init(cfg.Thresholds, catName)
@@ -429,8 +435,8 @@ func (w *Worker) close() {
 			cancel()
 		}
 	}
-	if c, ok := w.Catalog.(interface{ Close() error }); ok {
-		_ = c.Close()
+	if w.catalog != nil {
+		_ = w.catalog.Close()
 	}
 	if conn != nil {
 		conn.Close()

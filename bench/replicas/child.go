@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/icereactor/reactor/bench/selfexec"
-	"github.com/icereactor/reactor/embedded"
 	"github.com/icereactor/reactor/thresholds"
 	"github.com/icereactor/reactor/worker"
 )
@@ -65,7 +64,6 @@ func runChild(specJSON string) int {
 	w, err := worker.Start(ctx, worker.Config{
 		NATSURL:     spec.NATSURL,
 		DataDir:     spec.DataDir,
-		CatalogName: embedded.CatalogName,
 		Thresholds:  th,
 		Concurrency: spec.Concurrency,
 		Logger:      log,

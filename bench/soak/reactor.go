@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/icereactor/reactor/bench/selfexec"
-	"github.com/icereactor/reactor/embedded"
 	"github.com/icereactor/reactor/thresholds"
 	"github.com/icereactor/reactor/worker"
 )
@@ -82,7 +81,6 @@ func runReactor(specJSON string) int {
 	}
 	w, err := worker.Start(ctx, worker.Config{
 		DataDir:     spec.DataDir,
-		CatalogName: embedded.CatalogName,
 		Thresholds:  th,
 		Concurrency: concurrency,
 		Logger:      log,

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"io"
 	"strings"
@@ -42,5 +43,33 @@ func TestReadConcurrencyFlag(t *testing.T) {
 		if _, err := parse("--read-concurrency", bad); err == nil || !strings.Contains(err.Error(), "--read-concurrency") {
 			t.Fatalf("--read-concurrency %s: err %v, want a usage error naming the flag", bad, err)
 		}
+	}
+}
+
+// TestHadoopObjectStoreFlags: a hadoop catalog on an object store is a
+// usage error for a command that writes, even with allow-unsafe-commits;
+// plan, health and dry runs (read-only) and --accept-hadoop-object-store-risk
+// let it through.
+func TestHadoopObjectStoreFlags(t *testing.T) {
+	config := func(readOnly bool, args ...string) error {
+		fs := flag.NewFlagSet("t", flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		c := addCatalogFlags(fs, "")
+		base := []string{"--catalog-type", "hadoop", "--warehouse", "s3://lake/wh", "--catalog-prop", "allow-unsafe-commits=true"}
+		if err := fs.Parse(append(base, args...)); err != nil {
+			t.Fatal(err)
+		}
+		_, err := c.config(readOnly)
+		return err
+	}
+	var uerr *usageError
+	if err := config(false); !errors.As(err, &uerr) || !strings.Contains(err.Error(), "hadoop catalog on an object store refused") {
+		t.Fatalf("writing: err = %v, want the refusal as a usage error", err)
+	}
+	if err := config(true); err != nil {
+		t.Fatalf("read-only: %v", err)
+	}
+	if err := config(false, "--accept-hadoop-object-store-risk"); err != nil {
+		t.Fatalf("with the risk accepted: %v", err)
 	}
 }

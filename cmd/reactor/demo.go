@@ -219,7 +219,6 @@ func demoCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (err 
 		met := metrics.New()
 		w, err := worker.Start(ctx, worker.Config{
 			DataDir:     dir,
-			CatalogName: embedded.CatalogName,
 			Thresholds:  th,
 			Concurrency: 2,
 			Logger:      log,

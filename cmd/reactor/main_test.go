@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/icereactor/reactor/catalogs"
 	"github.com/icereactor/reactor/lease"
 	"github.com/icereactor/reactor/triggers"
 )
@@ -127,7 +128,7 @@ func TestParseRunConfig(t *testing.T) {
 		input   bool // an *inputError (exit 2, no hint to -h), not a *usageError
 	}{
 		{name: "embedded defaults", check: func(t *testing.T, c runConfig) {
-			if c.natsURL != "" || c.catalogProps != nil || c.dataDir != "./reactor-data" || c.concurrency != 2 || c.catalogName != "reactor" {
+			if c.natsURL != "" || c.catalog.Props != nil || c.dataDir != "./reactor-data" || c.concurrency != 2 || c.catalog.Name != "reactor" || c.catalog.Timeout != catalogs.DefaultTimeout {
 				t.Errorf("config = %+v", c)
 			}
 		}},
@@ -146,16 +147,16 @@ func TestParseRunConfig(t *testing.T) {
 		{name: "rest catalog inferred from URI",
 			args: []string{"--catalog-uri", "http://rest:8181", "--warehouse", "s3://wh"},
 			check: func(t *testing.T, c runConfig) {
-				if c.catalogProps["type"] != "rest" || c.catalogProps["uri"] != "http://rest:8181" || c.catalogProps["warehouse"] != "s3://wh" {
-					t.Errorf("props = %v", c.catalogProps)
+				if c.catalog.Props["type"] != "rest" || c.catalog.Props["uri"] != "http://rest:8181" || c.catalog.Props["warehouse"] != "s3://wh" {
+					t.Errorf("props = %v", c.catalog.Props)
 				}
 			}},
 		{name: "sql catalog from env",
 			env: map[string]string{"REACTOR_CATALOG_TYPE": "sql", "REACTOR_CATALOG_URI": "file:///tmp/c.db",
 				"REACTOR_CATALOG_PROP": "sql.driver=sqlite,sql.dialect=sqlite"},
 			check: func(t *testing.T, c runConfig) {
-				if c.catalogProps["type"] != "sql" || c.catalogProps["sql.driver"] != "sqlite" {
-					t.Errorf("props = %v", c.catalogProps)
+				if c.catalog.Props["type"] != "sql" || c.catalog.Props["sql.driver"] != "sqlite" {
+					t.Errorf("props = %v", c.catalog.Props)
 				}
 			}},
 		{name: "thresholds file from env",
@@ -219,7 +220,34 @@ func TestParseRunConfig(t *testing.T) {
 		{name: "unknown flag", args: []string{"--nats"}, wantErr: "flag provided but not defined: -nats"},
 		{name: "positional argument", args: []string{"extra"}, wantErr: "unexpected arguments"},
 		{name: "bad log level", args: []string{"--log-level", "loud"}, wantErr: "--log-level must be"},
-		{name: "bad catalog type", args: []string{"--catalog-type", "hive", "--catalog-uri", "thrift://x"}, wantErr: "--catalog-type must be rest or sql"},
+		{name: "hive catalog inferred from URI", args: []string{"--catalog-uri", "thrift://hms:9083"},
+			check: func(t *testing.T, c runConfig) {
+				if c.catalog.Props["type"] != "hive" {
+					t.Errorf("props = %v", c.catalog.Props)
+				}
+			}},
+		{name: "postgres catalog from a JDBC URI", args: []string{"--catalog-uri", "jdbc:postgresql://db:5432/lake",
+			"--catalog-name", "lake", "--catalog-prop", "jdbc.user=ice", "--catalog-prop", "jdbc.password=pw"},
+			check: func(t *testing.T, c runConfig) {
+				p := c.catalog.Props
+				if p["type"] != "sql" || p["sql.driver"] != "pgx" || p["sql.dialect"] != "postgres" ||
+					p["uri"] != "postgres://ice:pw@db:5432/lake" || c.catalog.Name != "lake" {
+					t.Errorf("catalog = %+v", c.catalog)
+				}
+			}},
+		{name: "catalog timeout", args: []string{"--catalog-uri", "http://rest:8181", "--catalog-timeout", "5s"},
+			check: func(t *testing.T, c runConfig) {
+				if c.catalog.Timeout != 5*time.Second {
+					t.Errorf("timeout = %s", c.catalog.Timeout)
+				}
+			}},
+		{name: "bad catalog type", args: []string{"--catalog-type", "nessie", "--catalog-uri", "http://x"}, wantErr: "--catalog-type must be hive, glue, hadoop, sql or rest"},
+		{name: "zero catalog timeout", args: []string{"--catalog-timeout", "0s"}, wantErr: "--catalog-timeout must be positive"},
+		{name: "hive URI not thrift", args: []string{"--catalog-type", "hive", "--catalog-uri", "http://x"}, wantErr: "thrift://host:port"},
+		{name: "hadoop on s3 refused", args: []string{"--catalog-type", "hadoop", "--warehouse", "s3://lake/wh", "--catalog-prop", "allow-unsafe-commits=true"},
+			wantErr: "hadoop catalog on an object store refused"},
+		{name: "sql driver not linked", args: []string{"--catalog-type", "sql", "--catalog-uri", "sqlserver://x", "--catalog-prop", "sql.driver=sqlserver"},
+			wantErr: `the sql driver "sqlserver" is not linked`},
 		{name: "catalog type needed", args: []string{"--catalog-uri", "file:///c.db"}, wantErr: "--catalog-type is required"},
 		{name: "catalog URI needed", args: []string{"--catalog-type", "rest"}, wantErr: "--catalog-uri is required"},
 		{name: "property given twice", args: []string{"--catalog-uri", "http://a", "--catalog-prop", "uri=http://b"}, wantErr: `"uri" is set by both`},
@@ -257,10 +285,10 @@ func TestRedaction(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	cfg := runConfig{natsURL: "nats://user:PASS@host:4222", catalogProps: map[string]string{
-		"type": "sql", "uri": "postgres://u:DBPW@db/cat?sslmode=disable&password=QPW"}}
+	cfg := runConfig{natsURL: "nats://user:PASS@host:4222", catalog: catalogs.Config{Props: map[string]string{
+		"type": "sql", "uri": "postgres://u:DBPW@db/cat?sslmode=disable&password=QPW"}}}
 	for k, v := range props.values {
-		cfg.catalogProps[k] = v
+		cfg.catalog.Props[k] = v
 	}
 	logged := fmt.Sprint(props.String(), cfg.logAttrs())
 	for _, secret := range []string{"S3CRET", "T0KEN", "PW@", "PASS", "DBPW", "QPW"} {

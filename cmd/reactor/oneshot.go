@@ -63,6 +63,8 @@ func runOneShot(ctx context.Context, c *tableCommand, kind planner.JobKind, opts
 		logTo = progress.logWriter()
 	}
 	log := slog.New(redact.Handler(slog.NewTextHandler(logTo, nil)))
+	// A dry run commits nothing: the catalog is opened refusing changes.
+	c.readOnly = opts.DryRun
 	cfg, cat, tbl, closeCatalog, err := c.load(ctx, log)
 	if err != nil {
 		return err

@@ -31,6 +31,8 @@ func planCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err := c.parse(args, stdout); err != nil {
 		return err
 	}
+	// It only reads: a Hadoop catalog on an object store opens too.
+	c.readOnly = true
 	cfg, _, tbl, closeCatalog, err := c.load(ctx, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		return err

@@ -14,8 +14,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/apache/iceberg-go"
-
+	"github.com/icereactor/reactor/catalogs"
 	"github.com/icereactor/reactor/events"
 	"github.com/icereactor/reactor/lease"
 	"github.com/icereactor/reactor/redact"
@@ -29,8 +28,7 @@ type runConfig struct {
 	natsURL        string
 	natsCreds      string
 	dataDir        string
-	catalogName    string
-	catalogProps   iceberg.Properties // nil: the embedded SQLite catalog
+	catalog        catalogs.Config // nil Props: the embedded SQLite catalog
 	thresholdsFile string
 	thresholds     *thresholds.Config
 	commits        triggers.CommitOptions
@@ -101,7 +99,6 @@ func parseRunConfig(args []string, getenv func(string) string, stdout io.Writer)
 		natsURL:        strings.TrimSpace(*natsURL),
 		natsCreds:      strings.TrimSpace(*natsCreds),
 		dataDir:        *cat.dataDir,
-		catalogName:    *cat.name,
 		thresholdsFile: *thresholdsFile,
 		commits: triggers.CommitOptions{
 			Subject:           *commitSubject,
@@ -147,9 +144,6 @@ func parseRunConfig(args []string, getenv func(string) string, stdout io.Writer)
 	if *leaseKVReplicas < 1 || *leaseKVReplicas > 5 {
 		return runConfig{}, usageErrorf("--lease-bucket-replicas must be between 1 and 5, got %d", *leaseKVReplicas)
 	}
-	if cfg.catalogName == "" {
-		return runConfig{}, usageErrorf("--catalog-name must not be empty")
-	}
 	if cfg.commits.Subject == "" || cfg.commits.DeadLetterSubject == "" {
 		return runConfig{}, usageErrorf("--commit-subject and --dead-letter-subject must not be empty")
 	}
@@ -192,10 +186,10 @@ func parseRunConfig(args []string, getenv func(string) string, stdout io.Writer)
 			return runConfig{}, usageErrorf("--nats-creds: %w", err)
 		}
 	}
-	if cfg.catalogProps, err = cat.properties(); err != nil {
+	if cfg.catalog, err = cat.config(false); err != nil {
 		return runConfig{}, err
 	}
-	if cfg.dataDir == "" && (cfg.natsURL == "" || cfg.catalogProps == nil) {
+	if cfg.dataDir == "" && (cfg.natsURL == "" || cfg.catalog.Props == nil) {
 		return runConfig{}, usageErrorf("--data-dir is required for the embedded NATS server or catalog")
 	}
 
@@ -214,49 +208,6 @@ func parseRunConfig(args []string, getenv func(string) string, stdout io.Writer)
 		}
 	}
 	return cfg, nil
-}
-
-// catalogProperties assembles iceberg-go catalog properties from the
-// dedicated flags and --catalog-prop. It returns nil when nothing is set,
-// which selects the embedded catalog.
-func catalogProperties(typ, uri, warehouse string, extra *propsFlag) (iceberg.Properties, error) {
-	if typ == "" && uri == "" && warehouse == "" && len(extra.keys) == 0 {
-		return nil, nil
-	}
-	props := iceberg.Properties{}
-	for _, k := range extra.keys {
-		props[k] = extra.values[k]
-	}
-	// A key given both ways is ambiguous; refuse rather than pick one.
-	for _, d := range []struct{ key, flag, value string }{
-		{"type", "--catalog-type", typ},
-		{"uri", "--catalog-uri", uri},
-		{"warehouse", "--warehouse", warehouse},
-	} {
-		if d.value == "" {
-			continue
-		}
-		if _, dup := props[d.key]; dup {
-			return nil, usageErrorf("catalog property %q is set by both %s and --catalog-prop", d.key, d.flag)
-		}
-		props[d.key] = d.value
-	}
-	if props["type"] == "" {
-		if u := strings.ToLower(props["uri"]); strings.HasPrefix(u, "http://") || strings.HasPrefix(u, "https://") {
-			props["type"] = "rest"
-		}
-	}
-	switch props["type"] {
-	case "rest", "sql":
-	case "":
-		return nil, usageErrorf("--catalog-type is required (rest or sql) when a catalog is configured")
-	default:
-		return nil, usageErrorf("--catalog-type must be rest or sql, got %q", props["type"])
-	}
-	if props["uri"] == "" {
-		return nil, usageErrorf("--catalog-uri is required for a %s catalog", props["type"])
-	}
-	return props, nil
 }
 
 func parseLogLevel(s string) (slog.Level, error) {
@@ -283,12 +234,11 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	log.Info("reactor starting", cfg.logAttrs()...)
 
 	w, err := worker.Start(ctx, worker.Config{
-		NATSURL:      cfg.natsURL,
-		NATSCreds:    cfg.natsCreds,
-		DataDir:      cfg.dataDir,
-		CatalogName:  cfg.catalogName,
-		CatalogProps: cfg.catalogProps,
-		Thresholds:   cfg.thresholds,
+		NATSURL:    cfg.natsURL,
+		NATSCreds:  cfg.natsCreds,
+		DataDir:    cfg.dataDir,
+		Catalog:    cfg.catalog,
+		Thresholds: cfg.thresholds,
 
 		ThresholdsFile: cfg.thresholdsFile,
 		Commits:        cfg.commits,
@@ -305,7 +255,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	})
 	if err != nil {
 		log.Error("reactor could not start", "error", err)
-		return fmt.Errorf("start: %w", err)
+		return catalogUsage(fmt.Errorf("start: %w", err))
 	}
 	if w.Connected() {
 		log.Info("reactor running; send SIGINT or SIGTERM to stop")
@@ -332,10 +282,10 @@ func (c runConfig) logAttrs() []any {
 		natsURL = redact.String(c.natsURL)
 	}
 	catalog := any("embedded")
-	if c.catalogProps != nil {
+	if c.catalog.Props != nil {
 		shown := map[string]string{}
-		for _, k := range slices.Sorted(maps.Keys(c.catalogProps)) {
-			shown[k] = redact.Value(k, c.catalogProps[k])
+		for _, k := range slices.Sorted(maps.Keys(c.catalog.Props)) {
+			shown[k] = redact.Value(k, c.catalog.Props[k])
 		}
 		catalog = shown
 	}
@@ -345,7 +295,7 @@ func (c runConfig) logAttrs() []any {
 	}
 	return []any{
 		"version", buildVersion().short(), "nats_url", natsURL, "data_dir", c.dataDir,
-		"catalog_name", c.catalogName, "catalog", catalog, "thresholds", th,
+		"catalog_name", c.catalog.Name, "catalog", catalog, "catalog_timeout", c.catalog.Timeout.String(), "thresholds", th,
 		"commit_subject", c.commits.Subject, "dead_letter_subject", c.commits.DeadLetterSubject,
 		"concurrency", c.concurrency, "log_level", c.logLevel.String(),
 	}

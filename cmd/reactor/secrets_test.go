@@ -119,7 +119,7 @@ func TestNoSecretsInAnyCommandOutput(t *testing.T) {
 		{"run, NATS down (token)", append([]string{"run", "--nats-url", natsWithToken, "--http-addr", "", "--status-addr", ""}, dataDir...), "NATS is not reachable; waiting", -1},
 		{"run, NATS down, URL list", append([]string{"run", "--nats-url", natsWithPassword + "," + natsWithToken, "--http-addr", "", "--status-addr", ""}, dataDir...), "NATS is not reachable; waiting", -1},
 		{"run, invalid NATS URL", []string{"run", "--nats-url", "nats://reactor:" + natsPassword + " x@" + natsDown}, "", 2},
-		{"run, catalog down", append(append([]string{"run", "--http-addr", "127.0.0.1:0", "--status-addr", "127.0.0.1:0"}, dataDir...), restCatalog...), "", -1},
+		{"run, catalog down", append(append([]string{"run", "--http-addr", "127.0.0.1:0", "--status-addr", "127.0.0.1:0"}, dataDir...), restCatalog...), "catalog not reachable; waiting", -1},
 		{"run, SQL catalog with _auth_pass", append(append([]string{"run", "--http-addr", "127.0.0.1:0", "--status-addr", "127.0.0.1:0"}, dataDir...), sqlCatalog...), "reactor running", -1},
 		{"write, NATS down", append(append([]string{"write", "db.t", "--nats-url", natsWithPassword}, dataDir...), sqlCatalog...), "", 1},
 		{"write, invalid NATS URL", []string{"write", "db.t", "--nats-url", "nats://u:" + natsPassword + "@host:port"}, "", 2},

@@ -13,8 +13,8 @@ import (
 	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/icereactor/reactor/catalogs"
 	"github.com/icereactor/reactor/thresholds"
-	"github.com/icereactor/reactor/worker"
 )
 
 // tableCommand is the shared shape of the commands that act on one table
@@ -27,6 +27,9 @@ type tableCommand struct {
 	json           *bool
 	table          string
 	ident          table.Identifier
+	// readOnly opens the catalog refusing every change: plan, health
+	// and dry runs set it before load.
+	readOnly bool
 }
 
 func newTableCommand(name, description string) *tableCommand {
@@ -74,30 +77,27 @@ func (c *tableCommand) thresholds() (*thresholds.Config, error) {
 
 // open opens the catalog and loads the table. close releases the catalog.
 func (c *tableCommand) open(ctx context.Context, log *slog.Logger) (cat catalog.Catalog, tbl *table.Table, close func(), err error) {
-	props, err := c.catalog.properties()
+	cfg, err := c.catalog.config(c.readOnly)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	if props == nil {
+	if cfg.Props == nil {
 		if err := checkEmbeddedCatalog(*c.catalog.dataDir); err != nil {
 			return nil, nil, nil, err
 		}
 	}
-	cat, err = worker.OpenCatalog(ctx, worker.Config{DataDir: *c.catalog.dataDir, CatalogName: *c.catalog.name,
-		CatalogProps: props, Logger: log})
+	cfg.Logger = log
+	opened, err := catalogs.Open(ctx, cfg)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("open catalog: %w", err)
+		return nil, nil, nil, catalogUsage(fmt.Errorf("open catalog: %w", err))
 	}
-	close = func() {
-		if cl, ok := cat.(interface{ Close() error }); ok {
-			_ = cl.Close()
-		}
-	}
+	cat = opened
+	close = func() { _ = opened.Close() }
 	tbl, err = cat.LoadTable(ctx, c.ident)
 	if err != nil {
 		defer close()
 		if errors.Is(err, catalog.ErrNoSuchTable) || errors.Is(err, catalog.ErrNoSuchNamespace) {
-			return nil, nil, nil, tableNotFound(ctx, cat, c.table, describeCatalog(*c.catalog.dataDir, props))
+			return nil, nil, nil, tableNotFound(ctx, cat, c.table, describeCatalog(*c.catalog.dataDir, cfg.Props))
 		}
 		return nil, nil, nil, fmt.Errorf("load %s: %w", c.table, err)
 	}

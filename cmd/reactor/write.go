@@ -15,11 +15,11 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/icereactor/reactor/catalogs"
 	"github.com/icereactor/reactor/redact"
 	"github.com/icereactor/reactor/streamwriter"
 	"github.com/icereactor/reactor/tablename"
 	"github.com/icereactor/reactor/triggers"
-	"github.com/icereactor/reactor/worker"
 )
 
 const writeDescription = `Appends small batches of rows to TABLE, one Iceberg commit per batch, and
@@ -44,7 +44,7 @@ variable shown.`
 type writeConfig struct {
 	natsURL       string
 	natsCreds     string
-	catalog       worker.Config // DataDir, CatalogName and CatalogProps
+	catalog       catalogs.Config
 	ident         table.Identifier
 	name          string // namespace.table
 	commitSubject string // as reactor run takes it; may end in '>'
@@ -123,14 +123,12 @@ func parseWriteConfig(args []string, getenv func(string) string, stdout io.Write
 	if cfg.publishTo, err = commitPublishSubject(cfg.commitSubject, ident); err != nil {
 		return writeConfig{}, err
 	}
-	props, err := cat.properties()
-	if err != nil {
+	if cfg.catalog, err = cat.config(false); err != nil {
 		return writeConfig{}, err
 	}
-	if props == nil && *cat.dataDir == "" {
+	if cfg.catalog.Props == nil && *cat.dataDir == "" {
 		return writeConfig{}, usageErrorf("--data-dir is required for the embedded catalog")
 	}
-	cfg.catalog = worker.Config{DataDir: *cat.dataDir, CatalogName: *cat.name, CatalogProps: props}
 	return cfg, nil
 }
 
@@ -189,13 +187,11 @@ func writeCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 
 	cfg.catalog.Logger = log
-	cat, err := worker.OpenCatalog(ctx, cfg.catalog)
+	cat, err := catalogs.Open(ctx, cfg.catalog)
 	if err != nil {
-		return fmt.Errorf("open catalog: %w", err)
+		return catalogUsage(fmt.Errorf("open catalog: %w", err))
 	}
-	if c, ok := cat.(interface{ Close() error }); ok {
-		defer c.Close()
-	}
+	defer cat.Close()
 	if err := ensureWriteTable(ctx, cat, cfg.ident, log); err != nil {
 		if ctx.Err() != nil {
 			return nil

@@ -1,0 +1,42 @@
+// Package catalogs owns building the iceberg-go catalog.Catalog from the
+// user's flags and properties, and the wrappers that make one catalog safe to
+// share across reactor's concurrent jobs, refreshes, discovery and pages.
+// Every command opens its catalog here.
+//
+// Its parts, and the file implementing each:
+//
+//   - Config (config.go): the catalog's name, properties, call timeout and
+//     the settings that unlock what is unsafe by default; Resolve checks
+//     them and fills in what the type implies, so a bad setting is a usage
+//     error before anything connects.
+//   - JDBC (jdbc.go): SQL catalog URIs as Iceberg Java's JdbcCatalog users
+//     write them (jdbc:postgresql://, jdbc:mysql://, jdbc:mariadb://,
+//     jdbc:sqlite:) turned into the DSN of the Go driver, and the driver and
+//     dialect the URI implies. The PostgreSQL driver (pgx) is linked here.
+//   - Types (registry.go): the catalog types iceberg-go registers that
+//     reactor links: rest, sql, hive, glue and hadoop.
+//   - Opening (open.go): Open for the one-shot commands (fails at once),
+//     OpenWaiting for reactor run (a catalog that is down is opened in the
+//     background, retried, and reported through Reachable).
+//   - The shared catalog (catalog.go, deadline.go): every call gets a
+//     deadline (Config.Timeout); a call that outlives it returns
+//     ErrTimeout. Tables it hands out commit through it.
+//   - Flat namespaces (flat.go): Hive and Glue have one level of
+//     namespaces; listing a namespace's children answers none instead of
+//     iceberg-go's "hierarchical namespace is not supported".
+//   - Hive (hive.go, hivepool.go): iceberg-go's hive catalog over reactor's
+//     own Metastore client: a small pool of thrift connections, each used by
+//     one call at a time, closed on a deadline or a broken stream and
+//     redialled by the next call; Hive Metastore 4's missing calls get an
+//     error naming the version.
+//   - Hadoop (hadoop.go): the Hadoop catalog on a local or mounted file
+//     system; on an object store it is refused unless the user accepts the
+//     risk, and then its conflicts are reported as unknown outcomes.
+//   - Read only (readonly.go): plan, health and dry runs open the catalog
+//     refusing every change.
+//
+// It must not touch tables' files: it reads and writes catalog entries only
+// through iceberg-go, and decides nothing about jobs (package planner,
+// package executor) or commit errors beyond marking what a catalog reports
+// (package conflict classifies them).
+package catalogs
