@@ -30,13 +30,17 @@
 // # Files
 //
 //   - main.go: the subcommand table, exit codes, signal handling.
-//   - run.go: `reactor run`, the worker (package worker wires it).
-//   - demo.go, demo_live.go, demo_summary.go: `reactor demo`: the backlog,
-//     the line a second, the before/after summary and the row check.
+//   - run.go: `reactor run`, the worker (package worker wires it); run_log.go
+//     its JSON logger.
+//   - demo.go, demo_live.go, demo_summary.go, demo_quiet.go: `reactor demo`:
+//     the backlog, the line a second, the before/after summary and the row
+//     check; demo_next.go its thresholds file and the commands it ends with.
 //   - table_command.go: the shared shape of the commands on one table
 //     (catalog flags, thresholds, TABLE, --json); catalog_flags.go the
-//     catalog flags every command that opens a catalog shares; env.go the
-//     REACTOR_* variables.
+//     catalog flags every command that opens a catalog shares;
+//     catalog_tables.go the catalog a table command names in its messages
+//     (and the check that an embedded one exists: reading creates nothing);
+//     env.go the REACTOR_* variables.
 //   - health.go, plan.go: `reactor health` and `reactor plan`.
 //   - oneshot.go: the one-shot jobs through the worker's executor, printing
 //     the Spark procedure's result columns; compact.go, rewrite_deletes.go,
