@@ -15,7 +15,9 @@ and orphan_delete: true for the table in the thresholds file; otherwise it is
 a dry run that prints each orphan_file_location.
 
 Prints orphan_files_count, orphan_bytes_count and deleted_files_count, then
-one orphan_file_location line per file.`
+one orphan_file_location line per file, then the unreferenced files younger
+than the margin (not orphans yet: a commit in progress may still add them),
+each with its age and when it becomes eligible for deletion.`
 
 // orphansCmd is `reactor orphans TABLE`.
 func orphansCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
