@@ -187,8 +187,13 @@ func Start(ctx context.Context, js jetstream.JetStream, opts Options) (*Manager,
 		History:        1,
 		TTL:            opts.TTL,
 		LimitMarkerTTL: max(opts.TTL, time.Second),
-		Storage:        jetstream.FileStorage,
-		Replicas:       opts.KVReplicas,
+		// A member key per replica and a key per shard, each a few
+		// hundred bytes: the bounds leave room for thousands of both and
+		// keep a client that may write here from filling the disk.
+		MaxBytes:     8 << 20,
+		MaxValueSize: 4 << 10,
+		Storage:      jetstream.FileStorage,
+		Replicas:     opts.KVReplicas,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("lease bucket %s: %w", opts.Bucket, err)
@@ -364,6 +369,9 @@ func (m *Manager) Held() []int {
 	slices.Sort(out)
 	return out
 }
+
+// Bucket is the name of the lease bucket (its stream is KV_<bucket>).
+func (m *Manager) Bucket() string { return m.opts.Bucket }
 
 // Owners maps every shard the bucket shows held to its replica.
 func (m *Manager) Owners() map[int]string {

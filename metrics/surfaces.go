@@ -9,6 +9,17 @@ type Surfaces struct {
 	// StatusRefused counts status page requests refused for their
 	// credentials, by reason (no_credentials, wrong_token).
 	StatusRefused *prometheus.CounterVec
+	// UnknownTablesRemembered counts commit events for a table the
+	// catalog said lately it does not know, dead-lettered without asking
+	// it again.
+	UnknownTablesRemembered prometheus.Counter
+	// Streams: each of reactor's streams' size and limits, as last read
+	// (bytes, messages; limits 0 when none), the times each was found
+	// full, and reactor's own publishes a full stream refused.
+	StreamBytes, StreamMessages, StreamLimitBytes, StreamLimitMessages *prometheus.GaugeVec
+	// StreamFill is the larger of bytes/limit and messages/limit.
+	StreamFill                       *prometheus.GaugeVec
+	StreamFull, StreamPublishRefused *prometheus.CounterVec
 }
 
 func newSurfaces() Surfaces {
@@ -17,15 +28,60 @@ func newSurfaces() Surfaces {
 			Name: "reactor_status_requests_refused_total",
 			Help: "Status page requests refused for their credentials (--status-token-file), by reason: no_credentials, wrong_token.",
 		}, []string{"reason"}),
+		UnknownTablesRemembered: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "reactor_unknown_table_events_remembered_total",
+			Help: "Commit events for a table the catalog said lately it does not know (within --unknown-table-ttl), dead-lettered without a catalog call.",
+		}),
+		StreamBytes: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "reactor_stream_bytes",
+			Help: "Bytes stored in each of reactor's NATS streams, as last read (every 15s).",
+		}, []string{"stream"}),
+		StreamMessages: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "reactor_stream_messages",
+			Help: "Messages stored in each of reactor's NATS streams, as last read (every 15s).",
+		}, []string{"stream"}),
+		StreamLimitBytes: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "reactor_stream_limit_bytes",
+			Help: "The stream's byte limit (MaxBytes; 0: none).",
+		}, []string{"stream"}),
+		StreamLimitMessages: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "reactor_stream_limit_messages",
+			Help: "The stream's message limit (MaxMsgs; 0: none).",
+		}, []string{"stream"}),
+		StreamFill: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "reactor_stream_fill_ratio",
+			Help: "How full each of reactor's NATS streams is: the larger of bytes and messages against their limits (1: full).",
+		}, []string{"stream"}),
+		StreamFull: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "reactor_stream_full_total",
+			Help: "Times a stream of reactor's was found at its limit: NATS refuses what is published to it (discard new) or drops its oldest messages (discard old).",
+		}, []string{"stream"}),
+		StreamPublishRefused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "reactor_stream_publish_refused_total",
+			Help: "Messages reactor published (dead letters, events forwarded to a shard) that NATS refused because the stream was full.",
+		}, []string{"stream"}),
 	}
 }
 
 func (s Surfaces) collectors() []prometheus.Collector {
-	return []prometheus.Collector{s.StatusRefused}
+	return []prometheus.Collector{s.StatusRefused, s.UnknownTablesRemembered, s.StreamBytes, s.StreamMessages,
+		s.StreamLimitBytes, s.StreamLimitMessages, s.StreamFill, s.StreamFull, s.StreamPublishRefused}
 }
+
+// DefaultStreams are the names of the streams reactor creates by default
+// (triggers' and lease's; triggers/limits_test.go keeps them equal): their
+// series exist from the start, at 0 until the streams are first read.
+var DefaultStreams = []string{"REACTOR_COMMITS", "REACTOR_NOTIFICATIONS", "REACTOR_DEADLETTER", "REACTOR_SHARDS", "KV_REACTOR_LEASES"}
 
 func (s Surfaces) startAtZero() {
 	for _, reason := range []string{"no_credentials", "wrong_token"} {
 		s.StatusRefused.WithLabelValues(reason)
+	}
+	for _, name := range DefaultStreams {
+		for _, v := range []*prometheus.GaugeVec{s.StreamBytes, s.StreamMessages, s.StreamLimitBytes, s.StreamLimitMessages, s.StreamFill} {
+			v.WithLabelValues(name)
+		}
+		s.StreamFull.WithLabelValues(name)
+		s.StreamPublishRefused.WithLabelValues(name)
 	}
 }

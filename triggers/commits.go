@@ -58,6 +58,13 @@ type CommitOptions struct {
 	// three-node cluster, so losing a node loses no event). A single
 	// server refuses more than 1.
 	StreamReplicas int
+	// Limits bound the commit and shard streams (DefaultEventLimits),
+	// DeadLetterLimits the dead-letter stream (DefaultDeadLetterLimits).
+	Limits, DeadLetterLimits StreamLimits
+	// UnknownTableTTL is how long a table name the catalog did not know
+	// is answered from memory, without asking the catalog again
+	// (DefaultUnknownTableTTL; negative: always ask).
+	UnknownTableTTL time.Duration
 }
 
 // DefaultMaxAckPending is the consumers' window of unacknowledged events:
@@ -93,6 +100,11 @@ func (o *CommitOptions) defaults() {
 	if o.StreamReplicas <= 0 {
 		o.StreamReplicas = 1
 	}
+	o.Limits = o.Limits.orDefault(DefaultEventLimits)
+	o.DeadLetterLimits = o.DeadLetterLimits.orDefault(DefaultDeadLetterLimits)
+	if o.UnknownTableTTL == 0 {
+		o.UnknownTableTTL = DefaultUnknownTableTTL
+	}
 }
 
 // Applier is what the commit consumer needs of the planner: checks that
@@ -125,6 +137,8 @@ type CommitConsumer struct {
 	fwd       *forwarder
 	lane      *fastLane // nil: none (see newFastLane)
 	stopOnce  sync.Once
+	// unknown are the table names the catalog did not know lately.
+	unknown *unknownTables
 }
 
 // EnsureStreams creates (or updates) the commit stream and the dead-letter
@@ -132,30 +146,29 @@ type CommitConsumer struct {
 // reactor acknowledges it, and no longer.
 func EnsureStreams(ctx context.Context, js jetstream.JetStream, opts CommitOptions) error {
 	opts.defaults()
-	if _, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+	if _, err := js.CreateOrUpdateStream(ctx, opts.Limits.apply(jetstream.StreamConfig{
 		Name:        opts.Stream,
 		Description: "Iceberg commit events for reactor",
 		Subjects:    []string{opts.Subject},
 		Retention:   jetstream.WorkQueuePolicy,
 		Storage:     jetstream.FileStorage,
 		Replicas:    opts.StreamReplicas,
-	}); err != nil {
-		return fmt.Errorf("create stream %s for subject %q: %w", opts.Stream, opts.Subject, err)
+	})); err != nil {
+		return fmt.Errorf("create stream %s for subject %q: %w", opts.Stream, opts.Subject, insufficientStorage(err))
 	}
-	if _, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+	if _, err := js.CreateOrUpdateStream(ctx, opts.DeadLetterLimits.apply(jetstream.StreamConfig{
 		Name:        opts.DeadLetterStream,
 		Description: "events reactor could not apply, with the reason",
 		Subjects:    []string{opts.DeadLetterSubject},
 		Retention:   jetstream.LimitsPolicy,
-		MaxAge:      14 * 24 * time.Hour,
 		Storage:     jetstream.FileStorage,
 		Replicas:    opts.StreamReplicas,
 		// Longer than the consumers' AckWait: a message whose
 		// acknowledgement was lost comes back after it, and its dead
 		// letter (same message id) must then be recognised.
 		Duplicates: 10 * time.Minute,
-	}); err != nil {
-		return fmt.Errorf("create dead-letter stream %s for subject %q: %w", opts.DeadLetterStream, opts.DeadLetterSubject, err)
+	})); err != nil {
+		return fmt.Errorf("create dead-letter stream %s for subject %q: %w", opts.DeadLetterStream, opts.DeadLetterSubject, insufficientStorage(err))
 	}
 	return nil
 }
@@ -182,7 +195,7 @@ func StartCommits(ctx context.Context, js jetstream.JetStream, opts CommitOption
 	}
 	c := &CommitConsumer{js: js, opts: opts, applier: applier, log: log, met: met, ctx: ctx,
 		retry:     &redelivery{source: "commit", what: "event", base: opts.RetryBase, max: opts.RetryMax, log: log, met: met},
-		refreshes: opts.Refreshes, own: opts.Ownership}
+		refreshes: opts.Refreshes, own: opts.Ownership, unknown: newUnknownTables(opts.UnknownTableTTL)}
 	if c.own != nil {
 		c.fwd = newForwarder(js, log, met)
 	}
@@ -233,6 +246,10 @@ func (c *CommitConsumer) stopLane() {
 		c.lane.close()
 	}
 }
+
+// Streams are the streams the consumer created: the commit stream and
+// the dead-letter stream.
+func (c *CommitConsumer) Streams() []string { return []string{c.opts.Stream, c.opts.DeadLetterStream} }
 
 // FastLanes is how many hot tables have a fast lane now.
 func (c *CommitConsumer) FastLanes() int {
@@ -312,17 +329,30 @@ func (c *CommitConsumer) accept(msg jetstream.Msg, shard int) {
 		})
 		return
 	}
+	name := ev.QualifiedName()
+	if err, ok := c.unknown.lookup(name); ok {
+		// The catalog said lately that it does not know the table: a
+		// storm of events for names that do not exist costs no load.
+		c.met.UnknownTablesRemembered.Inc()
+		c.finish(msg, ev, err)
+		return
+	}
 	if c.applier.CommitCovered(ev) {
 		c.met.EventsCoalesced.Inc()
 		c.finish(msg, ev, nil)
 		return
 	}
-	c.applier.CommitSeen(ev.QualifiedName())
-	c.refreshes.add(ev.QualifiedName(), append(ev.NamespaceLevels(), ev.Table), &work{
+	c.applier.CommitSeen(name)
+	c.refreshes.add(name, append(ev.NamespaceLevels(), ev.Table), &work{
 		refresh: true,
 		covered: func() bool { return c.applier.CommitCovered(ev) },
-		apply:   func(_ *table.Table, err error) { c.finish(msg, ev, err) },
-		msg:     msg,
+		apply: func(_ *table.Table, err error) {
+			if errors.Is(err, planner.ErrUnknownTable) {
+				c.unknown.remember(name, err)
+			}
+			c.finish(msg, ev, err)
+		},
+		msg: msg,
 	})
 }
 
@@ -360,6 +390,9 @@ func (c *CommitConsumer) reject(msg jetstream.Msg, reason, outcome string, cause
 	cause = deadLetterCause(cause)
 	err := deadLetter(c.ctx, c.js, c.opts.DeadLetterSubject, msg, reason, cause)
 	if err != nil {
+		if refusedByLimit(err) {
+			c.met.StreamPublishRefused.WithLabelValues(c.opts.DeadLetterStream).Inc()
+		}
 		c.met.Events.WithLabelValues("commit", metrics.OutcomeDeadLetterErr).Inc()
 		c.log.Error("could not dead-letter an event; it will be redelivered", "subject", msg.Subject(),
 			"reason", reason, "cause", cause, "error", excerpt.Error(err))

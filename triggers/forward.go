@@ -41,9 +41,10 @@ const (
 )
 
 // EnsureShardStream creates (or updates) the shard stream with replicas
-// copies on a NATS cluster (at least 1).
-func EnsureShardStream(ctx context.Context, js jetstream.JetStream, replicas int) error {
-	if _, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+// copies on a NATS cluster (at least 1), within limits (zero fields:
+// DefaultEventLimits).
+func EnsureShardStream(ctx context.Context, js jetstream.JetStream, replicas int, limits StreamLimits) error {
+	if _, err := js.CreateOrUpdateStream(ctx, limits.orDefault(DefaultEventLimits).apply(jetstream.StreamConfig{
 		Name:        DefaultShardStream,
 		Description: "events forwarded to the replica owning their table, by shard",
 		Subjects:    []string{ShardSubjectPrefix + "*"},
@@ -53,8 +54,8 @@ func EnsureShardStream(ctx context.Context, js jetstream.JetStream, replicas int
 		// A copy sent again after its original was redelivered is
 		// recognised by its message id.
 		Duplicates: 10 * time.Minute,
-	}); err != nil {
-		return fmt.Errorf("create stream %s: %w", DefaultShardStream, err)
+	})); err != nil {
+		return fmt.Errorf("create stream %s: %w", DefaultShardStream, insufficientStorage(err))
 	}
 	return nil
 }
@@ -116,6 +117,9 @@ func (f *forwarder) complete() {
 			}
 		}
 		if err != nil {
+			if refusedByLimit(err) {
+				f.met.StreamPublishRefused.WithLabelValues(DefaultShardStream).Inc()
+			}
 			err = fmt.Errorf("forward to the table's owner: %w", err)
 		}
 		p.done(err)
@@ -165,7 +169,7 @@ type ShardConsumers struct {
 // the leases. objects may be nil (notifications disabled).
 func StartShardConsumers(ctx context.Context, js jetstream.JetStream, commits *CommitConsumer, objects *NotificationConsumer,
 	log *slog.Logger) (*ShardConsumers, error) {
-	if err := EnsureShardStream(ctx, js, commits.opts.StreamReplicas); err != nil {
+	if err := EnsureShardStream(ctx, js, commits.opts.StreamReplicas, commits.opts.Limits); err != nil {
 		return nil, err
 	}
 	return &ShardConsumers{ctx: ctx, js: js, commits: commits, objects: objects, log: log, running: map[int]jetstream.ConsumeContext{}}, nil

@@ -23,7 +23,7 @@ func TestForwardedCopiesSurviveAStreamCreatedAgain(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	_, _, js := embeddedtest.JetStream(t, "")
-	if err := EnsureShardStream(ctx, js, 1); err != nil {
+	if err := EnsureShardStream(ctx, js, 1, StreamLimits{}); err != nil {
 		t.Fatal(err)
 	}
 	fwd := newForwarder(js, slog.New(slog.NewTextHandler(io.Discard, nil)), metrics.New())

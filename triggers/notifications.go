@@ -39,7 +39,10 @@ type NotificationOptions struct {
 	Sources []NotificationSource
 	// StreamReplicas: as CommitOptions.StreamReplicas, for the
 	// notification stream.
-	StreamReplicas    int
+	StreamReplicas int
+	// Limits bound the notification stream (zero fields:
+	// DefaultEventLimits).
+	Limits            StreamLimits
 	Stream            string
 	Durable           string
 	DeadLetterSubject string
@@ -151,15 +154,15 @@ func StartNotifications(ctx context.Context, js jetstream.JetStream, opts Notifi
 		}
 		subjects = append(subjects, s.Subject)
 	}
-	if _, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+	if _, err := js.CreateOrUpdateStream(ctx, opts.Limits.orDefault(DefaultEventLimits).apply(jetstream.StreamConfig{
 		Name:        opts.Stream,
 		Description: "bucket notifications (MinIO, S3, versitygw) for reactor",
 		Subjects:    subjects,
 		Retention:   jetstream.WorkQueuePolicy,
 		Storage:     jetstream.FileStorage,
 		Replicas:    max(opts.StreamReplicas, 1),
-	}); err != nil {
-		return nil, fmt.Errorf("create stream %s for subjects %q: %w", opts.Stream, subjects, err)
+	})); err != nil {
+		return nil, fmt.Errorf("create stream %s for subjects %q: %w", opts.Stream, subjects, insufficientStorage(err))
 	}
 	cons, err := js.CreateOrUpdateConsumer(ctx, opts.Stream, jetstream.ConsumerConfig{
 		Durable:       opts.Durable,
@@ -426,10 +429,16 @@ func (m *notificationParts) settle() {
 	_ = msg.Ack()
 }
 
+// Stream is the notification stream the consumer created.
+func (c *NotificationConsumer) Stream() string { return c.opts.Stream }
+
 func (c *NotificationConsumer) reject(msg jetstream.Msg, cause error) {
 	cause = deadLetterCause(cause)
 	err := deadLetter(c.ctx, c.js, c.opts.DeadLetterSubject, msg, events.ReasonMalformed, cause)
 	if err != nil {
+		if refusedByLimit(err) {
+			c.met.StreamPublishRefused.WithLabelValues(DefaultDeadLetterStream).Inc()
+		}
 		c.met.Events.WithLabelValues("notification", metrics.OutcomeDeadLetterErr).Inc()
 		c.log.Error("could not dead-letter a notification; it will be redelivered", "subject", msg.Subject(),
 			"cause", cause, "error", excerpt.Error(err))

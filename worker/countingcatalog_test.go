@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"iter"
+	"maps"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -18,13 +20,18 @@ type countingCatalog struct {
 	catalog.Catalog
 	mu    sync.Mutex
 	calls map[string]int
+	// loads counts LoadTable calls by table name.
+	loads map[string]int
 	down  atomic.Bool
+	// hang, when set, holds every LoadTable until it is closed (or the
+	// call's context ends): a catalog that does not answer.
+	hang atomic.Pointer[chan struct{}]
 }
 
 var errCatalogDown = errors.New("dial tcp 10.0.0.9:8181: connect: connection refused")
 
 func countCalls(c catalog.Catalog) *countingCatalog {
-	return &countingCatalog{Catalog: c, calls: map[string]int{}}
+	return &countingCatalog{Catalog: c, calls: map[string]int{}, loads: map[string]int{}}
 }
 
 func (c *countingCatalog) count(method string) error {
@@ -78,10 +85,27 @@ func (c *countingCatalog) ListTables(ctx context.Context, ns table.Identifier) i
 }
 
 func (c *countingCatalog) LoadTable(ctx context.Context, id table.Identifier) (*table.Table, error) {
+	c.mu.Lock()
+	c.loads[strings.Join(id, ".")]++
+	c.mu.Unlock()
 	if err := c.count("LoadTable"); err != nil {
 		return nil, err
 	}
+	if h := c.hang.Load(); h != nil {
+		select {
+		case <-*h:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
 	return c.Catalog.LoadTable(ctx, id)
+}
+
+// loadsOf is the LoadTable calls for each table so far.
+func (c *countingCatalog) loadsOf() map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return maps.Clone(c.loads)
 }
 
 func (c *countingCatalog) DropTable(ctx context.Context, id table.Identifier) error {

@@ -26,12 +26,21 @@ var errClosing = errors.New("worker closing")
 // up yet, yes; credentials it refuses, no (waiting will not fix them).
 func natsRetryable(err error) bool {
 	for _, permanent := range []error{nats.ErrAuthorization, nats.ErrAuthExpired, nats.ErrAuthRevoked,
-		nats.ErrAccountAuthExpired, nats.ErrPermissionViolation, errClosing} {
+		nats.ErrAccountAuthExpired, nats.ErrPermissionViolation, errClosing, errNATSTLS} {
 		if errors.Is(err, permanent) {
 			return false
 		}
 	}
 	return true
+}
+
+// natsSecurity is the connection's credentials and TLS settings.
+func (cfg Config) natsSecurity() NATSSecurity {
+	sec := cfg.NATSAuth
+	if sec.CredsFile == "" {
+		sec.CredsFile = cfg.NATSCreds
+	}
+	return sec
 }
 
 // connectNATS connects to url, creates the streams and durable consumers,
@@ -45,15 +54,18 @@ func (w *Worker) connectNATS(ctx, runCtx context.Context, cfg Config, url string
 			}
 		}),
 		nats.ReconnectHandler(func(c *nats.Conn) { cfg.Logger.Info("reconnected to NATS", "url", redact.String(c.ConnectedUrl())) })}
-	if cfg.NATSCreds != "" {
-		opts = append(opts, nats.UserCredentials(cfg.NATSCreds))
+	sec := cfg.natsSecurity()
+	secOpts, err := sec.Options()
+	if err != nil {
+		return err
 	}
+	opts = append(opts, secOpts...)
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	conn, err := nats.Connect(url, opts...)
 	if err != nil {
-		return fmt.Errorf("connect to NATS at %s: %w", redact.String(url), redact.Error(err))
+		return fmt.Errorf("connect to NATS at %s: %w", redact.String(url), redact.Error(ExplainNATSError(err, sec)))
 	}
 	var (
 		commits   *triggers.CommitConsumer
@@ -134,6 +146,15 @@ func (w *Worker) connectNATS(ctx, runCtx context.Context, cfg Config, url string
 	}
 	w.Conn, w.JS, w.consumer, w.objects, w.refreshes, w.shardCons = conn, js, commits, objects, refreshes, shards
 	close(w.connected)
+	streams := append(commits.Streams(), triggers.DefaultShardStream, "KV_"+leases.Bucket())
+	if objects != nil {
+		streams = append(streams, objects.Stream())
+	}
+	w.bg.Add(1)
+	go func() {
+		defer w.bg.Done()
+		triggers.WatchStreams(runCtx, js, streams, cfg.StreamWatchEvery, cfg.Logger, cfg.Metrics)
+	}()
 	if !cfg.DisableNotifications {
 		every := cfg.LocationRefresh
 		if every <= 0 {

@@ -34,8 +34,11 @@ type Config struct {
 	// NATSURL of the NATS server; empty starts an embedded one with its
 	// JetStream store under DataDir.
 	NATSURL string
-	// NATSCreds is a credentials file for NATSURL's server (optional).
+	// NATSCreds is a credentials file for NATSURL's server (optional; the
+	// same as NATSAuth.CredsFile).
 	NATSCreds string
+	// NATSAuth: an nkey seed, TLS with a CA and a client certificate.
+	NATSAuth NATSSecurity
 	// DataDir holds the embedded NATS store, and the embedded catalog when
 	// no catalog is configured.
 	DataDir string
@@ -70,6 +73,9 @@ type Config struct {
 	// background, whether it answers, for /readyz and reactor_ready
 	// (default DefaultReadinessEvery).
 	ReadinessEvery time.Duration
+	// StreamWatchEvery is how often reactor's NATS streams are read for
+	// their sizes against their limits (triggers.DefaultStreamWatchEvery).
+	StreamWatchEvery time.Duration
 	// HealthSubjectPrefix: after every job, the table's health report is
 	// published on PREFIX.<namespace>.<table> (default reactor.health).
 	HealthSubjectPrefix string

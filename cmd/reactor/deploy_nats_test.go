@@ -23,13 +23,18 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/icereactor/reactor/embedded/embeddedtest"
 	"github.com/icereactor/reactor/events"
 	"github.com/icereactor/reactor/lease"
 	"github.com/icereactor/reactor/triggers"
 	"github.com/icereactor/reactor/worker"
 )
 
-const natsExample = "../../deploy/nats/nats-server.conf"
+const (
+	natsExample = "../../deploy/nats/nats-server.conf"
+	// natsTLSExample is natsExample over TLS, what production runs.
+	natsTLSExample = "../../deploy/nats/nats-server-tls.conf"
+)
 
 // natsExamplePasswords sets the environment the example reads its
 // passwords from and returns them by user.
@@ -230,7 +235,19 @@ func (l *serverLog) violations() []string {
 // violation; then each user's forbidden publishes are refused.
 func TestNATSPermissionsExampleOnARealServer(t *testing.T) {
 	pw := natsExamplePasswords(t)
-	opts, _ := loadNATSExample(t)
+	// Over TLS, as deploy/nats/nats-server-tls.conf serves it: every
+	// client below checks the server's certificate against the CA.
+	certs := embeddedtest.NewCertificates(t, "")
+	t.Setenv("NATS_TLS_CERT", certs.ServerCert)
+	t.Setenv("NATS_TLS_KEY", certs.ServerKey)
+	t.Setenv("NATS_TLS_CA", certs.CA)
+	opts, err := server.ProcessConfigFile(natsTLSExample)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if opts.TLSConfig == nil {
+		t.Fatalf("%s serves no TLS", natsTLSExample)
+	}
 	dir := t.TempDir()
 	opts.Host, opts.Port, opts.HTTPPort = "127.0.0.1", server.RANDOM_PORT, 0
 	opts.StoreDir, opts.NoSigs = filepath.Join(dir, "jetstream"), true
@@ -239,6 +256,7 @@ func TestNATSPermissionsExampleOnARealServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	tlsCA := []string{"--nats-tls-ca", certs.CA}
 	logs := &serverLog{}
 	srv.SetLoggerV2(logs, false, false, false)
 	go srv.Start()
@@ -246,7 +264,14 @@ func TestNATSPermissionsExampleOnARealServer(t *testing.T) {
 	if !srv.ReadyForConnections(15 * time.Second) {
 		t.Fatal("nats-server not ready")
 	}
-	hostPort := strings.TrimPrefix(srv.ClientURL(), "nats://")
+	hostPort := srv.Addr().String()
+	nc, err := nats.Connect("nats://" + hostPort)
+	if err == nil || !errors.Is(err, nats.ErrTLS) {
+		t.Errorf("a client without the CA connected, or not for TLS: %v", err)
+	}
+	if nc != nil {
+		nc.Close()
+	}
 	urlFor := func(user string) string { return "nats://" + user + ":" + pw[user] + "@" + hostPort }
 
 	thresholdsFile := filepath.Join(dir, "thresholds.yaml")
@@ -258,13 +283,13 @@ func TestNATSPermissionsExampleOnARealServer(t *testing.T) {
 	var runErr syncBuffer
 	runDone := make(chan int, 1)
 	go func() {
-		runDone <- execute(ctx, []string{"run", "--nats-url", urlFor("reactor"), "--data-dir", dir, "--thresholds", thresholdsFile,
-			"--http-addr", "", "--status-addr", ""}, &syncBuffer{}, &runErr)
+		runDone <- execute(ctx, append([]string{"run", "--nats-url", urlFor("reactor"), "--data-dir", dir, "--thresholds", thresholdsFile,
+			"--http-addr", "", "--status-addr", ""}, tlsCA...), &syncBuffer{}, &runErr)
 	}()
 	defer func() { cancel(); within(t, runDone, time.Minute, "reactor run to return after its context ended") }()
 	waitFor(t, "reactor running", func() bool { return strings.Contains(runErr.String(), "reactor running") }, &runErr)
 
-	monitor := connectAs(t, urlFor("monitor"))
+	monitor := connectAs(t, urlFor("monitor"), certs.CA)
 	jobs, err := monitor.nc.SubscribeSync(events.DefaultJobSubjectPrefix + ".>")
 	if err != nil {
 		t.Fatal(err)
@@ -275,8 +300,8 @@ func TestNATSPermissionsExampleOnARealServer(t *testing.T) {
 
 	// The pipeline: reactor write publishes six commit events.
 	var wOut, wErr syncBuffer
-	if code := execute(ctx, []string{"write", "db.events", "--nats-url", urlFor("pipeline"), "--data-dir", dir,
-		"--commits", "6", "--interval", "20ms", "--partitions", "1", "--rows", "10"}, &wOut, &wErr); code != 0 {
+	if code := execute(ctx, append([]string{"write", "db.events", "--nats-url", urlFor("pipeline"), "--data-dir", dir,
+		"--commits", "6", "--interval", "20ms", "--partitions", "1", "--rows", "10"}, tlsCA...), &wOut, &wErr); code != 0 {
 		t.Fatalf("write exit %d:\n%s", code, wErr.String())
 	}
 	var succeeded events.JobEvent
@@ -292,7 +317,7 @@ func TestNATSPermissionsExampleOnARealServer(t *testing.T) {
 
 	// A malformed commit event from the pipeline is dead-lettered, and the
 	// monitor can read the dead letter.
-	pipeline := connectAs(t, urlFor("pipeline"))
+	pipeline := connectAs(t, urlFor("pipeline"), certs.CA)
 	pjs, err := jetstream.New(pipeline.nc)
 	if err != nil {
 		t.Fatal(err)
@@ -327,8 +352,8 @@ func TestNATSPermissionsExampleOnARealServer(t *testing.T) {
 	var dupErr syncBuffer
 	dupDone := make(chan int, 1)
 	go func() {
-		dupDone <- execute(dupCtx, []string{"run", "--nats-url", urlFor("reactor"), "--data-dir", dir, "--thresholds", thresholdsFile,
-			"--http-addr", "", "--status-addr", ""}, &syncBuffer{}, &dupErr)
+		dupDone <- execute(dupCtx, append([]string{"run", "--nats-url", urlFor("reactor"), "--data-dir", dir, "--thresholds", thresholdsFile,
+			"--http-addr", "", "--status-addr", ""}, tlsCA...), &syncBuffer{}, &dupErr)
 	}()
 	waitFor(t, "the duplicate refusing the name in use", func() bool {
 		return strings.Contains(dupErr.String(), "its replica name is in use")
@@ -344,7 +369,7 @@ func TestNATSPermissionsExampleOnARealServer(t *testing.T) {
 	}
 
 	// What each user must not do.
-	minio := connectAs(t, urlFor("minio"))
+	minio := connectAs(t, urlFor("minio"), certs.CA)
 	forbidden := []struct {
 		who     *natsClient
 		subject string
@@ -385,11 +410,11 @@ type natsClient struct {
 	errs chan error
 }
 
-func connectAs(t *testing.T, url string) *natsClient {
+func connectAs(t *testing.T, url, caFile string) *natsClient {
 	t.Helper()
 	c := &natsClient{errs: make(chan error, 16)}
 	c.user = strings.SplitN(strings.TrimPrefix(url, "nats://"), ":", 2)[0]
-	nc, err := nats.Connect(url, nats.Name("test-"+c.user), nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+	nc, err := nats.Connect(url, nats.Name("test-"+c.user), nats.RootCAs(caFile), nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
 		c.errs <- err
 	}))
 	if err != nil {

@@ -26,7 +26,7 @@ import (
 // runConfig is `reactor run`'s command line, validated and resolved.
 type runConfig struct {
 	natsURL        string
-	natsCreds      string
+	natsAuth       worker.NATSSecurity
 	dataDir        string
 	catalog        catalogs.Config // nil Props: the embedded SQLite catalog
 	thresholdsFile string
@@ -60,7 +60,7 @@ REACTOR_CATALOG_PROP takes a comma-separated list of key=value pairs.`
 func parseRunConfig(args []string, getenv func(string) string, stdout io.Writer) (runConfig, error) {
 	fs := newFlagSet("run", "run [flags]", runDescription)
 	natsURL := fs.String("nats-url", "", "NATS server `URL`; empty starts an embedded server under --data-dir")
-	natsCreds := fs.String("nats-creds", "", "NATS credentials `file` (JWT and NKey seed), for a server that requires them")
+	natsAuth := addNATSFlags(fs)
 	cat := addCatalogFlags(fs, "`directory` for the embedded NATS store and the embedded catalog")
 	thresholdsFile := fs.String("thresholds", "", "thresholds YAML `file`; empty uses the built-in defaults")
 	commitSubject := fs.String("commit-subject", triggers.DefaultCommitSubject, "NATS `subject` of commit events")
@@ -78,6 +78,7 @@ func parseRunConfig(args []string, getenv func(string) string, stdout io.Writer)
 	grace := fs.Duration("shutdown-grace", 30*time.Second, "on SIGTERM, how long running jobs may take to finish before they are abandoned")
 	httpAddr := fs.String("http-addr", ":9090", "`address` for /metrics, /healthz and /readyz; empty disables them")
 	status := addStatusFlags(fs)
+	streams := addStreamFlags(fs)
 	concurrency := fs.Int("concurrency", 0, "run at most `n` jobs at once, across tables (0: the thresholds file's concurrency, else 2)")
 	logLevel := fs.String("log-level", "info", "log `level`: debug, info, warn or error")
 	replica := fs.String("replica", "", "`name` of this replica in the table lease bucket (empty: the host name, a pod's name on Kubernetes); stable across restarts, unique among live processes: a restart under the same name resumes its tables at once, a second live process under it takes none")
@@ -97,7 +98,6 @@ func parseRunConfig(args []string, getenv func(string) string, stdout io.Writer)
 
 	cfg := runConfig{
 		natsURL:        strings.TrimSpace(*natsURL),
-		natsCreds:      strings.TrimSpace(*natsCreds),
 		dataDir:        *cat.dataDir,
 		thresholdsFile: *thresholdsFile,
 		commits: triggers.CommitOptions{
@@ -121,6 +121,9 @@ func parseRunConfig(args []string, getenv func(string) string, stdout io.Writer)
 		}
 	})
 	if cfg.statusAddr, cfg.statusToken, err = status.resolve(cfg.httpAddr); err != nil {
+		return runConfig{}, err
+	}
+	if err := streams.resolve(&cfg.commits, &cfg.notifications); err != nil {
 		return runConfig{}, err
 	}
 	cfg.leases = worker.LeaseConfig{Replica: strings.TrimSpace(*replica), TTL: *leaseTTL, Shards: *leaseShards, KVReplicas: bucketReplicas}
@@ -178,13 +181,8 @@ func parseRunConfig(args []string, getenv func(string) string, stdout io.Writer)
 			return runConfig{}, err
 		}
 	}
-	if cfg.natsCreds != "" {
-		if cfg.natsURL == "" {
-			return runConfig{}, usageErrorf("--nats-creds needs --nats-url: the embedded server takes no credentials")
-		}
-		if _, err := os.Stat(cfg.natsCreds); err != nil {
-			return runConfig{}, usageErrorf("--nats-creds: %w", err)
-		}
+	if cfg.natsAuth, err = natsAuth.resolve(cfg.natsURL); err != nil {
+		return runConfig{}, err
 	}
 	if cfg.catalog, err = cat.config(false); err != nil {
 		return runConfig{}, err
@@ -235,7 +233,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 
 	w, err := worker.Start(ctx, worker.Config{
 		NATSURL:    cfg.natsURL,
-		NATSCreds:  cfg.natsCreds,
+		NATSAuth:   cfg.natsAuth,
 		DataDir:    cfg.dataDir,
 		Catalog:    cfg.catalog,
 		Thresholds: cfg.thresholds,
@@ -294,7 +292,7 @@ func (c runConfig) logAttrs() []any {
 		th = "built-in defaults"
 	}
 	return []any{
-		"version", buildVersion().short(), "nats_url", natsURL, "data_dir", c.dataDir,
+		"version", buildVersion().short(), "nats_url", natsURL, "nats_tls", c.natsAuth.TLS(), "data_dir", c.dataDir,
 		"catalog_name", c.catalog.Name, "catalog", catalog, "catalog_timeout", c.catalog.Timeout.String(), "thresholds", th,
 		"commit_subject", c.commits.Subject, "dead_letter_subject", c.commits.DeadLetterSubject,
 		"concurrency", c.concurrency, "log_level", c.logLevel.String(),

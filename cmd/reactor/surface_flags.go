@@ -5,7 +5,12 @@ import (
 	"net"
 	"os"
 	"strings"
+	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/icereactor/reactor/thresholds"
+	"github.com/icereactor/reactor/triggers"
 	"github.com/icereactor/reactor/worker"
 )
 
@@ -71,4 +76,108 @@ func loopback(addr string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// natsFlags are the NATS credentials and TLS flags `reactor run` and
+// `reactor write` share.
+type natsFlags struct {
+	creds, nkey, ca, cert, key *string
+}
+
+func addNATSFlags(fs *flag.FlagSet) *natsFlags {
+	return &natsFlags{
+		creds: fs.String("nats-creds", "", "NATS credentials `file` (JWT and NKey seed), for a server that requires them"),
+		nkey:  fs.String("nats-nkey", "", "`file` holding an nkey seed (SU...) the NATS server knows this user's public key by; not with --nats-creds"),
+		ca:    fs.String("nats-tls-ca", "", "PEM `file` of the CA the NATS server's certificate must chain to (instead of the system's roots); turns TLS on"),
+		cert:  fs.String("nats-tls-cert", "", "PEM client certificate `file` for a NATS server that verifies its clients (with --nats-tls-key); turns TLS on"),
+		key:   fs.String("nats-tls-key", "", "PEM `file` of the client certificate's key"),
+	}
+}
+
+// resolve checks the files and returns the settings; natsURL is the
+// --nats-url (empty: the embedded server, which takes none of them).
+func (n *natsFlags) resolve(natsURL string) (worker.NATSSecurity, error) {
+	sec := worker.NATSSecurity{CredsFile: strings.TrimSpace(*n.creds), NKeyFile: strings.TrimSpace(*n.nkey),
+		CAFile: strings.TrimSpace(*n.ca), CertFile: strings.TrimSpace(*n.cert), KeyFile: strings.TrimSpace(*n.key)}
+	if sec == (worker.NATSSecurity{}) {
+		return sec, nil
+	}
+	if natsURL == "" {
+		return sec, usageErrorf("--nats-creds, --nats-nkey and --nats-tls-* need --nats-url: the embedded server takes none of them")
+	}
+	if err := sec.Check(); err != nil {
+		return sec, usageErrorf("NATS credentials or TLS: %w", err)
+	}
+	return sec, nil
+}
+
+// streamFlags are `reactor run`'s limits on the NATS streams it creates,
+// and how long an unknown table name is remembered.
+type streamFlags struct {
+	maxBytes, dlMaxBytes *string
+	maxMsgs              *int64
+	maxAge, dlMaxAge     *time.Duration
+	discard              *string
+	unknownTTL           *time.Duration
+}
+
+func addStreamFlags(fs *flag.FlagSet) *streamFlags {
+	ev, dl := triggers.DefaultEventLimits, triggers.DefaultDeadLetterLimits
+	return &streamFlags{
+		maxBytes: fs.String("stream-max-bytes", thresholds.Size(ev.MaxBytes).String(),
+			"the most each event stream (commits, notifications, shards) stores (`size`: 512MiB, 2GiB)"),
+		maxMsgs: fs.Int64("stream-max-messages", ev.MaxMsgs, "the most `messages` each event stream stores"),
+		maxAge:  fs.Duration("stream-max-age", ev.MaxAge, "events older than this are dropped from the event streams"),
+		discard: fs.String("stream-discard", "new",
+			"what a full event stream does: new (NATS refuses what is published; nothing stored is lost) or old (drops its oldest events)"),
+		dlMaxBytes: fs.String("dead-letter-max-bytes", thresholds.Size(dl.MaxBytes).String(),
+			"the most the dead-letter stream stores (`size`); its oldest dead letters go first"),
+		dlMaxAge: fs.Duration("dead-letter-max-age", dl.MaxAge, "dead letters older than this are dropped"),
+		unknownTTL: fs.Duration("unknown-table-ttl", triggers.DefaultUnknownTableTTL,
+			"how long a table name the catalog did not know is answered from memory (its events dead-lettered without asking again); 0 always asks"),
+	}
+}
+
+// resolve sets the limits on the commit and notification options.
+func (s *streamFlags) resolve(commits *triggers.CommitOptions, notifications *triggers.NotificationOptions) error {
+	size := func(flagName, v string) (int64, error) {
+		n, err := thresholds.ParseSize(v)
+		if err != nil || n <= 0 {
+			return 0, usageErrorf("--%s must be a positive size such as 512MiB, got %q", flagName, v)
+		}
+		return n.Bytes(), nil
+	}
+	maxBytes, err := size("stream-max-bytes", *s.maxBytes)
+	if err != nil {
+		return err
+	}
+	dlBytes, err := size("dead-letter-max-bytes", *s.dlMaxBytes)
+	if err != nil {
+		return err
+	}
+	switch {
+	case *s.maxMsgs <= 0:
+		return usageErrorf("--stream-max-messages must be positive, got %d", *s.maxMsgs)
+	case *s.maxAge <= 0 || *s.dlMaxAge <= 0:
+		return usageErrorf("--stream-max-age and --dead-letter-max-age must be positive")
+	case *s.unknownTTL < 0:
+		return usageErrorf("--unknown-table-ttl must not be negative, got %s", *s.unknownTTL)
+	}
+	var discard jetstream.DiscardPolicy
+	switch strings.ToLower(strings.TrimSpace(*s.discard)) {
+	case "new":
+		discard = jetstream.DiscardNew
+	case "old":
+		discard = jetstream.DiscardOld
+	default:
+		return usageErrorf("--stream-discard must be new or old, got %q", *s.discard)
+	}
+	ev := triggers.StreamLimits{MaxBytes: maxBytes, MaxMsgs: *s.maxMsgs, MaxAge: *s.maxAge}.WithDiscard(discard)
+	commits.Limits, notifications.Limits = ev, ev
+	commits.DeadLetterLimits = triggers.StreamLimits{MaxBytes: dlBytes, MaxAge: *s.dlMaxAge}
+	commits.UnknownTableTTL = *s.unknownTTL
+	if commits.UnknownTableTTL == 0 {
+		commits.UnknownTableTTL = -1 // always ask
+	}
+	return nil
 }

@@ -7,7 +7,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/icereactor/reactor/triggers"
 	"github.com/icereactor/reactor/worker"
 )
 
@@ -53,5 +57,35 @@ func TestStatusFlags(t *testing.T) {
 				t.Errorf("status addr %q token %q, want %q %q", cfg.statusAddr, cfg.statusToken, tt.addr, tt.file)
 			}
 		})
+	}
+}
+
+// The stream limits and the unknown-table TTL: sizes with units, the
+// discard policy by name, 0 turning the TTL off; nonsense refused.
+func TestStreamFlags(t *testing.T) {
+	cfg, err := parseRunConfig([]string{"--stream-max-bytes", "512MiB", "--stream-max-messages", "1000", "--stream-max-age", "24h",
+		"--stream-discard", "old", "--dead-letter-max-bytes", "8MiB", "--unknown-table-ttl", "0"}, envMap(nil), &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := cfg.commits.Limits
+	if ev.MaxBytes != 512<<20 || ev.MaxMsgs != 1000 || ev.MaxAge != 24*time.Hour || ev.Discard != jetstream.DiscardOld ||
+		cfg.notifications.Limits != ev || cfg.commits.DeadLetterLimits.MaxBytes != 8<<20 || cfg.commits.UnknownTableTTL >= 0 {
+		t.Errorf("commits %+v, notifications %+v, dead letters %+v, ttl %s", ev, cfg.notifications.Limits, cfg.commits.DeadLetterLimits, cfg.commits.UnknownTableTTL)
+	}
+	def, err := parseRunConfig(nil, envMap(nil), &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if def.commits.Limits.MaxBytes != triggers.DefaultEventLimits.MaxBytes || def.commits.Limits.Discard != jetstream.DiscardNew ||
+		def.commits.UnknownTableTTL != triggers.DefaultUnknownTableTTL {
+		t.Errorf("defaults: %+v ttl %s", def.commits.Limits, def.commits.UnknownTableTTL)
+	}
+	for _, bad := range [][]string{{"--stream-max-bytes", "lots"}, {"--stream-max-bytes", "0"}, {"--stream-discard", "newest"},
+		{"--stream-max-messages", "-1"}, {"--unknown-table-ttl", "-1s"}, {"--dead-letter-max-age", "0s"}} {
+		var uerr *usageError
+		if _, err := parseRunConfig(bad, envMap(nil), &bytes.Buffer{}); !errors.As(err, &uerr) {
+			t.Errorf("%v: %v, want a usage error", bad, err)
+		}
 	}
 }

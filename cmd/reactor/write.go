@@ -20,6 +20,7 @@ import (
 	"github.com/icereactor/reactor/streamwriter"
 	"github.com/icereactor/reactor/tablename"
 	"github.com/icereactor/reactor/triggers"
+	"github.com/icereactor/reactor/worker"
 )
 
 const writeDescription = `Appends small batches of rows to TABLE, one Iceberg commit per batch, and
@@ -43,7 +44,7 @@ variable shown.`
 // writeConfig is `reactor write`'s command line, validated.
 type writeConfig struct {
 	natsURL       string
-	natsCreds     string
+	natsAuth      worker.NATSSecurity
 	catalog       catalogs.Config
 	ident         table.Identifier
 	name          string // namespace.table
@@ -59,7 +60,7 @@ type writeConfig struct {
 func parseWriteConfig(args []string, getenv func(string) string, stdout io.Writer) (writeConfig, error) {
 	fs := newFlagSet("write", "write [flags] TABLE", writeDescription)
 	natsURL := fs.String("nats-url", "", "NATS server `URL` (required)")
-	natsCreds := fs.String("nats-creds", "", "NATS credentials `file` (JWT and NKey seed), for a server that requires them")
+	natsAuth := addNATSFlags(fs)
 	cat := addCatalogFlags(fs, "`directory` of the embedded catalog")
 	commitSubject := fs.String("commit-subject", triggers.DefaultCommitSubject,
 		"NATS `subject` of commit events, as given to reactor run; a trailing '>' becomes namespace.table")
@@ -87,7 +88,6 @@ func parseWriteConfig(args []string, getenv func(string) string, stdout io.Write
 	}
 	cfg := writeConfig{
 		natsURL:       strings.TrimSpace(*natsURL),
-		natsCreds:     strings.TrimSpace(*natsCreds),
 		ident:         ident,
 		name:          name,
 		commitSubject: strings.TrimSpace(*commitSubject),
@@ -115,10 +115,8 @@ func parseWriteConfig(args []string, getenv func(string) string, stdout io.Write
 	if err := checkNATSURL(cfg.natsURL); err != nil {
 		return writeConfig{}, err
 	}
-	if cfg.natsCreds != "" {
-		if _, err := os.Stat(cfg.natsCreds); err != nil {
-			return writeConfig{}, usageErrorf("--nats-creds: %w", err)
-		}
+	if cfg.natsAuth, err = natsAuth.resolve(cfg.natsURL); err != nil {
+		return writeConfig{}, err
 	}
 	if cfg.publishTo, err = commitPublishSubject(cfg.commitSubject, ident); err != nil {
 		return writeConfig{}, err
@@ -173,12 +171,13 @@ func writeCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	log := slog.New(redact.Handler(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: cfg.logLevel})))
 
 	opts := []nats.Option{nats.Name("reactor-write"), nats.MaxReconnects(-1)}
-	if cfg.natsCreds != "" {
-		opts = append(opts, nats.UserCredentials(cfg.natsCreds))
-	}
-	conn, err := nats.Connect(cfg.natsURL, opts...)
+	secOpts, err := cfg.natsAuth.Options()
 	if err != nil {
-		return fmt.Errorf("connect to NATS at %s: %w", redact.String(cfg.natsURL), redact.Error(err))
+		return err
+	}
+	conn, err := nats.Connect(cfg.natsURL, append(opts, secOpts...)...)
+	if err != nil {
+		return fmt.Errorf("connect to NATS at %s: %w", redact.String(cfg.natsURL), redact.Error(worker.ExplainNATSError(err, cfg.natsAuth)))
 	}
 	defer conn.Close()
 	js, err := jetstream.New(conn)
