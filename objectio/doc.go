@@ -20,6 +20,13 @@
 //     reused across the FileIOs iceberg-go builds per scan and per commit
 //     instead of being opened for each.
 //
+//   - Every request is bounded (register.go): 10 s to connect
+//     (s3.connect-timeout), and no more than ReadTimeoutProperty (30 s)
+//     without a byte from the store, through the AWS SDK's rolling read
+//     deadline; with the retryer's attempts, a store that accepts
+//     connections and never answers fails the read instead of hanging
+//     the job that made it.
+//
 //   - WalkDir (walk.go) lists the directories of a walk the read
 //     concurrency at once, with fs.WalkDir's entries and order: orphan
 //     cleanup's full listing of a partitioned table costs a few round

@@ -5,9 +5,11 @@ import (
 	"errors"
 	"io"
 	"io/fs"
+	"net"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	iceio "github.com/apache/iceberg-go/io"
 
@@ -123,5 +125,64 @@ func TestResetMidBodyIsRetried(t *testing.T) {
 	}
 	if reqs, _ := testFront.reset(); reqs["cut GET obj ranged"] != 2 {
 		t.Fatalf("requests %v, want exactly the 2 attempts configured", reqs)
+	}
+}
+
+// TestSilentStoreTimesOut: a store that accepts connections and never
+// answers (a TCP listener that reads nothing and writes nothing) fails
+// every request after the read timeout and the configured attempts: an
+// Open, a write, and the default timeout is set when no property is.
+func TestSilentStoreTimesOut(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var accepted atomic.Int64
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			accepted.Add(1)
+			defer c.Close() // held open, silent, until the test ends
+		}
+	}()
+	p := props("s3.endpoint", "http://"+ln.Addr().String(), objectio.ReadTimeoutProperty, "300ms", objectio.MaxAttemptsProperty, "2")
+	fsys, err := iceio.LoadFS(context.Background(), p, "s3://silent")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 2)
+	go func() {
+		_, err := fsys.Open("s3://silent/metadata/v1.metadata.json")
+		done <- err
+	}()
+	go func() {
+		w, err := fsys.(iceio.WriteFileIO).Create("s3://silent/data/f.parquet")
+		if err == nil {
+			if _, err = w.Write(randomBytes(64 << 10)); err == nil {
+				err = w.Close()
+			}
+		}
+		done <- err
+	}()
+	for range 2 {
+		select {
+		case err := <-done:
+			if err == nil || !strings.Contains(err.Error(), "timeout") {
+				t.Errorf("against a silent store: %v, want a timeout", err)
+			}
+		case <-time.After(time.Minute):
+			t.Fatal("a request to a silent store did not time out")
+		}
+	}
+	if n := accepted.Load(); n < 2 {
+		t.Errorf("%d connections accepted: the requests never reached the store", n)
+	}
+	if _, err := iceio.LoadFS(context.Background(), props(objectio.ReadTimeoutProperty, "soon"), "s3://x"); err == nil ||
+		!strings.Contains(err.Error(), objectio.ReadTimeoutProperty) {
+		t.Errorf("a bad read timeout: %v", err)
 	}
 }

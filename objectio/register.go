@@ -37,6 +37,11 @@ const (
 	// MaxAttemptsProperty: attempts per request, the first included,
 	// before a throttled (503 SlowDown) or failed request is an error.
 	MaxAttemptsProperty = "reactor.s3.max-attempts"
+	// ReadTimeoutProperty: the longest a request waits for the store to
+	// send anything (its answer's first byte, or the next bytes of a body
+	// being read) before the attempt fails (a Go duration or seconds; 0
+	// turns it off).
+	ReadTimeoutProperty = "reactor.s3.read-timeout"
 )
 
 const (
@@ -51,6 +56,15 @@ const (
 	// above MaxReadConcurrency so every concurrent reader finds one.
 	idlePerHost = 512
 	idleTimeout = 90 * time.Second
+	// DefaultConnectTimeout bounds a TCP connection's set-up to the
+	// store, when iceberg-go's s3.connect-timeout is not given (the SDK's
+	// own default is 30 s).
+	DefaultConnectTimeout = 10 * time.Second
+	// DefaultReadTimeout: a store that sends nothing for this long fails
+	// the attempt. It resets on every byte, so a slow transfer that
+	// progresses never fails; a store that accepts connections and never
+	// answers fails a request after MaxAttempts of it.
+	DefaultReadTimeout = 30 * time.Second
 	// DefaultMaxAttempts: the SDK's standard retryer (exponential
 	// backoff with jitter, at most 20 s between attempts) retries
 	// throttling and 5xx answers; 5 attempts ride out a throttling burst
@@ -90,6 +104,7 @@ type provider struct {
 type transportKey struct {
 	proxy   string
 	connect time.Duration
+	read    time.Duration
 }
 
 func (p *provider) httpClient(props map[string]string) (aws.HTTPClient, error) {
@@ -100,12 +115,20 @@ func (p *provider) httpClient(props map[string]string) (aws.HTTPClient, error) {
 		}
 		k.proxy = v
 	}
+	k.connect, k.read = DefaultConnectTimeout, DefaultReadTimeout
 	if v, ok := props[iceio.S3ConnectTimeout]; ok {
-		d, err := parseTimeout(v)
+		d, err := parseTimeout(iceio.S3ConnectTimeout, v, false)
 		if err != nil {
 			return nil, err
 		}
 		k.connect = d
+	}
+	if v, ok := props[ReadTimeoutProperty]; ok {
+		d, err := parseTimeout(ReadTimeoutProperty, v, true)
+		if err != nil {
+			return nil, err
+		}
+		k.read = d
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -121,8 +144,12 @@ func (p *provider) httpClient(props map[string]string) (aws.HTTPClient, error) {
 			t.Proxy = http.ProxyURL(u)
 		}
 	})
-	if k.connect > 0 {
-		c = c.WithDialerOptions(func(d *net.Dialer) { d.Timeout = k.connect })
+	c = c.WithDialerOptions(func(d *net.Dialer) { d.Timeout = k.connect })
+	if k.read > 0 {
+		// The SDK's rolling deadline on every read of the connection:
+		// a hung store fails the attempt, the retryer tries again, and
+		// after the last attempt the job fails and frees its slot.
+		c = c.WithReadTimeout(k.read)
 	}
 	// Frozen: the SDK copies a buildable client for every S3 client it
 	// builds (to apply its defaults mode), and a copy has a transport,
@@ -132,17 +159,19 @@ func (p *provider) httpClient(props map[string]string) (aws.HTTPClient, error) {
 	return f, nil
 }
 
-func parseTimeout(v string) (time.Duration, error) {
+// parseTimeout reads a timeout property: a Go duration or seconds; 0 is
+// allowed (off) where zeroOff.
+func parseTimeout(name, v string, zeroOff bool) (time.Duration, error) {
 	d, err := time.ParseDuration(v)
 	if err != nil {
 		s, ferr := strconv.ParseFloat(v, 64)
 		if ferr != nil {
-			return 0, fmt.Errorf("invalid s3.connect-timeout %q: seconds or a Go duration", v)
+			return 0, fmt.Errorf("invalid %s %q: seconds or a Go duration", name, v)
 		}
 		d = time.Duration(s * float64(time.Second))
 	}
-	if d <= 0 {
-		return 0, errors.New("s3.connect-timeout must be a positive duration")
+	if d < 0 || d == 0 && !zeroOff {
+		return 0, errors.New(name + " must be a positive duration")
 	}
 	return d, nil
 }
