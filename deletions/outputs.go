@@ -1,15 +1,12 @@
 package deletions
 
 import (
-	"encoding/json"
 	"errors"
-	"fmt"
 	"path"
 	"regexp"
 	"slices"
+	"strings"
 	"time"
-
-	iceio "github.com/apache/iceberg-go/io"
 )
 
 // OutputIntent records a rewriting job (compaction, sort, position-delete
@@ -28,7 +25,8 @@ type OutputIntent struct {
 	Token string `json:"token"`
 	// BaseMetadata is the metadata file the job planned from.
 	BaseMetadata string `json:"base_metadata"`
-	// Dirs are where the outputs go: the table's data directories.
+	// Dirs are where the outputs go: the table's data directories, as
+	// the metadata the job loaded named them.
 	Dirs []string `json:"dirs"`
 	// Planned are outputs of a writer reactor does not name (iceberg-go's
 	// fallback writer), each added here before its file is created.
@@ -44,38 +42,24 @@ type OutputIntent struct {
 var outputIntentRE = regexp.MustCompile(`^outputs-([A-Za-z0-9_-]{1,64})\.json$`)
 
 // WriteOutputIntent stores in (again, replacing it, when Planned grew).
-func WriteOutputIntent(fs iceio.IO, tableLocation string, in OutputIntent) (Ref, error) {
+func (r Records) WriteOutputIntent(in OutputIntent) (Ref, error) {
 	id := sanitize(in.JobID)
 	if id == "" {
 		return Ref{}, errors.New("deletions: an output intent needs a job id")
 	}
-	ref, err := writeJSON(fs, Dir(tableLocation)+"/outputs-"+id+".json", in)
-	ref.Intent = true
-	return ref, err
-}
-
-// writeJSON stores v at loc.
-func writeJSON(fs iceio.IO, loc string, v any) (Ref, error) {
-	w, ok := fs.(iceio.WriteFileIO)
-	if !ok {
-		return Ref{}, ErrNotWritable
+	loc := r.dir() + "/outputs-" + id + ".json"
+	if err := r.write(loc, KindOutputIntent, in); err != nil {
+		return Ref{}, err
 	}
-	data, err := json.Marshal(v)
-	if err != nil {
-		return Ref{}, fmt.Errorf("deletions: encode %s: %w", path.Base(loc), err)
-	}
-	if err := w.WriteFile(loc, data); err != nil {
-		return Ref{}, fmt.Errorf("deletions: write %s: %w", loc, err)
-	}
-	return Ref{Location: loc}, nil
+	return Ref{Location: loc, Intent: true}, nil
 }
 
 // ListOutputIntents returns the table's output intents in name order; none
 // (no directory at all) is an empty list. List never returns them: they
 // are not deletion batches.
-func ListOutputIntents(fs iceio.IO, tableLocation string) ([]Ref, error) {
+func (r Records) ListOutputIntents() ([]Ref, error) {
 	var refs []Ref
-	err := walkFiles(fs, tableLocation, func(p string) {
+	err := r.walkFiles(func(p string) {
 		if outputIntentRE.MatchString(path.Base(p)) {
 			refs = append(refs, Ref{Location: p, Intent: true})
 		}
@@ -83,20 +67,12 @@ func ListOutputIntents(fs iceio.IO, tableLocation string) ([]Ref, error) {
 	if err != nil {
 		return nil, err
 	}
-	slices.SortFunc(refs, func(a, b Ref) int {
-		switch {
-		case a.Location < b.Location:
-			return -1
-		case a.Location > b.Location:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(refs, func(a, b Ref) int { return strings.Compare(a.Location, b.Location) })
 	return refs, nil
 }
 
-// ReadOutputIntent loads a stored output intent.
-func ReadOutputIntent(fs iceio.IO, ref Ref) (OutputIntent, error) {
+// ReadOutputIntent loads and verifies a stored output intent.
+func (r Records) ReadOutputIntent(ref Ref) (OutputIntent, error) {
 	var in OutputIntent
-	return in, readJSON(fs, ref, &in)
+	return in, r.read(ref.Location, KindOutputIntent, &in)
 }

@@ -5,8 +5,6 @@ import (
 	"path"
 	"regexp"
 	"time"
-
-	iceio "github.com/apache/iceberg-go/io"
 )
 
 // OwnSnapshots records snapshots a reactor job committed through Spark.
@@ -28,31 +26,29 @@ type OwnSnapshots struct {
 var ownSnapshotsRE = regexp.MustCompile(`^spark-([A-Za-z0-9_-]{1,64})\.json$`)
 
 // WriteOwnSnapshots stores rec.
-func WriteOwnSnapshots(fs iceio.IO, tableLocation string, rec OwnSnapshots) (Ref, error) {
+func (r Records) WriteOwnSnapshots(rec OwnSnapshots) (Ref, error) {
 	id := sanitize(rec.JobID)
 	if id == "" {
 		return Ref{}, errors.New("deletions: an own-snapshots record needs a job id")
 	}
-	return writeJSON(fs, Dir(tableLocation)+"/spark-"+id+".json", rec)
+	loc := r.dir() + "/spark-" + id + ".json"
+	return Ref{Location: loc}, r.write(loc, KindOwnSnapshots, rec)
 }
 
 // ListOwnSnapshots returns the table's own-snapshots records (none: an
 // empty list).
-func ListOwnSnapshots(fs iceio.IO, tableLocation string) ([]Ref, error) {
+func (r Records) ListOwnSnapshots() ([]Ref, error) {
 	var refs []Ref
-	err := walkFiles(fs, tableLocation, func(p string) {
+	err := r.walkFiles(func(p string) {
 		if ownSnapshotsRE.MatchString(path.Base(p)) {
 			refs = append(refs, Ref{Location: p})
 		}
 	})
-	if err != nil {
-		return nil, err
-	}
-	return refs, nil
+	return refs, err
 }
 
-// ReadOwnSnapshots loads a stored own-snapshots record.
-func ReadOwnSnapshots(fs iceio.IO, ref Ref) (OwnSnapshots, error) {
+// ReadOwnSnapshots loads and verifies a stored own-snapshots record.
+func (r Records) ReadOwnSnapshots(ref Ref) (OwnSnapshots, error) {
 	var rec OwnSnapshots
-	return rec, readJSON(fs, ref, &rec)
+	return rec, r.read(ref.Location, KindOwnSnapshots, &rec)
 }

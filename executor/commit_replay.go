@@ -122,6 +122,9 @@ func (e *Executor) commitBatchReplay(ctx context.Context, log *slog.Logger, job 
 				}
 			}
 		}
+		if err := e.checkMetadataLog(tbl); err != nil {
+			return backoff.Permanent(err)
+		}
 		txn := tbl.NewTransaction()
 		rw := txn.NewRewrite(props)
 		for _, df := range oldFiles {
@@ -153,13 +156,13 @@ func (e *Executor) commitBatchReplay(ctx context.Context, log *slog.Logger, job 
 		if conflict.Is(err) {
 			rep.Conflicts++
 			e.met.CommitConflicts.WithLabelValues(job.TableName).Inc()
-			rep.StagedMetadataCleanedUp += removePaths(fs, staged, log)
+			rep.StagedMetadataCleanedUp += e.removePaths(planned, fs, staged, log)
 			return err
 		}
 		if conflict.IsTransient(err) {
 			// Failed before the catalog wrote anything (lock
 			// contention): same as a conflict, minus the counter.
-			rep.StagedMetadataCleanedUp += removePaths(fs, staged, log)
+			rep.StagedMetadataCleanedUp += e.removePaths(planned, fs, staged, log)
 			return err
 		}
 		// Neither: the catalog may or may not have taken the commit. Look

@@ -137,7 +137,7 @@ func (e *Executor) commitStaged(ctx context.Context, log *slog.Logger, job plann
 	st.Writer = sw
 	start := time.Now()
 	if err := st.Prepare(ctx, head); err != nil {
-		rep.StagedMetadataCleanedUp += removePaths(fs, append(st.Superseded(), st.OwnManifests()...), log)
+		rep.StagedMetadataCleanedUp += e.removePaths(head, fs, append(st.Superseded(), st.OwnManifests()...), log)
 		return nil, err
 	}
 	log.Debug("rewrite staged", "manifests_read", st.Opened(), "manifests_written", len(st.OwnManifests()),
@@ -183,13 +183,14 @@ func (e *Executor) commitStaged(ctx context.Context, log *slog.Logger, job plann
 		switch {
 		case err == nil:
 			committed = res.Committed
+			e.removeOwn(committed, fs, res.DroppedMetadata, log)
 			return nil
 		case res.List == "":
 			return backoff.Permanent(fmt.Errorf("stage %s: %w", what, err))
 		case conflict.IsRetryable(err):
 			// Nothing references this attempt's list
 			// (docs/design.md#pitfall-failed-attempt-garbage).
-			rep.StagedMetadataCleanedUp += removePaths(fs, []string{res.List}, log)
+			rep.StagedMetadataCleanedUp += e.removePaths(head, fs, []string{res.List}, log)
 			return e.commitFailure(job, rep, what, err)
 		}
 		// The catalog may or may not have taken the commit. Look before
@@ -203,12 +204,12 @@ func (e *Executor) commitStaged(ctx context.Context, log *slog.Logger, job plann
 	err = e.retryCommitsInto(ctx, log, job, rep, op, func() (int, time.Time) { return attempt, attemptStart })
 	switch {
 	case err == nil:
-		rep.StagedMetadataCleanedUp += removePaths(fs, st.Superseded(), log)
+		rep.StagedMetadataCleanedUp += e.removePaths(head, fs, st.Superseded(), log)
 		return committed, nil
 	case errors.Is(err, errUnknownCommitState):
 		return nil, err
 	default:
-		rep.StagedMetadataCleanedUp += removePaths(fs, append(st.Superseded(), st.OwnManifests()...), log)
+		rep.StagedMetadataCleanedUp += e.removePaths(head, fs, append(st.Superseded(), st.OwnManifests()...), log)
 		return nil, err
 	}
 }

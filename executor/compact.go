@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	iofs "io/fs"
 	"log/slog"
 	"sync"
 	"time"
@@ -122,7 +121,7 @@ func (e *Executor) rewriteOnce(ctx context.Context, log *slog.Logger, job planne
 		gaveUp    bool
 	)
 	cleanUp := func(results []table.CompactionGroupResult) {
-		n, paths, all := removeOutputs(fs, results, log)
+		n, paths, all := e.removeOutputs(tbl, fs, results, log)
 		rep.OutputFilesCleanedUp += n
 		keepIntent = keepIntent || !all || !outputs.covers(paths)
 	}
@@ -240,40 +239,21 @@ func equalityDeletesOf(groups []table.CompactionTaskGroup) map[string]iceberg.Da
 
 // removeOutputs deletes the files results wrote; it returns how many it
 // deleted, their paths, and whether every one is gone.
-func removeOutputs(fs iceio.IO, results []table.CompactionGroupResult, log *slog.Logger) (int, []string, bool) {
+func (e *Executor) removeOutputs(tbl *table.Table, fs iceio.IO, results []table.CompactionGroupResult, log *slog.Logger) (int, []string, bool) {
 	var paths []string
 	for _, gr := range results {
 		for _, df := range gr.NewDataFiles {
 			paths = append(paths, df.FilePath())
 		}
 	}
-	n, all := removeAll(fs, paths, log)
+	n, all := e.removeOwn(tbl, fs, paths, log)
 	return n, paths, all
 }
 
-func removePaths(fs iceio.IO, paths []string, log *slog.Logger) int {
-	n, _ := removeAll(fs, paths, log)
+// removePaths is removeOwn's count alone.
+func (e *Executor) removePaths(tbl *table.Table, fs iceio.IO, paths []string, log *slog.Logger) int {
+	n, _ := e.removeOwn(tbl, fs, paths, log)
 	return n
-}
-
-// removeAll deletes paths, counting the deleted ones; all is false when
-// one could not be deleted (one already gone counts as gone).
-func removeAll(fs iceio.IO, paths []string, log *slog.Logger) (n int, all bool) {
-	all = true
-	for _, p := range paths {
-		if p == "" {
-			continue
-		}
-		if err := fs.Remove(p); err != nil {
-			if !errors.Is(err, iofs.ErrNotExist) {
-				all = false
-				log.Warn("could not delete a file of a failed attempt; orphan cleanup will find it", "path", p, "error", err)
-			}
-			continue
-		}
-		n++
-	}
-	return n, all
 }
 
 // The data path of a rewrite. A group's inputs are cut into units of

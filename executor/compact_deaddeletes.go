@@ -75,6 +75,9 @@ func (e *Executor) dropDeadDeletes(ctx context.Context, log *slog.Logger, job pl
 			return nil
 		}
 		rep.Attempts++
+		if err := e.checkMetadataLog(tbl); err != nil {
+			return backoff.Permanent(err)
+		}
 		txn := tbl.NewTransaction()
 		rw := txn.NewRewrite(iceberg.Properties{planner.SnapshotJobProperty: job.ID})
 		for _, d := range dead {
@@ -90,7 +93,7 @@ func (e *Executor) dropDeadDeletes(ctx context.Context, log *slog.Logger, job pl
 			return nil
 		}
 		if conflict.Is(err) || conflict.IsTransient(err) {
-			rep.StagedMetadataCleanedUp += removePaths(fs, staged, log)
+			rep.StagedMetadataCleanedUp += e.removePaths(tbl, fs, staged, log)
 		}
 		return e.commitFailure(job, &rep, "removal of dead delete files", err)
 	}

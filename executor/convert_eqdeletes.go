@@ -209,7 +209,7 @@ func (e *Executor) convertOnce(ctx context.Context, log *slog.Logger, job planne
 		return fail(planner.Failed, errors.New("table io cannot write files"))
 	}
 	if err := cv.write(ctx, tbl, wfs); err != nil {
-		rep.OutputFilesCleanedUp += removePaths(fs, cv.written(), log)
+		rep.OutputFilesCleanedUp += e.removePaths(tbl, fs, cv.written(), log)
 		rep.Conversion = cv.counts
 		return fail(planner.Failed, fmt.Errorf("write position deletes: %w", err))
 	}
@@ -220,7 +220,7 @@ func (e *Executor) convertOnce(ctx context.Context, log *slog.Logger, job planne
 			log.Error("commit outcome unknown; position-delete files left in place for orphan cleanup", "error", err)
 			return fail(planner.Failed, err)
 		}
-		rep.OutputFilesCleanedUp += removePaths(fs, cv.written(), log)
+		rep.OutputFilesCleanedUp += e.removePaths(tbl, fs, cv.written(), log)
 		log.Warn("equality-delete conversion abandoned; its output files were deleted", "error", err)
 		if conflict.IsRetryable(err) {
 			return fail(planner.GaveUp, fmt.Errorf("gave up after %d attempts in %s: %w", rep.Attempts, job.Settings.CommitRetryTime, err))

@@ -11,8 +11,10 @@ import (
 
 	"github.com/apache/iceberg-go/catalog"
 
+	"github.com/icereactor/reactor/deletions"
 	"github.com/icereactor/reactor/metrics"
 	"github.com/icereactor/reactor/planner"
+	"github.com/icereactor/reactor/scope"
 )
 
 // errUnknownCommitState marks a commit whose outcome the catalog did not
@@ -47,6 +49,12 @@ type Executor struct {
 	// crash, set by tests only, makes a rewrite stop at the named point
 	// as a killed process would: nothing after it runs, no cleanup.
 	crash func(point string) bool
+	// keys sign and verify reactor's records in tables' storage.
+	keys *deletions.Keyring
+	// registry: the tables the deletion rule knows (reclaim.go).
+	registry registry
+	// refusedRecords are the records this process has refused already.
+	refusedRecords seenOnce
 }
 
 // Report is what a job did, in the terms the Spark procedures report
@@ -66,15 +74,18 @@ type Report struct {
 	Conflicts int
 	// RetriesAfterCommit counts the retries that went right after an
 	// observed writer commit rather than at the end of their backoff.
-	RetriesAfterCommit      int
-	FailedBatches           int
-	SkippedFiles            int
-	PlannedFromSnapshotID   int64
-	CommittedSnapshotID     int64
-	ManifestsRewritten      int
-	ManifestsAdded          int
-	Expiry                  ExpiryCounts
-	Orphans                 OrphanReport
+	RetriesAfterCommit    int
+	FailedBatches         int
+	SkippedFiles          int
+	PlannedFromSnapshotID int64
+	CommittedSnapshotID   int64
+	ManifestsRewritten    int
+	ManifestsAdded        int
+	Expiry                ExpiryCounts
+	Orphans               OrphanReport
+	// Refusals are the files the deletion rule kept and the records it
+	// refused (expiry, the deletion pass, orphans, recovered outputs).
+	Refusals                Refusals
 	OutputFilesCleanedUp    int
 	StagedMetadataCleanedUp int
 	Duration                time.Duration
@@ -313,6 +324,16 @@ type Options struct {
 	// Progress, when set, hears how far each job has come (a one-shot
 	// command's terminal line; see progress.go).
 	Progress Progress
+	// Records signs the records the executor keeps in tables' storage
+	// and verifies those it reads (nil: a key of this process alone, so
+	// another process refuses what it writes).
+	Records *deletions.Keyring
+	// Tables is the registry of tables the deletion rule asks whether
+	// another table claims a file (reactor run's, filled by its planner;
+	// the executor waits for it to be ready). Nil: the executor lists the
+	// catalog itself before a deletion pass, bounded by DeletionScope.
+	Tables        *scope.Known
+	DeletionScope []string
 
 	// icebergWriter writes every group through iceberg-go's
 	// ExecuteCompactionGroup, one group at a time (tests compare the two
@@ -355,6 +376,18 @@ func New(o Options) (*Executor, error) {
 	}
 	if o.CommitGuard != nil {
 		e.guardWith(o.CommitGuard)
+	}
+	e.keys = o.Records
+	if e.keys == nil {
+		e.keys = deletions.EphemeralKeyring()
+	}
+	e.registry.known = o.Tables
+	if e.registry.known == nil {
+		known, err := scope.NewKnown(o.DeletionScope...)
+		if err != nil {
+			return nil, fmt.Errorf("executor: %w", err)
+		}
+		e.registry.known, e.registry.own = known, true
 	}
 	return e, nil
 }

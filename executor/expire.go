@@ -17,6 +17,7 @@ import (
 	"github.com/icereactor/reactor/history"
 	"github.com/icereactor/reactor/location"
 	"github.com/icereactor/reactor/planner"
+	"github.com/icereactor/reactor/scope"
 	"github.com/icereactor/reactor/tablename"
 )
 
@@ -39,6 +40,10 @@ type ExpiryCounts struct {
 	// deleted at DeletionDue by a delete_expired_files pass.
 	Deferred    bool
 	DeletionDue time.Time
+	// Kept: the counted files were unlinked and are kept for good, since
+	// the table's gc.enabled is false (Iceberg's: other tables may share
+	// them).
+	Kept bool
 }
 
 // Files is the number of files counted, of every kind.
@@ -85,6 +90,7 @@ func (e *Executor) expireSnapshots(ctx context.Context, log *slog.Logger, job pl
 		attemptStart time.Time
 		intent       deletions.Ref
 	)
+	var gcOff bool
 	op := func() error {
 		rep.Attempts++
 		attemptStart = time.Now()
@@ -92,7 +98,28 @@ func (e *Executor) expireSnapshots(ctx context.Context, log *slog.Logger, job pl
 		if err != nil {
 			return err
 		}
-		txn := tbl.NewTransaction()
+		// A history with snapshots left out would make their files look
+		// unlinked: nothing is expired on it.
+		if p := scope.Partial(tbl.Metadata()); p != "" {
+			e.met.DeletionsRefused.WithLabelValues(job.TableName, string(scope.PartialMetadata)).Inc()
+			return backoff.Permanent(fmt.Errorf("expiry refused (%s): %s; force snapshot-loading-mode=all in the catalog",
+				scope.PartialMetadata, p))
+		}
+		gcOff = !scope.GCEnabled(tbl.Metadata())
+		staging := tbl
+		if gcOff {
+			// iceberg-go (like Iceberg Java) refuses to expire a table
+			// whose gc.enabled is false, for fear of deleting files other
+			// tables share. reactor deletes nothing for it (no batch, no
+			// intent), so the metadata may still be bounded.
+			if staging, err = e.withoutGCProperty(tbl); err != nil {
+				return backoff.Permanent(fmt.Errorf("stage expiry: %w", err))
+			}
+		}
+		if err := e.checkMetadataLog(tbl); err != nil {
+			return backoff.Permanent(err)
+		}
+		txn := staging.NewTransaction()
 		if err := txn.ExpireSnapshots(table.WithOlderThan(olderThan), table.WithRetainLast(retainLast),
 			table.WithPostCommit(false)); err != nil {
 			return backoff.Permanent(fmt.Errorf("stage expiry: %w", err))
@@ -109,10 +136,10 @@ func (e *Executor) expireSnapshots(ctx context.Context, log *slog.Logger, job pl
 			pre, post = tbl, staged.Table
 			return nil
 		}
-		if intent.Location == "" && delay > 0 {
+		if intent.Location == "" && delay > 0 && !gcOff {
 			// Between the commit and the pending list a crash would leave
 			// the unlinked files to nobody: say first what is about to go.
-			if intent, err = writeIntent(ctx, tbl, job); err != nil {
+			if intent, err = e.writeIntent(ctx, log, tbl, job); err != nil {
 				return backoff.Permanent(err)
 			}
 		}
@@ -163,6 +190,22 @@ func (e *Executor) expireSnapshots(ctx context.Context, log *slog.Logger, job pl
 	rep.Commits = 1
 	rep.CommittedSnapshotID = post.CurrentSnapshot().SnapshotID
 	res := planner.Result{Outcome: planner.Succeeded, Table: post}
+	if gcOff {
+		if err != nil {
+			log.Warn("expiry committed (gc.enabled is false: nothing is deleted); the files it unlinked could not be counted",
+				"expired_snapshots", len(removed), "error", err)
+			return res, rep
+		}
+		n := len(files)
+		rep.Expiry = ExpiryCounts{ExpiredSnapshots: len(removed), Kept: true}
+		if n > 0 {
+			rep.Refusals.ByRule = map[scope.Rule]int{scope.GCDisabled: n}
+			e.met.DeletionsRefused.WithLabelValues(job.TableName, string(scope.GCDisabled)).Add(float64(n))
+		}
+		log.Info("expiry committed; the table's gc.enabled is false, so the files it unlinked are kept, not deleted",
+			"expired_snapshots", len(removed), "kept_files", n, "gc.enabled", post.Properties()[scope.GCEnabledKey])
+		return res, rep
+	}
 	if err != nil {
 		// The expiry stands; its intent stays and the next deletion pass
 		// lists the unlinked files from the metadata it started on.
@@ -174,84 +217,150 @@ func (e *Executor) expireSnapshots(ctx context.Context, log *slog.Logger, job pl
 		return res, rep
 	}
 	if len(files) == 0 {
-		e.removeIntent(fs, intent, log)
+		e.removeIntent(fs, post, intent, log)
+		return res, rep
+	}
+	// The roots are those of the metadata before the expiry (what the
+	// unlinked files were written under) that the table still has.
+	rc, err := e.newReclaim(ctx, log, pre, &rep.Refusals)
+	if err == nil {
+		rc = rc.within(e.rootsOf(post))
+	}
+	if err != nil {
+		log.Warn("expiry committed, but the rule for deleting its files could not be prepared; the deletion pass will rebuild the list",
+			"error", err)
+		if intent.Location != "" {
+			res.PendingDeletes = []deletions.Ref{intent}
+		}
 		return res, rep
 	}
 	if delay <= 0 {
 		// min_reader_margin 0: the operator says no reader outlives a
 		// commit. Deleted now, through the same checks as a later pass.
 		var x ExpiryCounts
-		if _, err := e.deleteUnlinked(ctx, log, post, fs, files, &x, &rep.Orphans); err != nil {
+		if _, err := e.deleteUnlinked(ctx, log, post, fs, files, rc, &x, &rep.Orphans); err != nil {
 			log.Warn("expiry committed; deleting the unlinked files failed; orphan cleanup will find the rest", "error", err)
 		}
 		x.ExpiredSnapshots = len(removed)
 		rep.Expiry = x
 		return res, rep
 	}
-	batch := deletions.Batch{Table: job.TableName, JobID: job.ID, LeftAt: leftAt, Due: leftAt.Add(delay), Files: files}
-	ref, err := deletions.Write(fs, post.Location(), batch)
+	batch := deletions.Batch{Table: job.TableName, JobID: job.ID, LeftAt: leftAt, Due: leftAt.Add(delay), Files: files,
+		Roots: rc.check.Roots()}
+	refs, err := e.records(fs, post).WriteBatch(batch)
 	if err != nil {
 		log.Error("expiry committed, but its pending-deletion list could not be written; the deletion pass will rebuild it",
 			"files", len(files), "error", err)
-		res.PendingDeletes = []deletions.Ref{intent}
+		res.PendingDeletes = append(refs, intent)
 		return res, rep
 	}
-	e.removeIntent(fs, intent, log)
-	rep.Expiry.Deferred, rep.Expiry.DeletionDue = true, ref.Due
+	e.removeIntent(fs, post, intent, log)
+	rep.Expiry.Deferred, rep.Expiry.DeletionDue = true, refs[0].Due
 	log.Info("files unlinked by the expiry wait for min_reader_margin before deletion", "files", len(files),
-		"min_reader_margin", delay, "due", ref.Due, "list", ref.Location)
-	res.PendingDeletes = []deletions.Ref{ref}
+		"min_reader_margin", delay, "due", refs[0].Due, "list", refs[0].Location, "records", len(refs))
+	res.PendingDeletes = refs
 	return res, rep
 }
 
+// withoutGCProperty is tbl without its gc.enabled property, committing
+// through the executor's catalog: what iceberg-go stages an expiry on when
+// the table forbids deleting files and reactor deletes none. The commit
+// carries only the expiry's own changes, so the table keeps its property.
+func (e *Executor) withoutGCProperty(tbl *table.Table) (*table.Table, error) {
+	b, err := table.MetadataBuilderFromBase(tbl.Metadata(), tbl.MetadataLocation())
+	if err != nil {
+		return nil, err
+	}
+	if err := b.RemoveProperties([]string{scope.GCEnabledKey}); err != nil {
+		return nil, err
+	}
+	meta, err := b.Build()
+	if err != nil {
+		return nil, err
+	}
+	return table.New(tbl.Identifier(), meta, tbl.MetadataLocation(), tbl.FS, e.cat), nil
+}
+
+// rootsOf are the canonical roots tbl's metadata names (the placement
+// rule then keeps those that qualify).
+func (e *Executor) rootsOf(tbl *table.Table) []string {
+	r := scope.RootsOf(tableName(tbl), tbl.Metadata())
+	var out []string
+	for _, d := range []string{r.Location, r.Data, r.Metadata} {
+		if d != "" {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
 // deleteExpiredFiles is the later pass of an expiry: for each due batch,
-// every file is checked against the table's whole history again (a
-// rollback, a branch or a re-added file may reference it now) and deleted
-// only if nothing does; then the batch is removed. It is the one path that
-// deletes what expiry unlinked (iceberg-go's post-commit deletion is never
-// used, and orphan cleanup leaves pending files alone).
+// every file is checked against the deletion rule and the table's whole
+// history again (a rollback, a branch or a re-added file may reference it
+// now) and deleted only if both allow; then the batch is removed. It is
+// the one path that deletes what expiry unlinked (iceberg-go's post-commit
+// deletion is never used, and orphan cleanup leaves pending files alone).
+// A batch or intent that does not verify as reactor's own is refused: left
+// in place, counted, never acted on, and not asked about again.
 func (e *Executor) deleteExpiredFiles(ctx context.Context, log *slog.Logger, job planner.Job) (planner.Result, Report) {
 	var rep Report
+	fail := func(err error, left []deletions.Ref) (planner.Result, Report) {
+		return planner.Result{Outcome: planner.Failed, Err: err, PendingDeletes: left}, rep
+	}
 	tbl, err := e.cat.LoadTable(ctx, job.Table)
 	if err != nil {
-		return planner.Result{Outcome: planner.Failed, Err: fmt.Errorf("load table: %w", err), PendingDeletes: job.PendingDeletes}, rep
+		return fail(fmt.Errorf("load table: %w", err), job.PendingDeletes)
 	}
 	fs, err := tbl.FS(ctx)
 	if err != nil {
-		return planner.Result{Outcome: planner.Failed, Err: fmt.Errorf("open table io: %w", err), PendingDeletes: job.PendingDeletes}, rep
+		return fail(fmt.Errorf("open table io: %w", err), job.PendingDeletes)
+	}
+	rc, err := e.newReclaim(ctx, log, tbl, &rep.Refusals)
+	if err != nil {
+		return fail(err, job.PendingDeletes)
+	}
+	if r := rc.refusedWhole(); r != nil && r.Rule == scope.PartialMetadata {
+		// Not the files' fault: the batches wait for a whole history.
+		e.met.DeletionsRefused.WithLabelValues(job.TableName, string(r.Rule)).Inc()
+		return fail(fmt.Errorf("deletion pass refused: %w", r), job.PendingDeletes)
 	}
 	e.recoverOutputsBefore(ctx, log, tbl, fs)
+	recs := e.records(fs, tbl)
 	now := time.Now()
 	var left []deletions.Ref
 	var gone int
 	for i, ref := range job.PendingDeletes {
 		if ref.Intent {
-			rebuilt, err := e.recoverIntent(ctx, log, job, tbl, fs, ref)
+			rebuilt, err := e.recoverIntent(ctx, log, job, tbl, fs, rc, &rep.Refusals, ref)
 			if err != nil {
-				return planner.Result{Outcome: planner.Failed, Err: err, PendingDeletes: append(left, job.PendingDeletes[i:]...)}, rep
+				return fail(err, append(left, job.PendingDeletes[i:]...))
 			}
 			left = append(left, rebuilt...)
 			continue
 		}
-		b, err := deletions.Read(fs, ref)
+		b, err := recs.ReadBatch(ref)
 		if errors.Is(err, iofs.ErrNotExist) {
 			continue // another pass finished it
 		}
+		if errors.Is(err, deletions.ErrRefused) {
+			e.refuseRecord(log, job.TableName, err, &rep.Refusals)
+			continue
+		}
 		if err != nil {
-			return planner.Result{Outcome: planner.Failed, Err: err, PendingDeletes: job.PendingDeletes[i:]}, rep
+			return fail(err, append(left, job.PendingDeletes[i:]...))
 		}
 		if b.Due.After(now) {
 			// Never early, whatever the batch's name said.
 			left = append(left, ref)
 			continue
 		}
-		n, err := e.deleteUnlinked(ctx, log, tbl, fs, b.Files, &rep.Expiry, &rep.Orphans)
+		n, err := e.deleteUnlinked(ctx, log, tbl, fs, b.Files, rc.within(b.Roots), &rep.Expiry, &rep.Orphans)
 		gone += n
 		if err != nil {
-			return planner.Result{Outcome: planner.Failed, Err: err, PendingDeletes: append(left, job.PendingDeletes[i:]...)}, rep
+			return fail(err, append(left, job.PendingDeletes[i:]...))
 		}
-		if err := deletions.Remove(fs, ref); err != nil {
-			return planner.Result{Outcome: planner.Failed, Err: err, PendingDeletes: append(left, job.PendingDeletes[i:]...)}, rep
+		if err := recs.Remove(ref); err != nil {
+			return fail(err, append(left, job.PendingDeletes[i:]...))
 		}
 	}
 	if gone > 0 {
@@ -260,17 +369,17 @@ func (e *Executor) deleteExpiredFiles(ctx context.Context, log *slog.Logger, job
 		log.Warn("files due for deletion were already gone", "files", gone)
 	}
 	log.Info("unlinked files deleted", "batches", len(job.PendingDeletes), "left", len(left), "deleted", rep.Expiry.Files(),
-		"still_referenced", rep.Orphans.StillReferenced)
+		"still_referenced", rep.Orphans.StillReferenced, "refused", rep.Refusals.Total())
 	return planner.Result{Outcome: planner.Succeeded, PendingDeletes: left}, rep
 }
 
-// deleteUnlinked deletes files no snapshot, metadata file or statistics
-// file of tbl's history references, counting them by kind in x and the
-// referenced ones in or. It returns how many were already gone. On an
-// object store it deletes storeConcurrency files at once (each a round
-// trip or two); locally one at a time.
+// deleteUnlinked deletes the files the deletion rule rc allows that no
+// snapshot, metadata file or statistics file of tbl's history references,
+// counting them by kind in x and the referenced ones in or. It returns how
+// many were already gone. On an object store it deletes storeConcurrency
+// files at once (each a round trip or two); locally one at a time.
 func (e *Executor) deleteUnlinked(ctx context.Context, log *slog.Logger, tbl *table.Table, fs iceio.IO, files []deletions.File,
-	x *ExpiryCounts, or *OrphanReport) (int, error) {
+	rc *reclaim, x *ExpiryCounts, or *OrphanReport) (int, error) {
 	referenced, done, err := e.referencedBy(ctx, tbl, fs)
 	if err != nil {
 		return 0, fmt.Errorf("read table history: %w", err)
@@ -294,8 +403,12 @@ func (e *Executor) deleteUnlinked(ctx context.Context, log *slog.Logger, tbl *ta
 	}
 	deleteOne := func(f deletions.File) {
 		e.advance(1, 0)
+		canonical, ok := rc.allow(f.Path)
+		if !ok {
+			return
+		}
 		mu.Lock()
-		again := referenced(location.Identity(f.Path))
+		again := referenced(location.Identity(canonical))
 		if again {
 			or.StillReferenced++
 		}
@@ -311,9 +424,9 @@ func (e *Executor) deleteUnlinked(ctx context.Context, log *slog.Logger, tbl *ta
 			fail(err)
 			return
 		}
-		err := fs.Remove(f.Path)
+		err := fs.Remove(canonical)
 		if err != nil && !errors.Is(err, iofs.ErrNotExist) {
-			fail(fmt.Errorf("delete %s: %w", f.Path, err))
+			fail(fmt.Errorf("delete %s: %w", canonical, err))
 			return
 		}
 		mu.Lock()

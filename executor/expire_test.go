@@ -237,7 +237,7 @@ func TestDeferredExpiryDeletion(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	batch, err := deletions.Read(fs, ref)
+	batch, err := records(t, fs, tbl).ReadBatch(ref)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -275,11 +275,12 @@ func TestDeferredExpiryDeletion(t *testing.T) {
 	}
 	batch.Files = append(batch.Files, deletions.File{Path: live, Kind: history.Data})
 	batch.Due = time.Now().Add(-time.Second)
-	dueRef, err := deletions.Write(fs, tbl.Location(), batch)
+	dueRefs, err := records(t, fs, tbl).WriteBatch(batch)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := deletions.Remove(fs, ref); err != nil {
+	dueRef := dueRefs[0]
+	if err := records(t, fs, tbl).Remove(ref); err != nil {
 		t.Fatal(err)
 	}
 	res2, rep2 := pass(dueRef)
@@ -433,7 +434,7 @@ func TestInterruptedExpiryIsRecoveredFromItsIntent(t *testing.T) {
 		t.Fatal(err)
 	}
 	// An intent whose expiry never committed, and one whose did.
-	never, err := deletions.WriteIntent(fs, base.Location(), deletions.Intent{Table: "db.t", JobID: "never", BaseMetadata: base.MetadataLocation()})
+	never, err := records(t, fs, base).WriteIntent(deletions.Intent{Table: "db.t", JobID: "never", BaseMetadata: base.MetadataLocation()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -449,7 +450,7 @@ func TestInterruptedExpiryIsRecoveredFromItsIntent(t *testing.T) {
 	if res := pass(never); len(res.PendingDeletes) != 0 {
 		t.Errorf("an expiry that never committed left %v", res.PendingDeletes)
 	}
-	crashed, err := deletions.WriteIntent(fs, base.Location(), deletions.Intent{Table: "db.t", JobID: "crashed", BaseMetadata: base.MetadataLocation()})
+	crashed, err := records(t, fs, base).WriteIntent(deletions.Intent{Table: "db.t", JobID: "crashed", BaseMetadata: base.MetadataLocation()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -465,7 +466,7 @@ func TestInterruptedExpiryIsRecoveredFromItsIntent(t *testing.T) {
 	if len(res.PendingDeletes) != 1 || res.PendingDeletes[0].Intent || time.Until(res.PendingDeletes[0].Due) < 59*time.Minute {
 		t.Fatalf("rebuilt %v, want one batch due in about an hour", res.PendingDeletes)
 	}
-	batch, err := deletions.Read(fs, res.PendingDeletes[0])
+	batch, err := records(t, fs, base).ReadBatch(res.PendingDeletes[0])
 	if err != nil {
 		t.Fatal(err)
 	}

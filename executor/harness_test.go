@@ -14,6 +14,7 @@ import (
 	iceio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/icereactor/reactor/deletions"
 	"github.com/icereactor/reactor/embedded"
 	"github.com/icereactor/reactor/executor"
 	"github.com/icereactor/reactor/metrics"
@@ -72,9 +73,30 @@ func newFixtureOn(t testing.TB, cat catalog.Catalog, tableProps iceberg.Properti
 // runs the package under both.
 const writerEnv = "REACTOR_TEST_WRITER"
 
-// newExecutor is executor.New(o), failing t on an error.
+// recordKeys is the key every test executor signs its records with, as the
+// replicas of one deployment share one: a test's next owner verifies what
+// the killed one wrote.
+var recordKeys = func() *deletions.Keyring {
+	k, err := deletions.NewKeyring([]byte("reactor's executor tests' record key"))
+	if err != nil {
+		panic(err)
+	}
+	return k
+}()
+
+// records are tbl's records as the test executors read them.
+func records(t testing.TB, fs iceio.IO, tbl *table.Table) deletions.Records {
+	t.Helper()
+	return recordKeys.Records(fs, deletions.RefOf(tbl))
+}
+
+// newExecutor is executor.New(o), failing t on an error; without keys of
+// its own it signs with recordKeys.
 func newExecutor(t testing.TB, o executor.Options) *executor.Executor {
 	t.Helper()
+	if o.Records == nil {
+		o.Records = recordKeys
+	}
 	e, err := executor.New(o)
 	if err != nil {
 		t.Fatal(err)

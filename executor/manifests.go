@@ -67,6 +67,7 @@ type manifestRewrite struct {
 	job planner.Job
 	rep *Report
 	fs  iceio.IO
+	tbl *table.Table // as the first attempt loaded it
 
 	// The merge staged last: its snapshot id and summary, the manifests it
 	// wrote and those they replace.
@@ -86,7 +87,7 @@ func (mr *manifestRewrite) attempt(ctx context.Context, tbl *table.Table) error 
 		if err != nil {
 			return backoff.Permanent(fmt.Errorf("open table io: %w", err))
 		}
-		mr.fs = fs
+		mr.fs, mr.tbl = fs, tbl
 	}
 	if mr.merged != nil {
 		ok, err := mr.reuse(ctx, tbl)
@@ -102,6 +103,9 @@ func (mr *manifestRewrite) attempt(ctx context.Context, tbl *table.Table) error 
 // merge stages and commits a fresh merge through iceberg-go.
 func (mr *manifestRewrite) merge(ctx context.Context, tbl *table.Table) error {
 	keys := planner.NewKeyer(tbl.Metadata())
+	if err := mr.e.checkMetadataLog(tbl); err != nil {
+		return backoff.Permanent(err)
+	}
 	txn := tbl.NewTransaction()
 	res, err := txn.RewriteManifests(ctx, table.WithRewriteManifestClusterBy(func(df iceberg.DataFile) any {
 		return keys.Key(df.SpecID(), df.Partition())
@@ -123,7 +127,7 @@ func (mr *manifestRewrite) merge(ctx context.Context, tbl *table.Table) error {
 		for _, m := range res.AddedManifests {
 			paths = append(paths, m.FilePath())
 		}
-		mr.rep.StagedMetadataCleanedUp += removePaths(mr.fs, paths, mr.log)
+		mr.rep.StagedMetadataCleanedUp += mr.e.removePaths(mr.tbl, mr.fs, paths, mr.log)
 		mr.log.Info("manifests need no rewrite", "why", fmt.Sprintf("it would write %d manifests for the %d it reads",
 			len(res.AddedManifests), len(res.RewrittenManifests)))
 		return nil
@@ -207,6 +211,7 @@ func (mr *manifestRewrite) reuse(ctx context.Context, tbl *table.Table) (bool, e
 	switch {
 	case err == nil:
 		mr.committed = res.Committed
+		mr.e.removeOwn(mr.committed, mr.fs, res.DroppedMetadata, mr.log)
 		return true, nil
 	case res.List == "":
 		return true, backoff.Permanent(fmt.Errorf("stage manifest rewrite: %w", err))
@@ -217,7 +222,7 @@ func (mr *manifestRewrite) reuse(ctx context.Context, tbl *table.Table) (bool, e
 // failed classifies a failed commit of the manifest list at list.
 func (mr *manifestRewrite) failed(ctx context.Context, list string, err error) error {
 	if conflict.IsRetryable(err) {
-		mr.rep.StagedMetadataCleanedUp += removePaths(mr.fs, []string{list}, mr.log)
+		mr.rep.StagedMetadataCleanedUp += mr.e.removePaths(mr.tbl, mr.fs, []string{list}, mr.log)
 		return mr.e.commitFailure(mr.job, mr.rep, "manifest rewrite", err)
 	}
 	if landed := mr.e.findSnapshot(ctx, mr.job, mr.sw.SnapshotID); landed != nil {
@@ -244,7 +249,7 @@ func (mr *manifestRewrite) cleanup(err error) {
 	if err != nil {
 		mr.supersede()
 	}
-	mr.rep.StagedMetadataCleanedUp += removePaths(mr.fs, mr.superseded, mr.log)
+	mr.rep.StagedMetadataCleanedUp += mr.e.removePaths(mr.tbl, mr.fs, mr.superseded, mr.log)
 }
 
 // countManifests is rewrite_manifests' dry run: staging a rewrite writes

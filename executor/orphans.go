@@ -13,6 +13,7 @@ import (
 
 	"github.com/icereactor/reactor/location"
 	"github.com/icereactor/reactor/planner"
+	"github.com/icereactor/reactor/scope"
 )
 
 // OrphanFile is one orphan: its location and size.
@@ -43,6 +44,9 @@ type OrphanReport struct {
 	// names the first maxReportedRefusals of them with the reason.
 	RefusedFiles int           `json:"refused_files,omitempty"`
 	Refused      []RefusedFile `json:"refused,omitempty"`
+	// OtherTables counts listed files that lie in a table nested in this
+	// one's location: that table's, never considered.
+	OtherTables int `json:"other_table_files,omitempty"`
 }
 
 // YoungFile is an unreferenced file younger than the orphan margin: not
@@ -94,13 +98,30 @@ func (e *Executor) removeOrphans(ctx context.Context, log *slog.Logger, job plan
 	loadCost := time.Since(loadedAt)
 	loadedAt = loadedAt.Add(loadCost) // when the load returned
 	or := OrphanReport{Source: job.OrphanSource, DryRun: !job.Settings.OrphanDelete || job.DryRun}
+	rc, err := e.newReclaim(ctx, log, tbl, &rep.Refusals)
+	if err != nil {
+		return planner.Result{Outcome: planner.Failed, Err: err}, rep
+	}
+	if r := rc.refusedWhole(); r != nil {
+		// Iceberg's remove_orphan_files refuses a table whose gc.enabled
+		// is false; a history with snapshots left out makes their files
+		// look orphaned. Either way nothing is listed or deleted.
+		e.met.DeletionsRefused.WithLabelValues(job.TableName, string(r.Rule)).Inc()
+		rep.Refusals.ByRule = map[scope.Rule]int{r.Rule: 1}
+		rep.Orphans = or
+		if r.Rule == scope.GCDisabled {
+			log.Warn("orphan cleanup refused: nothing listed or deleted", "rule", r.Rule, "detail", r.Detail)
+			return planner.Result{Outcome: planner.Noop}, rep
+		}
+		return planner.Result{Outcome: planner.Failed, Err: fmt.Errorf("orphan cleanup refused: %w", r)}, rep
+	}
 	var settled []string
 	var deferred map[string]time.Time
 	switch job.OrphanSource {
 	case planner.OrphansFromTracking:
-		settled, deferred, err = e.removeTrackedOrphans(ctx, log, tbl, loadedAt, loadCost, job, &or)
+		settled, deferred, err = e.removeTrackedOrphans(ctx, log, tbl, rc, loadedAt, loadCost, job, &or)
 	case planner.OrphansFromListing:
-		err = e.removeListedOrphans(ctx, log, tbl, loadedAt, loadCost, job, &or)
+		err = e.removeListedOrphans(ctx, log, tbl, rc, loadedAt, loadCost, job, &or)
 	default:
 		err = fmt.Errorf("unknown orphan source %q", job.OrphanSource)
 	}
@@ -129,9 +150,9 @@ func (e *Executor) removeOrphans(ctx context.Context, log *slog.Logger, job plan
 // removeTrackedOrphans deletes tracked candidates (nominated by bucket
 // notifications) the deletion guard clears, one at a time, each right
 // after its stat and reference check.
-func (e *Executor) removeTrackedOrphans(ctx context.Context, log *slog.Logger, tbl *table.Table, loadedAt time.Time, loadCost time.Duration,
-	job planner.Job, or *OrphanReport) (settled []string, deferred map[string]time.Time, err error) {
-	g, err := e.newDeletionGuard(ctx, tbl, loadedAt, loadCost, job, true)
+func (e *Executor) removeTrackedOrphans(ctx context.Context, log *slog.Logger, tbl *table.Table, rc *reclaim, loadedAt time.Time,
+	loadCost time.Duration, job planner.Job, or *OrphanReport) (settled []string, deferred map[string]time.Time, err error) {
+	g, err := e.newDeletionGuard(ctx, tbl, rc, loadedAt, loadCost, job, true)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -160,6 +181,11 @@ func (e *Executor) removeTrackedOrphans(ctx context.Context, log *slog.Logger, t
 			if j.final {
 				settled = append(settled, c.Location)
 			}
+		case verdictRule:
+			// Counted and logged by the rule; a notification's claim
+			// is not asked about again.
+			or.RefusedFiles++
+			settled = append(settled, c.Location)
 		case verdictOrphan:
 			or.Orphans = append(or.Orphans, OrphanFile{Location: j.canonical, Size: j.size})
 			or.OrphanBytes += j.size
@@ -192,14 +218,21 @@ func (e *Executor) removeTrackedOrphans(ctx context.Context, log *slog.Logger, t
 // candidate again. The listing runs beside the guard's read of the history:
 // on an object store both are round trips, and iceberg-go's own orphan
 // plan would walk the same history a second time.
-func (e *Executor) removeListedOrphans(ctx context.Context, log *slog.Logger, tbl *table.Table, loadedAt time.Time, loadCost time.Duration,
-	job planner.Job, or *OrphanReport) error {
+func (e *Executor) removeListedOrphans(ctx context.Context, log *slog.Logger, tbl *table.Table, rc *reclaim, loadedAt time.Time,
+	loadCost time.Duration, job planner.Job, or *OrphanReport) error {
+	if !rc.check.Holds(tbl.Location()) {
+		// The location is not the table's own (it lies in another
+		// table's directory): listing it would offer every file there.
+		rc.refuse(&scope.Refusal{Rule: scope.OutsideTable, Location: tbl.Location(),
+			Detail: "the table's location is not one of its roots; not listed"})
+		return nil
+	}
 	e.phase("list", 0, 0)
 	listed := make(chan listing, 1)
 	listCtx, stopListing := context.WithCancel(ctx)
 	defer stopListing()
 	go func() { listed <- listFiles(listCtx, tbl) }()
-	g, err := e.newDeletionGuard(ctx, tbl, loadedAt, loadCost, job, false)
+	g, err := e.newDeletionGuard(ctx, tbl, rc, loadedAt, loadCost, job, false)
 	if err != nil {
 		stopListing()
 		<-listed
@@ -222,6 +255,11 @@ func (e *Executor) removeListedOrphans(ctx context.Context, log *slog.Logger, tb
 			// Hidden files (.crc sidecars, _temporary directories) are not
 			// orphans, as in Spark's remove_orphan_files: never reported,
 			// never deleted. Referenced ones are the table's live files.
+		case verdictOtherTable:
+			// A nested table's files: its own cleanup's, never this one's.
+			or.OtherTables++
+		case verdictRule:
+			or.RefusedFiles++
 		case verdictYoung:
 			or.young(path, j, g.margin)
 		case verdictRefused:

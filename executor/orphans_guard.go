@@ -14,6 +14,7 @@ import (
 	"github.com/icereactor/reactor/history"
 	"github.com/icereactor/reactor/location"
 	"github.com/icereactor/reactor/planner"
+	"github.com/icereactor/reactor/scope"
 )
 
 // Reasons an orphan candidate is refused: never deleted, counted in
@@ -59,6 +60,8 @@ const (
 	verdictYoung                     // the store says it is younger than the margin
 	verdictHidden                    // a hidden file of the listing: not an orphan, silently
 	verdictRefused                   // see the reason
+	verdictRule                      // the deletion rule refused it (counted and logged by the rule)
+	verdictOtherTable                // a listed file another known table claims: silently not a candidate
 )
 
 // judgement is the guard's answer for one candidate.
@@ -92,12 +95,14 @@ type deletionGuard struct {
 	margin    time.Duration
 	refs      *references
 	refused   int
+	// rc is the deletion rule for the table (reclaim.go).
+	rc *reclaim
 }
 
 // newDeletionGuard prepares the guard for tbl. dataScope selects the
 // table's data location as the scope (tracked candidates); otherwise the
 // whole table location (a listing, which also finds metadata orphans).
-func (e *Executor) newDeletionGuard(ctx context.Context, tbl *table.Table, loadedAt time.Time, loadCost time.Duration,
+func (e *Executor) newDeletionGuard(ctx context.Context, tbl *table.Table, rc *reclaim, loadedAt time.Time, loadCost time.Duration,
 	job planner.Job, dataScope bool) (*deletionGuard, error) {
 	margin := max(job.Settings.OrphanMargin, job.Settings.OrphanMarginFloor)
 	if margin <= 0 {
@@ -112,7 +117,7 @@ func (e *Executor) newDeletionGuard(ctx context.Context, tbl *table.Table, loade
 		return nil, fmt.Errorf("table location: %w (orphan cleanup needs a canonical table location)", err)
 	}
 	g := &deletionGuard{e: e, job: job, tableDir: tableDir, scope: tableDir, outside: RefusedOutsideTable,
-		hiddenRef: tbl.Location(), fs: fs, margin: margin}
+		hiddenRef: tbl.Location(), fs: fs, margin: margin, rc: rc}
 	if dataScope {
 		data := tbl.Location() + "/data"
 		if p := tbl.Properties()[table.WriteDataPathKey]; p != "" {
@@ -127,7 +132,7 @@ func (e *Executor) newDeletionGuard(ctx context.Context, tbl *table.Table, loade
 	// Files waiting in the table's pending-deletion list belong to the
 	// deletion pass (which checks them against the history again when
 	// due): orphan cleanup never deletes them.
-	pending, err := pendingLocations(fs, tbl)
+	pending, err := e.pendingLocations(fs, tbl)
 	if err != nil {
 		return nil, fmt.Errorf("read pending deletions: %w", err)
 	}
@@ -159,6 +164,13 @@ func (g *deletionGuard) judge(ctx context.Context, loc string, deleting bool) (j
 		}
 		return judgement{verdict: verdictRefused, reason: RefusedHidden, final: true,
 			detail: "a hidden file (.crc sidecar, _temporary, _SUCCESS) belongs to its writer"}, nil
+	}
+	if _, refusal := g.rc.check.Allow(canonical); refusal != nil {
+		if refusal.Rule == scope.OtherTable && g.outside == RefusedOutsideTable {
+			return judgement{verdict: verdictOtherTable}, nil
+		}
+		g.rc.refuse(refusal)
+		return judgement{verdict: verdictRule}, nil
 	}
 	id := location.Identity(canonical)
 	if g.refs.has(id) {

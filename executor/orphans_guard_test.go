@@ -6,10 +6,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/iceberg-go"
 	iceio "github.com/apache/iceberg-go/io"
+	"github.com/apache/iceberg-go/table"
 
 	"github.com/icereactor/reactor/location"
 	"github.com/icereactor/reactor/planner"
+	"github.com/icereactor/reactor/scope"
 )
 
 // The guard judges files on a real local file system the way the listing
@@ -49,9 +52,20 @@ func TestGuardMatchesWriterSpellings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	meta, err := table.NewMetadata(iceberg.NewSchema(0, iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64}),
+		iceberg.UnpartitionedSpec, table.UnsortedSortOrder, dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	known, err := scope.NewKnown()
+	if err != nil {
+		t.Fatal(err)
+	}
+	known.Replace(nil)
+	rc := &reclaim{e: e, log: e.log, table: "db.t", check: known.Check("db.t", meta), refusals: &Refusals{}}
 	g := &deletionGuard{e: e, job: planner.Job{TableName: "db.t"}, tableDir: dir, scope: dir,
 		outside: RefusedOutsideTable, hiddenRef: dir, fs: iceio.LocalFS{}, stat: iceio.LocalFS{}, margin: time.Hour,
-		refs: &references{ids: map[string]bool{}}}
+		refs: &references{ids: map[string]bool{}}, rc: rc}
 	for _, r := range refs {
 		g.refs.ids[location.Identity(r)] = true
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/icereactor/reactor/history"
 	"github.com/icereactor/reactor/location"
 	"github.com/icereactor/reactor/planner"
+	"github.com/icereactor/reactor/scope"
 )
 
 // Output intents: a rewriting job (compaction, sort, position-delete
@@ -80,12 +81,11 @@ func (l *liveJobs) running(id string) bool {
 
 // jobOutputs is a running job's output intent.
 type jobOutputs struct {
-	e   *Executor
-	fs  iceio.IO
-	loc string
-	mu  sync.Mutex // guards in (Planned grows from several writers)
-	in  deletions.OutputIntent
-	ref deletions.Ref
+	e    *Executor
+	recs deletions.Records
+	mu   sync.Mutex // guards in (Planned grows from several writers)
+	in   deletions.OutputIntent
+	ref  deletions.Ref
 }
 
 type jobOutputsKey struct{}
@@ -95,10 +95,10 @@ type jobOutputsKey struct{}
 // iceberg-go's). token is the job's output token (a uuid).
 func (e *Executor) beginOutputs(ctx context.Context, tbl *table.Table, fs iceio.IO, job planner.Job, token string) (context.Context, *jobOutputs, error) {
 	e.live.add(job.ID)
-	o := &jobOutputs{e: e, fs: fs, loc: tbl.Location(), in: deletions.OutputIntent{Table: job.TableName, JobID: job.ID,
+	o := &jobOutputs{e: e, recs: e.records(fs, tbl), in: deletions.OutputIntent{Table: job.TableName, JobID: job.ID,
 		Kind: string(job.Kind), Token: token, BaseMetadata: tbl.MetadataLocation(), Dirs: dataRoots(tbl), Leased: e.guard != nil,
 		Written: time.Now().UTC()}}
-	ref, err := deletions.WriteOutputIntent(fs, o.loc, o.in)
+	ref, err := o.recs.WriteOutputIntent(o.in)
 	if err != nil {
 		e.live.done(job.ID)
 		return ctx, nil, fmt.Errorf("record the job's output intent: %w", err)
@@ -120,7 +120,7 @@ func (o *jobOutputs) finish(log *slog.Logger, keep bool) {
 		log.Info("output intent left for the table's next look", "intent", o.ref.Location)
 		return
 	}
-	if err := deletions.Remove(o.fs, o.ref); err != nil {
+	if err := o.recs.Remove(o.ref); err != nil {
 		log.Warn("could not remove the job's output intent; the next look at the table will", "error", err)
 	}
 }
@@ -130,7 +130,7 @@ func (o *jobOutputs) plan(p string) error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.in.Planned = append(o.in.Planned, p)
-	if _, err := deletions.WriteOutputIntent(o.fs, o.loc, o.in); err != nil {
+	if _, err := o.recs.WriteOutputIntent(o.in); err != nil {
 		return fmt.Errorf("record planned output %s: %w", p, err)
 	}
 	return nil
@@ -191,10 +191,15 @@ func dataRoots(tbl *table.Table) []string {
 
 // OutputRecovery is what a look at a table's output intents did.
 type OutputRecovery struct {
+	// Intents were looked at; Rejected of them named nothing deletable
+	// (a directory outside the table's roots) or were refused as records
+	// (Refusals.Records says why).
 	Intents, Rejected int
 	// Deleted are outputs of ended jobs the table does not reference;
 	// Kept those it does (committed, or waiting in a pending deletion).
 	Deleted, Kept int
+	// Refusals are the outputs and records the deletion rule refused.
+	Refusals Refusals
 }
 
 // RecoverOutputs deletes the outputs of the table's ended jobs that the
@@ -218,33 +223,34 @@ func (e *Executor) RecoverOutputs(ctx context.Context, ident table.Identifier) (
 
 func (e *Executor) recoverOutputs(ctx context.Context, log *slog.Logger, tbl *table.Table, fs iceio.IO) (OutputRecovery, error) {
 	var rec OutputRecovery
-	refs, err := deletions.ListOutputIntents(fs, tbl.Location())
+	recs := e.records(fs, tbl)
+	refs, err := recs.ListOutputIntents()
 	if err != nil || len(refs) == 0 {
 		return rec, err
 	}
-	var roots []string
-	for _, r := range dataRoots(tbl) {
-		if d, err := location.Dir(r); err == nil {
-			roots = append(roots, d)
-		}
+	name := tableName(tbl)
+	rc, err := e.newReclaim(ctx, log, tbl, &rec.Refusals)
+	if err != nil {
+		return rec, err
+	}
+	if r := rc.refusedWhole(); r != nil && r.Rule == scope.PartialMetadata {
+		return rec, fmt.Errorf("outputs of ended jobs not looked at: %w", r)
 	}
 	for _, ref := range refs {
-		in, err := deletions.ReadOutputIntent(fs, ref)
+		in, err := recs.ReadOutputIntent(ref)
 		if errors.Is(err, iofs.ErrNotExist) {
 			continue
 		}
-		rec.Intents++
-		if err != nil {
-			// Nothing in it can be trusted to name a file: it is removed,
-			// and whatever its job wrote is left to orphan cleanup.
+		if errors.Is(err, deletions.ErrRefused) {
+			rec.Intents++
 			rec.Rejected++
-			log.Error("unreadable output intent removed; nothing deleted for it, its job's files are left to orphan cleanup",
-				"intent", ref.Location, "error", err)
-			if err := deletions.Remove(fs, ref); err != nil {
-				return rec, err
-			}
+			e.refuseRecord(log, name, err, &rec.Refusals)
 			continue
 		}
+		if err != nil {
+			return rec, err
+		}
+		rec.Intents++
 		if e.live.running(in.JobID) {
 			continue // this process's own running job
 		}
@@ -254,17 +260,20 @@ func (e *Executor) recoverOutputs(ctx context.Context, log *slog.Logger, tbl *ta
 			log.Debug("output intent of a job without a lease left alone", "intent", ref.Location, "job_id", in.JobID)
 			continue
 		}
-		files, reason := e.intentOutputs(log, fs, in, roots)
+		// Only the data directories the job itself recorded, and only
+		// where they are still the table's.
+		jobRC := rc.within(in.Dirs)
+		files, reason := e.intentOutputs(log, fs, in, jobRC)
 		if reason != "" {
 			rec.Rejected++
 			log.Error("output intent rejected; nothing deleted for it, its job's files are left to orphan cleanup",
 				"intent", ref.Location, "job_id", in.JobID, "why", reason)
-			if err := deletions.Remove(fs, ref); err != nil {
+			if err := recs.Remove(ref); err != nil {
 				return rec, err
 			}
 			continue
 		}
-		pending, err := pendingLocations(fs, tbl)
+		pending, err := e.pendingLocations(fs, tbl)
 		if err != nil {
 			return rec, fmt.Errorf("read pending deletions: %w", err)
 		}
@@ -278,16 +287,18 @@ func (e *Executor) recoverOutputs(ctx context.Context, log *slog.Logger, tbl *ta
 		}
 		var x ExpiryCounts
 		var or OrphanReport
+		refusedBefore := rec.Refusals.Total()
 		if len(cands) > 0 {
-			if _, err := e.deleteUnlinked(ctx, log, tbl, fs, cands, &x, &or); err != nil {
+			if _, err := e.deleteUnlinked(ctx, log, tbl, fs, cands, jobRC, &x, &or); err != nil {
 				return rec, fmt.Errorf("delete the outputs of interrupted job %s: %w", in.JobID, err)
 			}
 		}
 		rec.Deleted += or.DeletedFiles
 		rec.Kept += or.StillReferenced
 		log.Info("outputs of an ended job looked at", "intent", ref.Location, "job_id", in.JobID, "job_kind", in.Kind,
-			"found", len(files), "deleted", or.DeletedFiles, "kept_referenced", len(files)-or.DeletedFiles)
-		if err := deletions.Remove(fs, ref); err != nil {
+			"found", len(files), "deleted", or.DeletedFiles, "kept_referenced", or.StillReferenced,
+			"refused", rec.Refusals.Total()-refusedBefore)
+		if err := recs.Remove(ref); err != nil {
 			return rec, err
 		}
 	}
@@ -296,34 +307,13 @@ func (e *Executor) recoverOutputs(ctx context.Context, log *slog.Logger, tbl *ta
 
 // intentOutputs lists the files in's job may have written: those under
 // its directories whose name carries its token, and its planned paths.
-// Everything must lie in one of the table's own data roots; an intent
-// that says otherwise is rejected whole (the reason says why).
-func (e *Executor) intentOutputs(log *slog.Logger, fs iceio.IO, in deletions.OutputIntent, roots []string) ([]deletions.File, string) {
-	within := func(loc string) bool {
-		c, err := location.Canonical(loc)
-		if err != nil {
-			return false
-		}
-		for _, r := range roots {
-			if c == r || location.Under(c, r) {
-				return true
-			}
-		}
-		return false
-	}
+// Directories outside the table's qualifying roots are not listed (the
+// rule would refuse every file there); an intent whose token is not a
+// uuid is rejected whole (the reason says why).
+func (e *Executor) intentOutputs(log *slog.Logger, fs iceio.IO, in deletions.OutputIntent, rc *reclaim) ([]deletions.File, string) {
 	if in.Token != "" {
 		if _, err := uuid.Parse(in.Token); err != nil {
 			return nil, fmt.Sprintf("output token %q is not a uuid", in.Token)
-		}
-	}
-	for _, d := range in.Dirs {
-		if !within(d) {
-			return nil, fmt.Sprintf("directory %s is outside the table's data", d)
-		}
-	}
-	for _, p := range in.Planned {
-		if !within(p) {
-			return nil, fmt.Sprintf("planned output %s is outside the table's data", p)
 		}
 	}
 	seen := map[string]bool{}
@@ -346,6 +336,9 @@ func (e *Executor) intentOutputs(log *slog.Logger, fs iceio.IO, in deletions.Out
 	}
 	for _, d := range in.Dirs {
 		dir := strings.TrimRight(d, "/")
+		if _, ok := rc.allow(dir + "/" + in.Token); !ok {
+			continue // refused and counted once for the directory
+		}
 		root := ""
 		err := lister.WalkDir(dir, func(p string, de iofs.DirEntry, err error) error {
 			if err != nil {

@@ -19,6 +19,7 @@ import (
 	"github.com/icereactor/reactor/deletions"
 	"github.com/icereactor/reactor/executor"
 	"github.com/icereactor/reactor/planner"
+	"github.com/icereactor/reactor/scope"
 	"github.com/icereactor/reactor/streamwriter"
 )
 
@@ -39,7 +40,7 @@ func (f *fixture) outputIntents() []deletions.Ref {
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	refs, err := deletions.ListOutputIntents(fs, tbl.Location())
+	refs, err := records(f.t, fs, tbl).ListOutputIntents()
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -215,7 +216,7 @@ func TestForgedOutputIntentsDeleteNothing(t *testing.T) {
 	data := tbl.Location() + "/data"
 	write := func(in deletions.OutputIntent) {
 		t.Helper()
-		if _, err := deletions.WriteOutputIntent(fs, tbl.Location(), in); err != nil {
+		if _, err := records(t, fs, tbl).WriteOutputIntent(in); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -234,8 +235,14 @@ func TestForgedOutputIntentsDeleteNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rec.Intents != 6 || rec.Rejected != 5 || rec.Deleted != 0 || rec.Kept != 1 {
-		t.Errorf("recovery %+v; want 6 intents, 5 rejected, the live file kept, nothing deleted", rec)
+	// Signed with reactor's key but naming what is not the table's: the
+	// rule refuses each file. The garbled one is not reactor's record at
+	// all: refused and left for an operator.
+	if rec.Intents != 6 || rec.Rejected != 2 || rec.Deleted != 0 || rec.Kept != 1 {
+		t.Errorf("recovery %+v; want 6 intents, 2 rejected (a token that is no uuid, an unsigned record), the live file kept, nothing deleted", rec)
+	}
+	if r := rec.Refusals; r.ByRule[scope.OutsideTable] != 2 || r.ByRule[scope.NotCanonical] != 1 || r.Records[deletions.RefusedMalformed] != 1 {
+		t.Errorf("refusals %+v; want 2 outside_table, 1 not_canonical, 1 malformed record", r)
 	}
 	if _, err := os.Stat(outside); err != nil {
 		t.Errorf("the file outside the table: %v", err)
@@ -247,13 +254,13 @@ func TestForgedOutputIntentsDeleteNothing(t *testing.T) {
 		t.Errorf("contents changed: %+v -> %+v", before.Total, after.Total)
 	}
 	out := logs.String()
-	for _, want := range []string{"outside the table's data", `not a uuid`, "unreadable output intent removed", "kept"} {
+	for _, want := range []string{"deletion refused", `not a uuid`, "reactor record refused", "kept"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("no log line saying %q in\n%s", want, out)
 		}
 	}
-	if n := len(f.outputIntents()); n != 0 {
-		t.Errorf("%d output intents left", n)
+	if refs := f.outputIntents(); len(refs) != 1 || !strings.HasSuffix(refs[0].Location, "outputs-garbled.json") {
+		t.Errorf("output intents left: %v; want only the garbled one, for an operator", refs)
 	}
 }
 

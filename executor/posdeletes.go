@@ -267,7 +267,7 @@ func (e *Executor) rewritePositionDeletesOnce(ctx context.Context, log *slog.Log
 	keepIntent := false
 	defer func() { outputs.finish(log, keepIntent) }()
 	cleanUp := func() {
-		n, all := removeAll(fs, written(), log)
+		n, all := e.removeOwn(tbl, fs, written(), log)
 		rep.OutputFilesCleanedUp += n
 		keepIntent = keepIntent || !all
 	}

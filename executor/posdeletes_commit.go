@@ -79,6 +79,9 @@ func (e *Executor) commitDeleteMerges(ctx context.Context, log *slog.Logger, job
 			}
 			validatedID = cur.SnapshotID
 		}
+		if err := e.checkMetadataLog(tbl); err != nil {
+			return backoff.Permanent(err)
+		}
 		txn := tbl.NewTransaction()
 		rw := txn.NewRewrite(props)
 		for _, m := range merges {
@@ -101,7 +104,7 @@ func (e *Executor) commitDeleteMerges(ctx context.Context, log *slog.Logger, job
 		if conflict.IsRetryable(err) {
 			// Nothing references what this attempt staged
 			// (docs/design.md#pitfall-failed-attempt-garbage).
-			rep.StagedMetadataCleanedUp += removePaths(fs, staged, log)
+			rep.StagedMetadataCleanedUp += e.removePaths(planned, fs, staged, log)
 			return e.commitFailure(job, rep, "position-delete rewrite", err)
 		}
 		// The catalog may or may not have taken the commit. Look before

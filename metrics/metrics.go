@@ -52,6 +52,10 @@ type Metrics struct {
 	IdealDataFiles   *prometheus.GaugeVec
 	OrphanCandidates *prometheus.GaugeVec
 	OrphansRefused   *prometheus.CounterVec
+	// DeletionsRefused and RecordsRefused: the deletion rule at work
+	// (docs/design.md#rule-own-table, #rule-own-records).
+	DeletionsRefused *prometheus.CounterVec
+	RecordsRefused   *prometheus.CounterVec
 	DeleteFiles      *prometheus.GaugeVec
 	DeleteFileRatio  *prometheus.GaugeVec
 	// Spark backend (jobs also count in Jobs and JobDuration).
@@ -169,6 +173,14 @@ func New() *Metrics {
 			Name: "reactor_orphans_refused_total",
 			Help: "Orphan candidates refused (never deleted), by table and reason (not_canonical, outside_data_location, outside_table_location, hidden, stat_failed, not_a_file, no_last_modified, stat_unsupported).",
 		}, []string{"table", "reason"}),
+		DeletionsRefused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "reactor_deletions_refused_total",
+			Help: "Files the deletion rule kept, by table and the rule they broke (outside_table: under none of the table's own roots; other_table: another known table claims them; gc_disabled: the table's gc.enabled is false; partial_metadata: the catalog left snapshots out; not_canonical). Each is logged and never retried.",
+		}, []string{"table", "rule"}),
+		RecordsRefused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "reactor_records_refused_total",
+			Help: "reactor records in a table's storage (pending deletions, expiry and output intents, Spark commit records) refused and left in place, by table and reason (unsigned, unknown_key, bad_signature, other_table, wrong_kind, too_large, malformed); each counted once per process.",
+		}, []string{"table", "reason"}),
 		DeleteFiles: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "reactor_table_delete_files",
 			Help: "Live delete files by kind (position, equality, deletion_vector), as tracked by the planner.",
@@ -249,7 +261,7 @@ func New() *Metrics {
 	}
 	m.Registry.MustRegister(m.Events, m.JobsScheduled, m.Jobs, m.JobDuration, m.CommitConflicts,
 		m.CommitRetries, m.StateRebuilds, m.FilesRewritten, m.FilesAdded, m.ConfigReloads, m.Objects, m.UnconfirmedFiles,
-		m.DataFiles, m.SmallFiles, m.IdealDataFiles, m.OrphanCandidates, m.OrphansRefused, m.DeleteFiles, m.DeleteFileRatio, m.SparkLocalRuns,
+		m.DataFiles, m.SmallFiles, m.IdealDataFiles, m.OrphanCandidates, m.OrphansRefused, m.DeletionsRefused, m.RecordsRefused, m.DeleteFiles, m.DeleteFileRatio, m.SparkLocalRuns,
 		m.SparkInterrupts, m.SparkUnconfirmed, m.snapshots,
 		// Created with the rest but long left unregistered, so they were
 		// never exported: the dashboard and alerts read them.

@@ -307,6 +307,9 @@ func mergeRefs(list, refs []deletions.Ref) []deletions.Ref {
 // passed or tracking is incomplete. It returns nil when nothing is due and
 // arms the next deadline through deferUntil.
 func (p *Planner) orphanJobLocked(st *tableState, now time.Time, deferUntil func(time.Time)) *Job {
+	if st.gcDisabled {
+		return nil
+	}
 	set := st.settings
 	if set.OrphanListingInterval <= 0 {
 		return nil // not configured: nothing to schedule

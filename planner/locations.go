@@ -13,6 +13,7 @@ import (
 	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/icereactor/reactor/scope"
 	"github.com/icereactor/reactor/tablename"
 )
 
@@ -193,6 +194,7 @@ func (p *Planner) refreshLocations(ctx context.Context, full bool) (int, error) 
 	locs := map[string][]tableLocation{}
 	n := 0
 	var nsLocations, nsNames []string
+	var roots []scope.Roots
 	for _, ns := range namespaces {
 		name := strings.Join(ns, ".")
 		nsNames = append(nsNames, name)
@@ -217,12 +219,25 @@ func (p *Planner) refreshLocations(ctx context.Context, full bool) (int, error) 
 			}
 			tbl, err := p.cat.LoadTable(ctx, ident)
 			if err != nil {
-				if !errors.Is(err, catalog.ErrNoSuchTable) { // else dropped while listing
-					p.log.Warn("table left out of the location index; its objects will be ignored until the next rebuild",
-						"table", tablename.Format(ident), "error", err)
+				if errors.Is(err, catalog.ErrNoSuchTable) { // dropped while listing
+					continue
+				}
+				if ctx.Err() != nil {
+					return n, ctx.Err()
+				}
+				p.log.Warn("table left out of the location index; its objects will be ignored until the next rebuild",
+					"table", tablename.Format(ident), "error", err)
+				if p.known != nil {
+					// The deletion rule keeps what it knew of the table:
+					// forgetting it could let a table around it delete
+					// its files.
+					if r, ok := p.known.Get(tablename.Format(ident)); ok {
+						roots = append(roots, r)
+					}
 				}
 				continue
 			}
+			roots = append(roots, scope.RootsOf(tablename.Format(ident), tbl.Metadata()))
 			bucket, key, ok := objectPath(tbl.Location())
 			if !ok {
 				continue // a local warehouse: no bucket notifications
@@ -250,6 +265,15 @@ func (p *Planner) refreshLocations(ctx context.Context, full bool) (int, error) 
 		p.locations.builtAt = p.now()
 	}
 	p.locations.mu.Unlock()
+	if p.known != nil {
+		if full {
+			p.known.Replace(roots)
+		} else {
+			for _, r := range roots {
+				p.known.Set(r)
+			}
+		}
+	}
 	if full {
 		p.log.Info("table location index rebuilt", "tables", n, "buckets", len(locs))
 	} else {
@@ -259,33 +283,7 @@ func (p *Planner) refreshLocations(ctx context.Context, full bool) (int, error) 
 }
 
 func listAllNamespaces(ctx context.Context, cat catalog.Catalog, parent table.Identifier) ([]table.Identifier, error) {
-	seen := map[string]bool{}
-	var out []table.Identifier
-	var walk func(parent table.Identifier) error
-	walk = func(parent table.Identifier) error {
-		children, err := cat.ListNamespaces(ctx, parent)
-		if err != nil {
-			return err
-		}
-		for _, c := range children {
-			// The SQL catalog lists the parent among its own children, and
-			// some catalogs list only top levels: neither is a new level.
-			key := strings.Join(c, "\x1f")
-			if seen[key] || (len(parent) > 0 && len(c) <= len(parent)) {
-				continue
-			}
-			seen[key] = true
-			out = append(out, c)
-			if err := walk(c); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	if err := walk(parent); err != nil {
-		return nil, err
-	}
-	return out, nil
+	return scope.ListAllNamespaces(ctx, cat, parent)
 }
 
 // locate finds the table an object belongs to. An object no known table

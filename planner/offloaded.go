@@ -2,12 +2,10 @@ package planner
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	iofs "io/fs"
 
-	iceio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icereactor/reactor/deletions"
@@ -24,7 +22,7 @@ func (p *Planner) loadOffloadedLocked(ctx context.Context, st *tableState, tbl *
 	fs, err := tbl.FS(ctx)
 	if err == nil {
 		var n int
-		if n, err = markRecordedOffloaded(fs, tbl.Location(), &st.counters); err == nil {
+		if n, err = p.markRecordedOffloaded(p.keys.Records(fs, deletions.RefOf(tbl)), st.name, &st.counters); err == nil {
 			st.offloadedLoaded = true
 			if n > 0 {
 				p.log.Info("snapshots reactor committed through Spark found", "table", st.name, "snapshots", n)
@@ -36,25 +34,29 @@ func (p *Planner) loadOffloadedLocked(ctx context.Context, st *tableState, tbl *
 }
 
 // markRecordedOffloaded marks in tc the snapshots of the table's
-// own-snapshots records and returns how many. An unreadable record is
-// skipped: at worst its snapshots read as another writer's.
-func markRecordedOffloaded(fs iceio.IO, tableLocation string, tc *tableCounters) (int, error) {
-	refs, err := deletions.ListOwnSnapshots(fs, tableLocation)
+// own-snapshots records and returns how many. A record that is not
+// reactor's own for this table is refused (logged once, its snapshots read
+// as another writer's, the worst a forged record could cause otherwise too),
+// and an unreadable one skipped.
+func (p *Planner) markRecordedOffloaded(recs deletions.Records, table string, tc *tableCounters) (int, error) {
+	refs, err := recs.ListOwnSnapshots()
 	if err != nil {
 		return 0, err
 	}
 	n := 0
 	for _, ref := range refs {
-		rec, err := deletions.ReadOwnSnapshots(fs, ref)
+		rec, err := recs.ReadOwnSnapshots(ref)
 		if errors.Is(err, iofs.ErrNotExist) {
 			continue
 		}
+		var refused *deletions.Refusal
+		if errors.As(err, &refused) {
+			p.met.RecordsRefused.WithLabelValues(table, refused.Reason).Inc()
+			p.log.Error("reactor record refused: not acted on, left in place for an operator (docs/operations.md#refused-records)",
+				"table", table, "record", ref.Location, "reason", refused.Reason, "detail", refused.Detail)
+			continue
+		}
 		if err != nil {
-			var syntax *json.SyntaxError
-			var typ *json.UnmarshalTypeError
-			if errors.As(err, &syntax) || errors.As(err, &typ) {
-				continue
-			}
 			return n, fmt.Errorf("read %s: %w", ref.Location, err)
 		}
 		tc.markOffloaded(rec.SnapshotIDs, rec.Sort)

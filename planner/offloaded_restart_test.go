@@ -6,6 +6,7 @@ import (
 	"github.com/apache/iceberg-go"
 	iceio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/icereactor/reactor/deletions"
 	"github.com/icereactor/reactor/embedded"
@@ -57,17 +58,30 @@ func TestRecordedOffloadedSnapshotsSurviveARestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	cur := tbl.CurrentSnapshot()
-	if _, err := deletions.WriteOwnSnapshots(fs, tbl.Location(), deletions.OwnSnapshots{Table: "db.t", JobID: "spark-sort-1",
-		Kind: string(KindSort), Sort: true, SnapshotIDs: []int64{cur.SnapshotID}}); err != nil {
+	keys := deletions.EphemeralKeyring()
+	recs := keys.Records(fs, deletions.RefOf(tbl))
+	rec := deletions.OwnSnapshots{Table: "db.t", JobID: "spark-sort-1", Kind: string(KindSort), Sort: true, SnapshotIDs: []int64{cur.SnapshotID}}
+	if _, err := recs.WriteOwnSnapshots(rec); err != nil {
 		t.Fatal(err)
 	}
 	if err := fs.(iceio.WriteFileIO).WriteFile(deletions.Dir(tbl.Location())+"/spark-garbled.json", []byte(`{"snapshot_ids": [`)); err != nil {
 		t.Fatal(err)
 	}
+	// A writer's forgery: its own commit passed off as reactor's, which
+	// would hide it from compaction.
+	forged := rec
+	forged.JobID, forged.SnapshotIDs = "forged", []int64{tbl.Metadata().Snapshots()[0].SnapshotID}
+	if _, err := deletions.EphemeralKeyring().Records(fs, deletions.RefOf(tbl)).WriteOwnSnapshots(forged); err != nil {
+		t.Fatal(err)
+	}
+	p := New(Options{Catalog: cat, Records: keys})
 	var fresh tableCounters
-	n, err := markRecordedOffloaded(fs, tbl.Location(), &fresh)
+	n, err := p.markRecordedOffloaded(recs, "db.t", &fresh)
 	if err != nil || n != 1 {
 		t.Fatalf("marked %d, %v; want the one recorded snapshot", n, err)
+	}
+	if got := testutil.ToFloat64(p.met.RecordsRefused.WithLabelValues("db.t", deletions.RefusedUnknownKey)); got != 1 {
+		t.Errorf("forged records refused: %v, want 1", got)
 	}
 	if _, err := fresh.advance(ctx, tbl, fileSizes{small: 1 << 20, tiny: 1 << 10}); err != nil {
 		t.Fatal(err)

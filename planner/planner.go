@@ -19,6 +19,7 @@ import (
 	"github.com/icereactor/reactor/history"
 	"github.com/icereactor/reactor/location"
 	"github.com/icereactor/reactor/metrics"
+	"github.com/icereactor/reactor/scope"
 	"github.com/icereactor/reactor/tablename"
 	"github.com/icereactor/reactor/thresholds"
 )
@@ -79,6 +80,12 @@ type Options struct {
 	// lease): only those are discovered, refreshed and given jobs; the
 	// state of the others is dropped (Forget).
 	Owns func(table string) bool
+	// Records verifies the records of the snapshots reactor committed
+	// through Spark (nil: none is trusted; they read as other writers').
+	Records *deletions.Keyring
+	// Tables, when set, learns every table's roots from each location
+	// index refresh: the registry the deletion rule asks (package scope).
+	Tables *scope.Known
 }
 
 // Planner keeps per-table state and schedules jobs.
@@ -99,6 +106,8 @@ type Planner struct {
 	closed bool
 
 	locations locationIndex
+	keys      *deletions.Keyring
+	known     *scope.Known
 }
 
 type tableState struct {
@@ -137,6 +146,10 @@ type tableState struct {
 	nextListing           time.Time       // first set when the table is first seen
 	dryRunReported        map[string]bool // candidates a dry run already reported
 
+	// gcDisabled: the table's gc.enabled is false (Iceberg's: its files
+	// may be shared), so no orphan cleanup is scheduled for it.
+	gcDisabled bool
+
 	manifestSettledAt int // manifest count a no-op rewrite left; 0: none
 	manifestFloorSaid int // manifest count the "cannot reach manifest_count" line was logged at
 }
@@ -154,6 +167,11 @@ func New(opts Options) *Planner {
 		now:      opts.Now,
 		after:    opts.AfterFunc,
 		tables:   map[string]*tableState{},
+		keys:     opts.Records,
+		known:    opts.Tables,
+	}
+	if p.keys == nil {
+		p.keys = deletions.EphemeralKeyring()
 	}
 	p.locations.minRebuild = opts.LocationRebuildInterval
 	if p.locations.minRebuild <= 0 {
@@ -273,6 +291,17 @@ func (p *Planner) Observe(ctx context.Context, tbl *table.Table) error {
 
 func (p *Planner) observeLocked(ctx context.Context, st *tableState, tbl *table.Table) error {
 	st.settings = p.cfg.Load().For(st.name, tbl.Properties())
+	if p.known != nil {
+		// The deletion rule learns a table's roots as soon as they change.
+		p.known.Set(scope.RootsOf(st.name, tbl.Metadata()))
+	}
+	if gc := scope.GCEnabled(tbl.Metadata()); gc == st.gcDisabled {
+		st.gcDisabled = !gc
+		if !gc {
+			p.log.Info("the table's gc.enabled is false: expiry deletes nothing and orphan cleanup is not scheduled",
+				"table", st.name, "gc.enabled", tbl.Properties()[scope.GCEnabledKey])
+		}
+	}
 	if !st.offloadedLoaded {
 		p.loadOffloadedLocked(ctx, st, tbl)
 	}

@@ -16,28 +16,29 @@ import (
 // output as unsorted): Spark's procedures take no snapshot property that
 // could say so. Records whose snapshots are all gone from the table are
 // removed. A failure costs only a possible redo after a restart: logged.
-func recordOwnSnapshots(ctx context.Context, log *slog.Logger, job planner.Job, after *table.Table, ids []int64) {
+func (r *Runner) recordOwnSnapshots(ctx context.Context, log *slog.Logger, job planner.Job, after *table.Table, ids []int64) {
 	fs, err := after.FS(ctx)
 	if err != nil {
 		log.Warn("could not record the snapshots Spark committed for the job", "error", err)
 		return
 	}
+	recs := r.keys.Records(fs, deletions.RefOf(after))
 	if len(ids) > 0 {
 		rec := deletions.OwnSnapshots{Table: job.TableName, JobID: job.ID, Kind: string(job.Kind), Sort: job.Kind == planner.KindSort,
 			SnapshotIDs: ids}
-		if _, err := deletions.WriteOwnSnapshots(fs, after.Location(), rec); err != nil {
+		if _, err := recs.WriteOwnSnapshots(rec); err != nil {
 			log.Warn("could not record the snapshots Spark committed for the job; after a restart they may read as another writer's",
 				"snapshots", ids, "error", err)
 		}
 	}
-	refs, err := deletions.ListOwnSnapshots(fs, after.Location())
+	refs, err := recs.ListOwnSnapshots()
 	if err != nil {
 		return
 	}
 	for _, ref := range refs {
-		rec, err := deletions.ReadOwnSnapshots(fs, ref)
+		rec, err := recs.ReadOwnSnapshots(ref)
 		if err != nil {
-			continue
+			continue // a refused record stays for an operator
 		}
 		live := false
 		for _, id := range rec.SnapshotIDs {
@@ -47,7 +48,7 @@ func recordOwnSnapshots(ctx context.Context, log *slog.Logger, job planner.Job, 
 			}
 		}
 		if !live {
-			if err := deletions.Remove(fs, ref); err != nil {
+			if err := recs.Remove(ref); err != nil {
 				log.Debug("could not remove a stale own-snapshots record", "record", ref.Location, "error", err)
 			}
 		}

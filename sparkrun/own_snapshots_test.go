@@ -25,11 +25,12 @@ func TestSparkSnapshotsAreRecorded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	refs, err := deletions.ListOwnSnapshots(fs, tbl.Location())
+	recs := f.runner.keys.Records(fs, deletions.RefOf(tbl))
+	refs, err := recs.ListOwnSnapshots()
 	if err != nil || len(refs) != 1 {
 		t.Fatalf("records %v, %v; want one", refs, err)
 	}
-	rec, err := deletions.ReadOwnSnapshots(fs, refs[0])
+	rec, err := recs.ReadOwnSnapshots(refs[0])
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/icereactor/reactor/deletions"
 	"github.com/icereactor/reactor/executor"
 	"github.com/icereactor/reactor/metrics"
 	"github.com/icereactor/reactor/planner"
@@ -34,6 +35,10 @@ type Options struct {
 	Metrics *metrics.Metrics
 	// Dial opens a job's session; nil is [Dial].
 	Dial Dialer
+	// Records signs the record of the snapshots a Spark job committed
+	// (nil: a key of this process alone; a restarted planner then reads
+	// them as another writer's).
+	Records *deletions.Keyring
 	// interruptEvery is how often an interrupt is repeated while waiting
 	// for its confirmation (tests shorten it).
 	interruptEvery time.Duration
@@ -48,6 +53,7 @@ type Runner struct {
 	met     *metrics.Metrics
 	dial    Dialer
 	every   time.Duration
+	keys    *deletions.Keyring
 	// stop is closed by Stop: running statements are interrupted.
 	stop     chan struct{}
 	stopOnce sync.Once
@@ -56,7 +62,10 @@ type Runner struct {
 // New creates a Runner.
 func New(opts Options) *Runner {
 	r := &Runner{cat: opts.Catalog, catName: opts.CatalogName, log: opts.Logger, met: opts.Metrics, dial: opts.Dial,
-		every: opts.interruptEvery, stop: make(chan struct{})}
+		every: opts.interruptEvery, stop: make(chan struct{}), keys: opts.Records}
+	if r.keys == nil {
+		r.keys = deletions.EphemeralKeyring()
+	}
 	if r.log == nil {
 		r.log = slog.Default()
 	}
@@ -197,7 +206,7 @@ func (r *Runner) Run(ctx context.Context, job planner.Job, started func()) (plan
 	after, err := r.cat.LoadTable(context.WithoutCancel(ctx), job.Table)
 	if err == nil {
 		r.account(&rep, &res, job, before, after)
-		recordOwnSnapshots(context.WithoutCancel(ctx), log, job, after, res.OwnSnapshots)
+		r.recordOwnSnapshots(context.WithoutCancel(ctx), log, job, after, res.OwnSnapshots)
 	} else {
 		log.Warn("could not reload the table after the Spark job", "error", err)
 	}

@@ -86,4 +86,7 @@ type PendingBatch struct {
 	deletions.Ref
 	Files int
 	JobID string
+	// Refused is why the batch is not reactor's own (deletions'
+	// refusal reason): it is never acted on.
+	Refused string
 }

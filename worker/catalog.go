@@ -30,19 +30,26 @@ func warehousePrefixes(cfg Config) []string {
 // misses.
 func (w *Worker) refreshLocations(ctx context.Context, every time.Duration) {
 	defer w.bg.Done()
-	t := time.NewTicker(every)
-	defer t.Stop()
 	for {
+		wait := every
+		if !w.known.IsReady() {
+			// Deletions wait for a first full index: retry it soon.
+			wait = min(every, registryRetry)
+		}
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-time.After(wait):
 			if _, err := w.Planner.RefreshLocations(ctx); err != nil && ctx.Err() == nil {
 				w.log.Warn("table location index refresh failed; keeping the previous one", "error", err)
 			}
 		}
 	}
 }
+
+// registryRetry is how soon a location index refresh is tried again while
+// none has succeeded yet.
+const registryRetry = 10 * time.Second
 
 // discover brings the catalog's tables this replica owns into the planner
 // at start and after every lease acquisition, in the background, retrying

@@ -125,11 +125,14 @@ func (w *Worker) connectNATS(ctx, runCtx context.Context, cfg Config, url string
 	if commits, err = triggers.StartCommits(runCtx, js, cfg.Commits, w.Planner, cfg.Logger, cfg.Metrics); err != nil {
 		return err
 	}
+	// The location index is also the registry the deletion rule asks
+	// (scope.Known): built with or without notifications.
+	if _, err := w.Planner.RefreshLocations(ctx); err != nil {
+		// Not fatal: the index is rebuilt when an object misses and on
+		// its schedule; deletions wait for it.
+		cfg.Logger.Warn("table location index not built yet; will retry (deletions wait for it)", "error", err)
+	}
 	if !cfg.DisableNotifications {
-		if _, err := w.Planner.RefreshLocations(ctx); err != nil {
-			// Not fatal: the index is rebuilt when an object misses.
-			cfg.Logger.Warn("table location index not built yet; will retry on demand", "error", err)
-		}
 		if objects, err = triggers.StartNotifications(runCtx, js, cfg.Notifications, w.Planner, cfg.Logger, cfg.Metrics); err != nil {
 			return err
 		}
@@ -155,14 +158,12 @@ func (w *Worker) connectNATS(ctx, runCtx context.Context, cfg Config, url string
 		defer w.bg.Done()
 		triggers.WatchStreams(runCtx, js, streams, cfg.StreamWatchEvery, cfg.Logger, cfg.Metrics)
 	}()
-	if !cfg.DisableNotifications {
-		every := cfg.LocationRefresh
-		if every <= 0 {
-			every = 5 * time.Minute
-		}
-		w.bg.Add(1)
-		go w.refreshLocations(runCtx, every)
+	every := cfg.LocationRefresh
+	if every <= 0 {
+		every = 5 * time.Minute
 	}
+	w.bg.Add(1)
+	go w.refreshLocations(runCtx, every)
 	return nil
 }
 

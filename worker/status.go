@@ -289,7 +289,8 @@ func (s statusSource) inspect(ctx context.Context, name string) (status.Inspecti
 		in.PendingErr = err
 		return in, nil
 	}
-	refs, err := deletions.List(fs, tbl.Location())
+	recs := s.w.keys.Records(fs, deletions.RefOf(tbl))
+	refs, err := recs.List()
 	if err != nil {
 		in.PendingErr = err
 		return in, nil
@@ -297,8 +298,13 @@ func (s statusSource) inspect(ctx context.Context, name string) (status.Inspecti
 	for i, r := range refs {
 		b := status.PendingBatch{Ref: r, Files: -1}
 		if i < maxPending && !r.Intent {
-			if batch, err := deletions.Read(fs, r); err == nil {
+			batch, err := recs.ReadBatch(r)
+			var refused *deletions.Refusal
+			switch {
+			case err == nil:
 				b.Files, b.JobID = len(batch.Files), batch.JobID
+			case errors.As(err, &refused):
+				b.Refused = refused.Reason
 			}
 		}
 		in.Pending = append(in.Pending, b)

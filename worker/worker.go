@@ -16,6 +16,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/icereactor/reactor/catalogs"
+	"github.com/icereactor/reactor/deletions"
 	"github.com/icereactor/reactor/embedded"
 	"github.com/icereactor/reactor/events"
 	"github.com/icereactor/reactor/executor"
@@ -24,6 +25,7 @@ import (
 	"github.com/icereactor/reactor/metrics"
 	"github.com/icereactor/reactor/planner"
 	"github.com/icereactor/reactor/redact"
+	"github.com/icereactor/reactor/scope"
 	"github.com/icereactor/reactor/sparkrun"
 	"github.com/icereactor/reactor/thresholds"
 	"github.com/icereactor/reactor/triggers"
@@ -93,6 +95,15 @@ type Config struct {
 	WarehousePrefixes []string
 	// Concurrency bounds jobs running at once (across tables).
 	Concurrency int
+	// RecordKeys sign and verify the records reactor keeps in tables'
+	// storage; every replica needs the same keys (nil: a key of this
+	// process alone, so a restart or another replica refuses what it
+	// wrote: see cmd/reactor's record key resolution).
+	RecordKeys *deletions.Keyring
+	// DeletionScope bounds where any table's files may be deleted:
+	// locations (prefixes) outside which no table root qualifies
+	// (empty: no bound beyond each table's own roots).
+	DeletionScope []string
 	// RefreshConcurrency bounds table refreshes (catalog loads) of the
 	// event path running at once (triggers.DefaultRefreshConcurrency).
 	RefreshConcurrency int
@@ -154,6 +165,11 @@ type Worker struct {
 	jobPrefix string
 	// concurrency is the pool's size (for the reload warning).
 	concurrency int
+	// keys sign and verify reactor's records; known is the registry of
+	// the catalog's tables the deletion rule asks, filled by the planner's
+	// location index refreshes.
+	keys  *deletions.Keyring
+	known *scope.Known
 	// spark is the Spark backend (idle without spark rules), and
 	// sparkConcurrency its bound, fixed at start.
 	spark            *sparkrun.Runner
@@ -186,12 +202,19 @@ func Start(ctx context.Context, cfg Config) (_ *Worker, err error) {
 	if cfg.DataDir == "" && (cfg.NATSURL == "" || cfg.Catalog.Props == nil) {
 		return nil, errors.New("worker: a data directory is required for the embedded NATS server or catalog")
 	}
-	w := &Worker{Metrics: cfg.Metrics, log: cfg.Logger, connected: make(chan struct{}), discoverAgain: make(chan struct{}, 1)}
+	w := &Worker{Metrics: cfg.Metrics, log: cfg.Logger, connected: make(chan struct{}), discoverAgain: make(chan struct{}, 1),
+		keys: cfg.RecordKeys}
 	defer func() {
 		if err != nil {
 			w.Close()
 		}
 	}()
+	if w.keys == nil {
+		w.keys = deletions.EphemeralKeyring()
+	}
+	if w.known, err = scope.NewKnown(cfg.DeletionScope...); err != nil {
+		return nil, fmt.Errorf("worker: %w", err)
+	}
 
 	url := cfg.NATSURL
 	if url == "" {
@@ -244,7 +267,8 @@ func Start(ctx context.Context, cfg Config) (_ *Worker, err error) {
 		// The same bound holds the output files written at once, across
 		// jobs: each holds a buffered row group (docs/operations.md#memory-and-pod-sizing).
 		Concurrency: w.concurrency,
-		SortMemory:  int64(cfg.Thresholds.SortMemoryOrDefault()), SpillDir: cfg.Thresholds.SpillDirOrDefault()})
+		SortMemory:  int64(cfg.Thresholds.SortMemoryOrDefault()), SpillDir: cfg.Thresholds.SpillDirOrDefault(),
+		Records: w.keys, Tables: w.known})
 	if err != nil {
 		cancel()
 		return nil, fmt.Errorf("worker: %w", err)
@@ -255,7 +279,7 @@ func Start(ctx context.Context, cfg Config) (_ *Worker, err error) {
 	}
 	w.status.init(cfg.Thresholds, catName)
 	w.spark = sparkrun.New(sparkrun.Options{Catalog: w.Catalog, CatalogName: catName, Config: cfg.Thresholds,
-		Logger: cfg.Logger, Metrics: cfg.Metrics, Dial: cfg.sparkDial})
+		Logger: cfg.Logger, Metrics: cfg.Metrics, Dial: cfg.sparkDial, Records: w.keys})
 	w.sparkConcurrency = cfg.Thresholds.SparkSettings().Concurrency
 	if set := cfg.Thresholds.SparkSettings(); set.Enabled {
 		cfg.Logger.Info("spark backend on: jobs the spark rules select run on Spark through Spark Connect",
@@ -323,6 +347,8 @@ func Start(ctx context.Context, cfg Config) (_ *Worker, err error) {
 		// next commit.
 		CommitObserved: exec.CommitObserved,
 		Owns:           w.owns,
+		Records:        w.keys,
+		Tables:         w.known,
 	})
 	if err := w.serveHTTP(cfg); err != nil {
 		return nil, fmt.Errorf("worker: %w", err)

@@ -134,8 +134,14 @@ func TestExpiryDeletionSurvivesSIGKILL(t *testing.T) {
 		due  time.Time
 	}
 	var pending []pendingFile
+	// The key reactor generated in its data directory at its first start,
+	// and kept across the restart.
+	keys, err := deletions.ReadKeyFile(filepath.Join(dir, "record.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, ref := range refs {
-		b, err := deletions.Read(fs, ref)
+		b, err := keys.Records(fs, deletions.RefOf(tbl)).ReadBatch(ref)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"slices"
 	"sync"
 	"text/tabwriter"
@@ -86,8 +87,19 @@ func runOneShot(ctx context.Context, c *tableCommand, kind planner.JobKind, opts
 	if cfg.Concurrency != nil {
 		concurrency = *cfg.Concurrency
 	}
+	// An expiry's pending deletions are read by a later pass (reactor run,
+	// or this command run again): they need a key that outlives this
+	// process. Other one-shot jobs write no record another process acts on.
+	keys, _, err := c.records.keys(*c.catalog.dataDir, kind == planner.KindExpireSnapshots && !job.DryRun, os.Getenv)
+	if err != nil {
+		return err
+	}
+	scope, err := c.records.deletionScope()
+	if err != nil {
+		return err
+	}
 	execOpts := executor.Options{Catalog: cat, Logger: log, Metrics: metrics.New(), Concurrency: concurrency,
-		SortMemory: int64(cfg.SortMemoryOrDefault()), SpillDir: cfg.SpillDirOrDefault()}
+		SortMemory: int64(cfg.SortMemoryOrDefault()), SpillDir: cfg.SpillDirOrDefault(), Records: keys, DeletionScope: scope}
 	stopProgress := func() {}
 	if progress != nil {
 		execOpts.Progress = progress

@@ -42,6 +42,10 @@ type runConfig struct {
 	concurrency    int
 	logLevel       slog.Level
 	leases         worker.LeaseConfig
+	// records: the record key and the deletion scope (record_flags.go);
+	// the key is resolved when the worker starts (it may be generated).
+	records       *recordFlags
+	deletionScope []string
 }
 
 const runDescription = `Runs the reactor worker until SIGINT or SIGTERM: it consumes commit events and
@@ -62,6 +66,7 @@ func parseRunConfig(args []string, getenv func(string) string, stdout io.Writer)
 	natsURL := fs.String("nats-url", "", "NATS server `URL`; empty starts an embedded server under --data-dir")
 	natsAuth := addNATSFlags(fs)
 	cat := addCatalogFlags(fs, "`directory` for the embedded NATS store and the embedded catalog")
+	records := addRecordFlags(fs)
 	thresholdsFile := fs.String("thresholds", "", "thresholds YAML `file`; empty uses the built-in defaults")
 	commitSubject := fs.String("commit-subject", triggers.DefaultCommitSubject, "NATS `subject` of commit events")
 	deadLetter := fs.String("dead-letter-subject", triggers.DefaultDeadLetterSubject, "NATS `subject` for events that cannot be applied")
@@ -187,6 +192,10 @@ func parseRunConfig(args []string, getenv func(string) string, stdout io.Writer)
 	if cfg.catalog, err = cat.config(false); err != nil {
 		return runConfig{}, err
 	}
+	cfg.records = records
+	if cfg.deletionScope, err = records.deletionScope(); err != nil {
+		return runConfig{}, err
+	}
 	if cfg.dataDir == "" && (cfg.natsURL == "" || cfg.catalog.Props == nil) {
 		return runConfig{}, usageErrorf("--data-dir is required for the embedded NATS server or catalog")
 	}
@@ -230,6 +239,16 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	log := newJSONLogger(stderr, cfg.logLevel)
 	log.Info("reactor starting", cfg.logAttrs()...)
+	keys, keySource, err := cfg.records.keys(cfg.dataDir, true, os.Getenv)
+	if err != nil {
+		log.Error("reactor could not start", "error", err)
+		return err
+	}
+	if strings.HasSuffix(keySource, "(generated)") && cfg.natsURL != "" {
+		log.Warn("no record key was given, so reactor generated one in its data directory: replicas must share one key (--record-key-file from a Secret), or each refuses the records the others write (docs/operations.md#record-key)",
+			"key_file", keySource)
+	}
+	log.Info("records are signed", "key_id", keys.SigningKeyID(), "key_source", keySource, "deletion_scope", cfg.deletionScope)
 
 	w, err := worker.Start(ctx, worker.Config{
 		NATSURL:    cfg.natsURL,
@@ -250,6 +269,8 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		StatusAddr:           cfg.statusAddr,
 		StatusTokenFile:      cfg.statusToken,
 		Leases:               cfg.leases,
+		RecordKeys:           keys,
+		DeletionScope:        cfg.deletionScope,
 	})
 	if err != nil {
 		log.Error("reactor could not start", "error", err)

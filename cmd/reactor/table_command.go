@@ -25,6 +25,7 @@ type tableCommand struct {
 	catalog        *catalogFlags
 	thresholdsFile *string
 	json           *bool
+	records        *recordFlags
 	table          string
 	ident          table.Identifier
 	// readOnly opens the catalog refusing every change: plan, health
@@ -36,6 +37,7 @@ func newTableCommand(name, description string) *tableCommand {
 	c := &tableCommand{fs: newFlagSet(name, name+" [flags] TABLE", description+
 		"\n\nTABLE is namespace.table. The catalog flags are those of reactor run; flags may\nalso follow TABLE.")}
 	c.catalog = addCatalogFlags(c.fs, "`directory` of the embedded catalog")
+	c.records = addRecordFlags(c.fs)
 	c.thresholdsFile = c.fs.String("thresholds", "", "thresholds YAML `file`; empty uses the built-in defaults")
 	c.json = c.fs.Bool("json", false, "print the result as JSON")
 	return c

@@ -181,23 +181,26 @@ func MainRefUpdate(meta table.Metadata, snapshotID int64) table.Update {
 	return table.NewSetSnapshotRefUpdate(table.MainBranch, snapshotID, table.BranchRef, maxRefAge, maxSnapshotAge, minSnapshots)
 }
 
-// DeleteOldMetadata drops the metadata files the commit pushed out of the
-// metadata log when the table asks for it
-// (write.metadata.delete-after-commit.enabled), as iceberg-go does after its
-// own commits.
-func DeleteOldMetadata(fs iceio.IO, base, next table.Metadata) {
+// DroppedMetadata lists the metadata files the commit pushed out of the
+// metadata log when the table asks for them to be deleted
+// (write.metadata.delete-after-commit.enabled), as iceberg-go deletes them
+// after its own commits. The caller deletes them, under its deletion rule:
+// the log is the table's writers' to fill.
+func DroppedMetadata(base, next table.Metadata) []string {
 	if !next.Properties().GetBool(table.MetadataDeleteAfterCommitEnabledKey, table.MetadataDeleteAfterCommitEnabledDefault) {
-		return
+		return nil
 	}
 	kept := map[string]bool{}
 	for e := range next.PreviousFiles() {
 		kept[e.MetadataFile] = true
 	}
+	var out []string
 	for e := range base.PreviousFiles() {
 		if !kept[e.MetadataFile] {
-			_ = fs.Remove(e.MetadataFile)
+			out = append(out, e.MetadataFile)
 		}
 	}
+	return out
 }
 
 func ignoreNotExist(err error) error {
@@ -213,6 +216,9 @@ type Attempt struct {
 	// List is the manifest list the attempt wrote; "" when it failed
 	// before reaching the catalog (and wrote nothing that stays).
 	List string
+	// DroppedMetadata are the metadata files the commit pushed out of the
+	// log that the table asks to have deleted (DroppedMetadata).
+	DroppedMetadata []string
 }
 
 // Commit writes the manifest list of attempt on head and commits the
@@ -273,6 +279,6 @@ func (sw *SnapshotWriter) Commit(ctx context.Context, cat catalog.Catalog, head 
 	}
 	fsF := func(ctx context.Context) (iceio.IO, error) { return head.FS(ctx) }
 	res.Committed = table.New(head.Identifier(), newMeta, newLoc, fsF, cat)
-	DeleteOldMetadata(sw.fs, meta, newMeta)
+	res.DroppedMetadata = DroppedMetadata(meta, newMeta)
 	return res, nil
 }
