@@ -52,7 +52,6 @@ import (
 	"github.com/icereactor/reactor/location"
 )
 
-
 // DirName is where, under a table's location, records are written.
 const DirName = "metadata/_reactor/pending-deletes"
 

@@ -85,4 +85,3 @@ func (r *recordFlags) keys(dataDir string, create bool, getenv func(string) stri
 	}
 	return k, path + " (generated)", nil
 }
-
