@@ -77,6 +77,10 @@ func prepare(cfg Config) (*Catalog, error) {
 	return &Catalog{cfg: cfg, log: cfg.Logger, notOpen: errors.New("not opened yet")}, nil
 }
 
+// snapshotLoadingMode is the REST catalog property that lets a server
+// leave historical snapshots out of a loaded table.
+const snapshotLoadingMode = "snapshot-loading-mode"
+
 // open opens the catalog under the wrappers its type needs.
 func (c *Catalog) open(ctx context.Context) (catalog.Catalog, error) {
 	cfg := c.cfg
@@ -91,6 +95,15 @@ func (c *Catalog) open(ctx context.Context) (catalog.Catalog, error) {
 		return c.wrap(cat), nil
 	}
 	props := maps.Clone(cfg.Props)
+	if props["type"] == TypeREST {
+		// Every table load may feed a deletion decision: it must hold
+		// every snapshot (docs/design.md#rule-own-table). A server whose
+		// /v1/config forces "refs" anyway is caught per table (scope.Partial).
+		if mode := props[snapshotLoadingMode]; mode != "" && mode != "all" {
+			c.log.Warn("catalog property "+snapshotLoadingMode+" overridden: reactor loads every snapshot", "was", mode)
+		}
+		props[snapshotLoadingMode] = "all"
+	}
 	var cat catalog.Catalog
 	var err error
 	switch props["type"] {

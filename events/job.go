@@ -67,6 +67,12 @@ type JobEvent struct {
 	Commits             int              `json:"commits,omitempty"`
 	CommittedSnapshotID int64            `json:"committed_snapshot_id,omitempty"`
 	Counts              map[string]int64 `json:"counts,omitempty"`
+	// RefusedDeletions counts the files the deletion rule kept, by the
+	// rule they broke; RefusedRecords the reactor records in the table's
+	// storage refused as not reactor's own, by reason
+	// (docs/design.md#rule-own-table).
+	RefusedDeletions map[string]int `json:"refused_deletions,omitempty"`
+	RefusedRecords   map[string]int `json:"refused_records,omitempty"`
 }
 
 // Terminal reports whether the event ends the job's life.

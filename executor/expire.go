@@ -331,7 +331,7 @@ func (e *Executor) deleteExpiredFiles(ctx context.Context, log *slog.Logger, job
 	var gone int
 	for i, ref := range job.PendingDeletes {
 		if ref.Intent {
-			rebuilt, err := e.recoverIntent(ctx, log, job, tbl, fs, rc, &rep.Refusals, ref)
+			rebuilt, err := e.recoverIntent(ctx, log, job, tbl, fs, &rep.Refusals, ref)
 			if err != nil {
 				return fail(err, append(left, job.PendingDeletes[i:]...))
 			}

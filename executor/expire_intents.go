@@ -108,7 +108,7 @@ func (e *Executor) dropIntent(ctx context.Context, job planner.Job, ref deletion
 // table, or whose base metadata is another table's or too large, is
 // refused: left where it is and not acted on.
 func (e *Executor) recoverIntent(ctx context.Context, log *slog.Logger, job planner.Job, tbl *table.Table, fs iceio.IO,
-	rc *reclaim, refusals *Refusals, ref deletions.Ref) ([]deletions.Ref, error) {
+	refusals *Refusals, ref deletions.Ref) ([]deletions.Ref, error) {
 	recs := e.records(fs, tbl)
 	in, err := recs.ReadIntent(ref)
 	if errors.Is(err, iofs.ErrNotExist) {
@@ -152,7 +152,7 @@ func (e *Executor) recoverIntent(ctx context.Context, log *slog.Logger, job plan
 		now := time.Now()
 		delay := max(job.Settings.MinReaderMargin, job.Settings.ExpireDeletionDelay)
 		refs, err := recs.WriteBatch(deletions.Batch{Table: in.Table, JobID: in.JobID, LeftAt: now,
-			Due: now.Add(delay), Files: files, Roots: rc.within(in.Roots).check.Roots()})
+			Due: now.Add(delay), Files: files, Roots: in.Roots})
 		if err != nil {
 			return nil, err
 		}

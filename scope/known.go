@@ -217,6 +217,9 @@ type Check struct {
 	// refusal, when set, refuses every file (gc.enabled, partial
 	// metadata).
 	refusal *Refusal
+	// narrowed: a file must also lie under one of recorded (Within).
+	narrowed bool
+	recorded []string
 }
 
 // Check builds the rule for the table named name from the metadata just
@@ -269,10 +272,11 @@ func (c Check) Dropped() []string { return slices.Clone(c.dropped) }
 // false, partial metadata), or nil.
 func (c Check) Refused() *Refusal { return c.refusal }
 
-// Within narrows the check to the roots that also lie within recorded (a
-// record's roots, written when reactor made the decision it acts on): a
-// path only a later property change brought in does not qualify. A record
-// with no roots (an earlier version's) leaves only the table's location.
+// Within narrows the check to files that also lie under one of recorded
+// (a record's roots, written when reactor made the decision it acts on):
+// a path only a later property change brought in does not qualify. A
+// record with no roots (an earlier version's) narrows to the table's
+// location.
 func (c Check) Within(recorded []string) Check {
 	var ids []string
 	for _, r := range recorded {
@@ -280,24 +284,15 @@ func (c Check) Within(recorded []string) Check {
 			ids = append(ids, location.Identity(d))
 		}
 	}
-	var keep []root
-	for _, rt := range c.roots {
-		ok := false
-		for _, id := range ids {
-			if under(rt.id, id) {
-				ok = true
+	if len(recorded) == 0 {
+		for _, rt := range c.roots {
+			if rt.kind == kindLocation {
+				ids = append(ids, rt.id)
 			}
 		}
-		if len(recorded) == 0 && rt.kind == kindLocation {
-			ok = true
-		}
-		if ok {
-			keep = append(keep, rt)
-		} else {
-			c.dropped = append(c.dropped, rt.canonical+" was not a root when the record was written")
-		}
 	}
-	c.roots = keep
+	c.recorded = append([]string{}, ids...)
+	c.narrowed = true
 	return c
 }
 
@@ -351,6 +346,10 @@ func (c Check) AllowOwnOutput(loc string) (string, *Refusal) {
 			detail += "; not roots: " + strings.Join(c.dropped, "; ")
 		}
 		return "", &Refusal{Rule: OutsideTable, Location: loc, Detail: detail}
+	}
+	if c.narrowed && !slices.ContainsFunc(c.recorded, func(r string) bool { return under(id, r) }) {
+		return "", &Refusal{Rule: OutsideTable, Location: loc,
+			Detail: "not under the roots the table had when reactor recorded the decision (" + strings.Join(c.recorded, ", ") + ")"}
 	}
 	if owner := c.known.deeperClaim(id, mine.id, c.self); owner != "" {
 		return "", &Refusal{Rule: OtherTable, Location: loc, Detail: "it lies under " + owner}

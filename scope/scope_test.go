@@ -178,6 +178,15 @@ func TestWithinDropsRootsARecordDidNotHave(t *testing.T) {
 	if _, r := c.Within(nil).Allow("/data/a-now/x.parquet"); r == nil {
 		t.Errorf("a record without roots leaves only the location")
 	}
+	if _, r := c.Within([]string{"/wh/db/a/data"}).Allow("/wh/db/a/data/x.parquet"); r != nil {
+		t.Errorf("a recorded data directory under the location: %v", r)
+	}
+	if _, r := c.Within([]string{"/wh/db/a/data"}).Allow("/wh/db/a/metadata/m.avro"); r == nil {
+		t.Errorf("a file outside what the record named was allowed")
+	}
+	if _, r := c.Within([]string{"/wh/db/a/data/../../.."}).Allow("/wh/db/a/data/x.parquet"); r == nil {
+		t.Errorf("a record naming only unusable roots allowed a file")
+	}
 }
 
 func TestPartialMetadataRefusesEverything(t *testing.T) {

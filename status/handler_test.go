@@ -84,7 +84,8 @@ func newFake() *fakeSource {
 		ScheduledAt: testNow.Add(-time.Second), Reasons: []events.JobReason{{Partition: "(table)", Threshold: "snapshot_count", Measured: 80, Limit: 50}}}}
 	done := Job{JobEvent: events.JobEvent{Phase: events.JobSucceeded, JobID: "j-2", Kind: "compact", Table: "db.events",
 		Outcome: "succeeded", Time: testNow.Add(-10 * time.Second), DurationSeconds: 0.25,
-		Counts: map[string]int64{"rewritten_data_files_count": 6, "added_data_files_count": 1}}}
+		Counts: map[string]int64{"rewritten_data_files_count": 6, "added_data_files_count": 1},
+		RefusedDeletions: map[string]int{"other_table": 2}, RefusedRecords: map[string]int{"unsigned": 1}}}
 	quiet := planner.Health{Table: "db.quiet", SnapshotID: 3, DataFiles: 2, DataBytes: 20, TargetFileSize: 1 << 20, Snapshots: 2, Healthy: true}
 	return &fakeSource{
 		replica: "replica-1", owner: "replica-1",
@@ -113,7 +114,8 @@ func newFake() *fakeSource {
 				Plan: planner.Plan{Table: name, SnapshotID: 42, Partitions: []planner.PartitionPlan{{Key: "category=a",
 					Checks: []planner.Check{{Threshold: "small_files", Measured: 8, Limit: 5, Unit: "files", Over: true}}, Due: true}}},
 				Pending: []PendingBatch{{Ref: deletions.Ref{Location: "s3://lake/db/events/metadata/_reactor/pending-deletes/1-j.json?X-Amz-Signature=abcdef123",
-					Due: testNow.Add(time.Hour)}, Files: 3, JobID: "j-1"}},
+					Due: testNow.Add(time.Hour)}, Files: 3, JobID: "j-1"},
+					{Ref: deletions.Ref{Location: "s3://lake/db/events/metadata/_reactor/pending-deletes/2-forged.json", Due: testNow}, Files: -1, Refused: "unsigned"}},
 			}, nil
 		},
 	}
@@ -149,8 +151,9 @@ func TestPages(t *testing.T) {
 			want:    []string{"j-3", "catalog.internal", "***", "&lt;b&gt;unavailable&lt;/b&gt;", "Running (1)", "Queued (1)", "Recent failures (1)"},
 			wantNot: []string{"hunter2", "s3cr3tT0ken", "<b>unavailable"}},
 		{name: "table page: partitions, jobs, plan, pending deletions", method: "GET", path: "/tables/db.events", code: 200,
-			want: []string{`data-partition="category=a"`, "rewritten_data_files_count 6", "small_files", "DUE", "Pending deletions (1)",
+			want: []string{`data-partition="category=a"`, "rewritten_data_files_count 6", "small_files", "DUE", "Pending deletions (2)",
 				"Last job of each kind", "rewrite_manifests", "j-1",
+				"deletions refused (other_table) 2", "records refused (unsigned) 1", "refused: unsigned",
 				"X-Amz-Signature=***", `content="15"`},
 			wantNot: []string{"abcdef123"}},
 		{name: "a hostile table's page: name, partition and a failed read, escaped and masked", method: "GET", path: tableURL(hostileTable), code: 200,

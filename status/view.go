@@ -2,7 +2,9 @@ package status
 
 import (
 	"fmt"
+	"maps"
 	"net/url"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -78,10 +80,12 @@ type jobView struct {
 	Finished   string
 	Duration   string
 	Counts     []string
-	Attempts   int
-	Conflicts  int
-	Backend    string
-	Error      string
+	// Refused: what the deletion rule kept and the records it refused.
+	Refused   []string
+	Attempts  int
+	Conflicts int
+	Backend   string
+	Error     string
 }
 
 func tableHref(name string) string { return "/tables/" + url.PathEscape(name) }
@@ -162,6 +166,12 @@ func viewJob(j Job, now time.Time) jobView {
 			if j.Counts[k] != 0 {
 				v.Counts = append(v.Counts, fmt.Sprintf("%s %d", k, j.Counts[k]))
 			}
+		}
+		for _, rule := range slices.Sorted(maps.Keys(j.RefusedDeletions)) {
+			v.Refused = append(v.Refused, fmt.Sprintf("deletions refused (%s) %d", rule, j.RefusedDeletions[rule]))
+		}
+		for _, reason := range slices.Sorted(maps.Keys(j.RefusedRecords)) {
+			v.Refused = append(v.Refused, fmt.Sprintf("records refused (%s) %d", reason, j.RefusedRecords[reason]))
 		}
 	case j.Running():
 		v.State, v.Duration = "running", roundDur(now.Sub(j.StartedAt))
@@ -293,6 +303,8 @@ type pendingRow struct {
 	Location, Due, JobID string
 	Files                int
 	IsDue, Intent        bool
+	// Refused: why the batch is not reactor's own (never acted on).
+	Refused string
 }
 
 func buildTable(src Source, name string, in Inspection, inspectErr error, now time.Time) tablePage {
@@ -337,7 +349,7 @@ func buildTable(src Source, name string, in Inspection, inspectErr error, now ti
 	}
 	for _, b := range in.Pending {
 		p.Pending = append(p.Pending, pendingRow{Location: redact.String(b.Location), Due: ago(b.Due, now), JobID: b.JobID,
-			Files: b.Files, IsDue: b.Intent || !now.Before(b.Due), Intent: b.Intent})
+			Files: b.Files, IsDue: b.Intent || !now.Before(b.Due), Intent: b.Intent, Refused: b.Refused})
 	}
 	return p
 }

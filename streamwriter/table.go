@@ -24,6 +24,12 @@ func Schema() *iceberg.Schema {
 // partitioned by identity(category). props are added to the table
 // properties (for example write.target-file-size-bytes).
 func CreateTable(ctx context.Context, cat catalog.Catalog, ident table.Identifier, props iceberg.Properties) (*table.Table, error) {
+	return CreateTableAt(ctx, cat, ident, props, "")
+}
+
+// CreateTableAt is CreateTable at location (empty: where the catalog puts
+// it).
+func CreateTableAt(ctx context.Context, cat catalog.Catalog, ident table.Identifier, props iceberg.Properties, location string) (*table.Table, error) {
 	if len(ident) < 2 {
 		return nil, fmt.Errorf("streamwriter: table identifier %v needs a namespace", ident)
 	}
@@ -38,7 +44,11 @@ func CreateTable(ctx context.Context, cat catalog.Catalog, ident table.Identifie
 	for k, v := range props {
 		all[k] = v
 	}
-	tbl, err := cat.CreateTable(ctx, ident, Schema(), catalog.WithPartitionSpec(&spec), catalog.WithProperties(all))
+	opts := []catalog.CreateTableOpt{catalog.WithPartitionSpec(&spec), catalog.WithProperties(all)}
+	if location != "" {
+		opts = append(opts, catalog.WithLocation(location))
+	}
+	tbl, err := cat.CreateTable(ctx, ident, Schema(), opts...)
 	if err != nil {
 		return nil, fmt.Errorf("streamwriter: create table %v: %w", ident, err)
 	}

@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"maps"
 	"time"
 
 	"github.com/icereactor/reactor/events"
@@ -41,6 +42,15 @@ func finishedEvent(job planner.Job, res planner.Result, rep executor.Report, at 
 	ev.CommittedSnapshotID = rep.CommittedSnapshotID
 	ev.Counts = rep.CountMap(job.Kind)
 	ev.Backend = rep.Backend
+	for rule, n := range rep.Refusals.ByRule {
+		if ev.RefusedDeletions == nil {
+			ev.RefusedDeletions = map[string]int{}
+		}
+		ev.RefusedDeletions[string(rule)] = n
+	}
+	if len(rep.Refusals.Records) > 0 {
+		ev.RefusedRecords = maps.Clone(rep.Refusals.Records)
+	}
 	return ev
 }
 
