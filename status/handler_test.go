@@ -84,7 +84,7 @@ func newFake() *fakeSource {
 		ScheduledAt: testNow.Add(-time.Second), Reasons: []events.JobReason{{Partition: "(table)", Threshold: "snapshot_count", Measured: 80, Limit: 50}}}}
 	done := Job{JobEvent: events.JobEvent{Phase: events.JobSucceeded, JobID: "j-2", Kind: "compact", Table: "db.events",
 		Outcome: "succeeded", Time: testNow.Add(-10 * time.Second), DurationSeconds: 0.25,
-		Counts: map[string]int64{"rewritten_data_files_count": 6, "added_data_files_count": 1},
+		Counts:           map[string]int64{"rewritten_data_files_count": 6, "added_data_files_count": 1},
 		RefusedDeletions: map[string]int{"other_table": 2}, RefusedRecords: map[string]int{"unsigned": 1}}}
 	quiet := planner.Health{Table: "db.quiet", SnapshotID: 3, DataFiles: 2, DataBytes: 20, TargetFileSize: 1 << 20, Snapshots: 2, Healthy: true}
 	return &fakeSource{
