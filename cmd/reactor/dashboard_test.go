@@ -30,6 +30,8 @@ var noSeriesInThisRun = map[string]string{
 	"reactor_commit_retries_total":    "only after a commit lost a race",
 	"reactor_table_orphan_candidates": "only after an orphan cleanup ran",
 	"reactor_orphans_refused_total":   "only after an orphan cleanup refused a file",
+	"reactor_deletions_refused_total": "only after the deletion rule kept a file",
+	"reactor_records_refused_total":   "only after a record in a table's storage was refused",
 	"reactor_unconfirmed_files":       "only with bucket notifications",
 }
 
