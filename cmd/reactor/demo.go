@@ -217,7 +217,12 @@ func demoCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (err 
 	}
 	return d.run(ctx, func() error {
 		met := metrics.New()
+		keys, err := dataDirKeys(dir)
+		if err != nil {
+			return err
+		}
 		w, err := worker.Start(ctx, worker.Config{
+			RecordKeys:  keys,
 			DataDir:     dir,
 			Thresholds:  th,
 			Concurrency: 2,

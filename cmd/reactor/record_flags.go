@@ -85,3 +85,18 @@ func (r *recordFlags) keys(dataDir string, create bool, getenv func(string) stri
 	}
 	return k, path + " (generated)", nil
 }
+
+// dataDirKeys are the record keys kept in dir (generated there when
+// missing): the demo's, so that the commands it suggests afterwards, run on
+// the directory it kept, read what it wrote.
+func dataDirKeys(dir string) (*deletions.Keyring, error) {
+	path := filepath.Join(dir, defaultKeyFile)
+	k, err := deletions.ReadKeyFile(path)
+	if errors.Is(err, iofs.ErrNotExist) {
+		k, err = deletions.GenerateKeyFile(path)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("record key: %w", err)
+	}
+	return k, nil
+}
