@@ -20,6 +20,10 @@ type Surfaces struct {
 	// StreamFill is the larger of bytes/limit and messages/limit.
 	StreamFill                       *prometheus.GaugeVec
 	StreamFull, StreamPublishRefused *prometheus.CounterVec
+	// SizeLimitRefusals counts reads refused for a file over its size
+	// limit, by kind (metadata_json, manifest_list, manifest,
+	// parquet_footer): as jobs failed and table refreshes that failed.
+	SizeLimitRefusals *prometheus.CounterVec
 }
 
 func newSurfaces() Surfaces {
@@ -56,6 +60,10 @@ func newSurfaces() Surfaces {
 			Name: "reactor_stream_full_total",
 			Help: "Times a stream of reactor's was found at its limit: NATS refuses what is published to it (discard new) or drops its oldest messages (discard old).",
 		}, []string{"stream"}),
+		SizeLimitRefusals: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "reactor_size_limit_refusals_total",
+			Help: "Jobs and table refreshes that failed because a file was over reactor's size limit (--max-*-bytes), by kind of file.",
+		}, []string{"kind"}),
 		StreamPublishRefused: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "reactor_stream_publish_refused_total",
 			Help: "Messages reactor published (dead letters, events forwarded to a shard) that NATS refused because the stream was full.",
@@ -65,7 +73,7 @@ func newSurfaces() Surfaces {
 
 func (s Surfaces) collectors() []prometheus.Collector {
 	return []prometheus.Collector{s.StatusRefused, s.UnknownTablesRemembered, s.StreamBytes, s.StreamMessages,
-		s.StreamLimitBytes, s.StreamLimitMessages, s.StreamFill, s.StreamFull, s.StreamPublishRefused}
+		s.StreamLimitBytes, s.StreamLimitMessages, s.StreamFill, s.StreamFull, s.StreamPublishRefused, s.SizeLimitRefusals}
 }
 
 // DefaultStreams are the names of the streams reactor creates by default
@@ -73,9 +81,16 @@ func (s Surfaces) collectors() []prometheus.Collector {
 // series exist from the start, at 0 until the streams are first read.
 var DefaultStreams = []string{"REACTOR_COMMITS", "REACTOR_NOTIFICATIONS", "REACTOR_DEADLETTER", "REACTOR_SHARDS", "KV_REACTOR_LEASES"}
 
+// SizeLimitKinds are sizelimit.Kinds (sizelimit/limits_test.go keeps them
+// equal).
+var SizeLimitKinds = []string{"metadata_json", "manifest_list", "manifest", "parquet_footer"}
+
 func (s Surfaces) startAtZero() {
 	for _, reason := range []string{"no_credentials", "wrong_token"} {
 		s.StatusRefused.WithLabelValues(reason)
+	}
+	for _, kind := range SizeLimitKinds {
+		s.SizeLimitRefusals.WithLabelValues(kind)
 	}
 	for _, name := range DefaultStreams {
 		for _, v := range []*prometheus.GaugeVec{s.StreamBytes, s.StreamMessages, s.StreamLimitBytes, s.StreamLimitMessages, s.StreamFill} {

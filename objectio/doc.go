@@ -20,6 +20,10 @@
 //     reused across the FileIOs iceberg-go builds per scan and per commit
 //     instead of being opened for each.
 //
+//   - Open and ReadFile refuse a table file over its size limit
+//     (package sizelimit: metadata.json, manifest lists, manifests,
+//     Parquet footers) from the first GET, before more is read.
+//
 //   - Every request is bounded (register.go): 10 s to connect
 //     (s3.connect-timeout), and no more than ReadTimeoutProperty (30 s)
 //     without a byte from the store, through the AWS SDK's rolling read
@@ -32,9 +36,10 @@
 //     cleanup's full listing of a partitioned table costs a few round
 //     trips instead of two per directory one after another.
 //
-// Writes, deletes, the listing of one directory and ReadFile are
-// iceberg-go's own (blobfs.FileIO) on the same client. The package owns no table semantics:
-// it must not interpret metadata, cache objects beyond one open file, or
+// Writes, deletes and the listing of one directory are iceberg-go's own
+// (blobfs.FileIO) on the same client. The package owns no table semantics:
+// it must not interpret metadata (the kinds of files with a size limit are
+// package sizelimit's), cache objects beyond one open file, or
 // change what is written. Importing it (for its side effect) is enough;
 // the executor does.
 package objectio

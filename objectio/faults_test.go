@@ -1,11 +1,14 @@
 package objectio_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"io"
 	"io/fs"
 	"net"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -14,6 +17,7 @@ import (
 	iceio "github.com/apache/iceberg-go/io"
 
 	"github.com/icereactor/reactor/objectio"
+	"github.com/icereactor/reactor/sizelimit"
 )
 
 // TestThrottlingIsRetried: a store answering 503 SlowDown to the first
@@ -184,5 +188,57 @@ func TestSilentStoreTimesOut(t *testing.T) {
 	if _, err := iceio.LoadFS(context.Background(), props(objectio.ReadTimeoutProperty, "soon"), "s3://x"); err == nil ||
 		!strings.Contains(err.Error(), objectio.ReadTimeoutProperty) {
 		t.Errorf("a bad read timeout: %v", err)
+	}
+}
+
+// TestOversizedFilesAreRefused: a metadata file or manifest over its
+// limit is refused at Open and ReadFile from the first GET (the object's
+// last whole-object bytes), reading no more of it: refusing a 40 MiB
+// metadata file allocates about the whole-object size, not 40 MiB. A
+// Parquet file whose footer is over its limit is refused by its last 8
+// bytes.
+func TestOversizedFilesAreRefused(t *testing.T) {
+	bucket := newBucket(t)
+	put(t, bucket, "t/metadata/00009-x.metadata.json", bytes.Repeat([]byte(" "), 40<<20))
+	put(t, bucket, "t/metadata/m-m0.avro", randomBytes(64<<10))
+	pq := randomBytes(32 << 10)
+	binary.LittleEndian.PutUint32(pq[len(pq)-8:], 20<<10)
+	copy(pq[len(pq)-4:], "PAR1")
+	put(t, bucket, "t/data/f.parquet", pq)
+	fsys, err := iceio.LoadFS(context.Background(), props(sizelimit.MetadataJSONProperty, "1048576", sizelimit.ManifestProperty, "32768",
+		sizelimit.ParquetFooterProperty, "16384", objectio.WholeObjectProperty, "1048576"), "s3://"+bucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	meta := "s3://" + bucket + "/t/metadata/00009-x.metadata.json"
+	var e *sizelimit.Error
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	_, rerr := fsys.(iceio.ReadFileIO).ReadFile(meta)
+	_, oerr := fsys.Open(meta)
+	runtime.ReadMemStats(&after)
+	if !errors.As(rerr, &e) || !errors.As(oerr, &e) || e.Kind != sizelimit.MetadataJSON || e.Size != 40<<20 {
+		t.Fatalf("a 40 MiB metadata file: ReadFile %v, Open %v", rerr, oerr)
+	}
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 8<<20 {
+		t.Errorf("refusing a 40 MiB metadata file allocated %d MiB", alloc>>20)
+	}
+	if _, err := fsys.Open("s3://" + bucket + "/t/metadata/m-m0.avro"); !errors.As(err, &e) || e.Kind != sizelimit.Manifest {
+		t.Errorf("a manifest over its limit: %v", err)
+	}
+	if _, err := fsys.Open("s3://" + bucket + "/t/data/f.parquet"); !errors.As(err, &e) || e.Kind != sizelimit.ParquetFooter || e.Size != 20<<10 {
+		t.Errorf("a Parquet footer over its limit: %v", err)
+	}
+	// Within the limits, ReadFile returns the whole object, also when it
+	// is larger than one GET brings.
+	put(t, bucket, "t/metadata/00010-x.metadata.json", bytes.Repeat([]byte("{}"), 1<<20))
+	fsys, err = iceio.LoadFS(context.Background(), props(objectio.WholeObjectProperty, "65536"), "s3://"+bucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := fsys.(iceio.ReadFileIO).ReadFile("s3://" + bucket + "/t/metadata/00010-x.metadata.json")
+	if err != nil || !bytes.Equal(data, bytes.Repeat([]byte("{}"), 1<<20)) {
+		t.Errorf("ReadFile of a 2 MiB object in two GETs: %d bytes, %v", len(data), err)
 	}
 }

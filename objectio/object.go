@@ -18,6 +18,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go"
+
+	"github.com/icereactor/reactor/sizelimit"
 )
 
 // FileIO is iceberg-go's blob FileIO on S3 with Open and Remove replaced; every
@@ -35,6 +37,8 @@ type FileIO struct {
 	// attempts bounds the GETs of one read whose body breaks off (the
 	// SDK's retries end when the headers arrive).
 	attempts int
+	// limits refuse a table file too large to read (package sizelimit).
+	limits sizelimit.Limits
 }
 
 // ReadConcurrency is how many files a scan should read at once from
@@ -82,8 +86,48 @@ func (f *FileIO) Open(name string) (iceio.File, error) {
 	if err != nil {
 		return nil, &fs.PathError{Op: "open", Path: name, Err: err}
 	}
+	// The first GET brought at most the whole-object size: a file over
+	// its limit is refused before anything more of it is read.
+	if err := f.limits.CheckFile(name, total); err != nil {
+		return nil, err
+	}
+	if total >= 8 && int64(len(data)) >= 8 && start+int64(len(data)) == total {
+		if err := f.limits.CheckFooter(name, total, data[len(data)-8:]); err != nil {
+			return nil, err
+		}
+	}
 	o.tail, o.tailAt, o.size, o.mod = data, start, total, mod
 	return o, nil
+}
+
+// ReadFile reads the whole object through Open (one GET up to the
+// whole-object size, a second for the rest of a larger one), so a
+// metadata file over its limit is refused by its size before more of it
+// is read, and a compressed one by what it decompresses to before it is
+// handed over.
+func (f *FileIO) ReadFile(name string) ([]byte, error) {
+	file, err := f.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer file.Close()
+	o := file.(*object)
+	data := o.tail
+	if o.tailAt > 0 {
+		// What the first GET did not bring, in one more.
+		head, _, _, _, err := f.get(o.key, "bytes=0-"+strconv.FormatInt(o.tailAt-1, 10))
+		if err != nil {
+			return nil, &fs.PathError{Op: "read", Path: name, Err: err}
+		}
+		if int64(len(head)) != o.tailAt {
+			return nil, &fs.PathError{Op: "read", Path: name, Err: fmt.Errorf("ranged GET 0-%d returned %d bytes", o.tailAt-1, len(head))}
+		}
+		data = append(head, o.tail...)
+	}
+	if err := f.limits.CheckMetadata(name, data); err != nil {
+		return nil, err
+	}
+	return data, nil
 }
 
 // errBody marks a GET whose body broke off: the object is immutable, so

@@ -22,6 +22,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"gocloud.dev/blob/s3blob"
+
+	"github.com/icereactor/reactor/sizelimit"
 )
 
 // Properties (catalog properties, like iceberg-go's s3.*) tuning the IO.
@@ -211,6 +213,10 @@ func (p *provider) open(ctx context.Context, parsed *url.URL, props map[string]s
 	if err != nil {
 		return nil, err
 	}
+	limits, err := sizelimit.FromProperties(props)
+	if err != nil {
+		return nil, err
+	}
 	if readers > MaxReadConcurrency {
 		return nil, fmt.Errorf("objectio: %s is at most %d, got %d", ReadConcurrencyProperty, MaxReadConcurrency, readers)
 	}
@@ -262,5 +268,5 @@ func (p *provider) open(ctx context.Context, parsed *url.URL, props map[string]s
 	}
 	extract := blobfs.DefaultObjectLocationExtractor(parsed.Host, schemes...)
 	return &FileIO{FileIO: blobfs.New(ctx, bucket, extract), ctx: ctx, client: client, bucket: parsed.Host,
-		extract: extract, whole: whole, rng: rng, readers: int(readers), attempts: cfg.RetryMaxAttempts}, nil
+		extract: extract, whole: whole, rng: rng, readers: int(readers), attempts: cfg.RetryMaxAttempts, limits: limits}, nil
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/icereactor/reactor/excerpt"
 	"github.com/icereactor/reactor/metrics"
 	"github.com/icereactor/reactor/planner"
+	"github.com/icereactor/reactor/sizelimit"
 )
 
 // Defaults for CommitOptions.
@@ -379,6 +380,12 @@ func (c *CommitConsumer) finish(msg jetstream.Msg, ev events.CommitEvent, err er
 	case errors.Is(err, planner.ErrNotOwned):
 		_ = msg.NakWithDelay(notOwnedDelay)
 	default:
+		var tooLarge *sizelimit.Error
+		if errors.As(err, &tooLarge) {
+			// The table cannot be read until the file goes or the limit
+			// is raised: retried like any refresh that failed.
+			c.met.SizeLimitRefusals.WithLabelValues(string(tooLarge.Kind)).Inc()
+		}
 		c.retry.later(c.ctx, msg, err, "table", ev.QualifiedName(), "snapshot_id", ev.SnapshotID)
 	}
 }

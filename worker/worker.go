@@ -26,6 +26,7 @@ import (
 	"github.com/icereactor/reactor/planner"
 	"github.com/icereactor/reactor/redact"
 	"github.com/icereactor/reactor/scope"
+	"github.com/icereactor/reactor/sizelimit"
 	"github.com/icereactor/reactor/sparkrun"
 	"github.com/icereactor/reactor/thresholds"
 	"github.com/icereactor/reactor/triggers"
@@ -308,6 +309,10 @@ func Start(ctx context.Context, cfg Config) (_ *Worker, err error) {
 			w.publishJob(ev)
 		},
 		OnFinish: func(ctx context.Context, job planner.Job, res planner.Result, rep executor.Report) {
+			var tooLarge *sizelimit.Error
+			if errors.As(res.Err, &tooLarge) {
+				cfg.Metrics.SizeLimitRefusals.WithLabelValues(string(tooLarge.Kind)).Inc()
+			}
 			var panicked *redact.PanicError
 			if errors.As(res.Err, &panicked) {
 				// The executor never got to count it or say it ended.

@@ -22,6 +22,7 @@ type catalogFlags struct {
 	readConcurrency                    *int
 	timeout                            *time.Duration
 	acceptHadoopRisk                   *bool
+	limits                             *sizeLimitFlags
 }
 
 func addCatalogFlags(fs *flag.FlagSet, dataDirUsage string) *catalogFlags {
@@ -40,6 +41,7 @@ func addCatalogFlags(fs *flag.FlagSet, dataDirUsage string) *catalogFlags {
 	c.acceptHadoopRisk = fs.Bool("accept-hadoop-object-store-risk", false,
 		"let a hadoop catalog on an object store (s3, gs, abfs) be written, with allow-unsafe-commits: its commits are not atomic there "+
 			"(docs/operations.md#hadoop-on-an-object-store)")
+	c.limits = addSizeLimitFlags(fs)
 	return c
 }
 
@@ -56,6 +58,9 @@ func (c *catalogFlags) properties() (iceberg.Properties, error) {
 	}
 	if _, set := props[objectio.ReadConcurrencyProperty]; !set {
 		props[objectio.ReadConcurrencyProperty] = strconv.Itoa(*c.readConcurrency)
+	}
+	if err := c.limits.apply(props); err != nil {
+		return nil, err
 	}
 	return props, nil
 }

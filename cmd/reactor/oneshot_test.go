@@ -426,3 +426,27 @@ func TestPlanMasksSecrets(t *testing.T) {
 		t.Fatalf("plan --json: %v, %d partitions\n%s", err, len(plan.Partitions), out)
 	}
 }
+
+// `reactor plan` with a metadata limit below the table's metadata.json
+// fails, naming the file, its size, the limit and the flag, and reads
+// nothing else.
+func TestPlanRefusesOversizedMetadata(t *testing.T) {
+	o := newOneShotTable(t)
+	props, err := embedded.CatalogProperties(filepath.Join(o.dir, "catalog"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"plan", "db.t", "--catalog-type", "sql", "--catalog-uri", props["uri"], "--warehouse", props["warehouse"]}
+	for k, v := range props {
+		if k != "type" && k != "uri" && k != "warehouse" {
+			args = append(args, "--catalog-prop", k+"="+v)
+		}
+	}
+	o.run(0, args...)
+	_, stderr := o.run(1, append(args, "--max-metadata-bytes", "100")...)
+	for _, want := range []string{"metadata file file://", ".metadata.json is ", "over reactor's limit of 100 bytes (--max-metadata-bytes"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr)
+		}
+	}
+}

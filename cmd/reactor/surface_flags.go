@@ -4,11 +4,13 @@ import (
 	"flag"
 	"net"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/icereactor/reactor/sizelimit"
 	"github.com/icereactor/reactor/thresholds"
 	"github.com/icereactor/reactor/triggers"
 	"github.com/icereactor/reactor/worker"
@@ -178,6 +180,43 @@ func (s *streamFlags) resolve(commits *triggers.CommitOptions, notifications *tr
 	commits.UnknownTableTTL = *s.unknownTTL
 	if commits.UnknownTableTTL == 0 {
 		commits.UnknownTableTTL = -1 // always ask
+	}
+	return nil
+}
+
+// sizeLimitFlags are the limits on a table file read, shared by every
+// command that opens a catalog (catalogFlags): they become catalog
+// properties the FileIOs read (package sizelimit).
+type sizeLimitFlags struct {
+	metadata, manifestList, manifest, footer *string
+}
+
+func addSizeLimitFlags(fs *flag.FlagSet) *sizeLimitFlags {
+	size := func(n int64) string { return thresholds.Size(n).String() }
+	return &sizeLimitFlags{
+		metadata: fs.String("max-metadata-bytes", size(sizelimit.DefaultMetadataJSON),
+			"the largest metadata.json reactor reads (`size`; compressed ones by what they decompress to); a larger one fails its read, naming the file; 0: no limit"),
+		manifestList: fs.String("max-manifest-list-bytes", size(sizelimit.DefaultManifestList), "the largest manifest list reactor reads (`size`; 0: no limit)"),
+		manifest:     fs.String("max-manifest-bytes", size(sizelimit.DefaultManifest), "the largest manifest reactor reads (`size`; 0: no limit)"),
+		footer:       fs.String("max-parquet-footer-bytes", size(sizelimit.DefaultParquetFooter), "the largest Parquet footer reactor reads (`size`; 0: no limit)"),
+	}
+}
+
+// apply sets the limits as catalog properties; one given with
+// --catalog-prop is kept.
+func (s *sizeLimitFlags) apply(props map[string]string) error {
+	for _, f := range []struct {
+		flag, prop string
+		v          *string
+	}{{"max-metadata-bytes", sizelimit.MetadataJSONProperty, s.metadata}, {"max-manifest-list-bytes", sizelimit.ManifestListProperty, s.manifestList},
+		{"max-manifest-bytes", sizelimit.ManifestProperty, s.manifest}, {"max-parquet-footer-bytes", sizelimit.ParquetFooterProperty, s.footer}} {
+		n, err := thresholds.ParseSize(*f.v)
+		if err != nil {
+			return usageErrorf("--%s must be a size such as 256MiB (0: no limit), got %q", f.flag, *f.v)
+		}
+		if _, set := props[f.prop]; !set {
+			props[f.prop] = strconv.FormatInt(n.Bytes(), 10)
+		}
 	}
 	return nil
 }
