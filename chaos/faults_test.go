@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/icereactor/reactor/planner"
+	"github.com/icereactor/reactor/jobs"
 )
 
 const (
@@ -196,7 +196,7 @@ func (r *rig) checkStaleCommits(ctx context.Context, h jobHistory) []string {
 		}
 		for _, s := range tbl.Metadata().Snapshots() {
 			if s.Summary != nil {
-				if id := s.Summary.Properties[planner.SnapshotJobProperty]; id != "" {
+				if id := s.Summary.Properties[jobs.SnapshotJobProperty]; id != "" {
 					stale(id, name, s.SnapshotID)
 				}
 			}

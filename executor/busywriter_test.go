@@ -6,9 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/icereactor/reactor/jobs"
 	"github.com/prometheus/client_golang/prometheus/testutil"
-
-	"github.com/icereactor/reactor/planner"
 )
 
 // busyWriter commits small batches to one partition every interval (0: as
@@ -76,7 +75,7 @@ func TestCompactionUnderBusyWriterKeepsEveryRowOnce(t *testing.T) {
 			t.Logf("writer every %v: %d writer commits during the job; outcome %v after %d attempts (%d conflicts)",
 				interval, commits, res.Outcome, rep.Attempts, rep.Conflicts)
 
-			if res.Outcome != planner.Succeeded && res.Outcome != planner.GaveUp {
+			if res.Outcome != jobs.Succeeded && res.Outcome != jobs.GaveUp {
 				t.Fatalf("outcome %v: %v", res.Outcome, res.Err)
 			}
 			// Whether it commits against a paced writer depends on how fast
@@ -95,7 +94,7 @@ func TestCompactionUnderBusyWriterKeepsEveryRowOnce(t *testing.T) {
 			if c := testutil.ToFloat64(f.met.CommitConflicts.WithLabelValues("db.events")); int(c) != rep.Conflicts {
 				t.Errorf("conflict counter %v, report %d", c, rep.Conflicts)
 			}
-			if res.Outcome == planner.Succeeded && rep.Attempts < rep.Conflicts+1 {
+			if res.Outcome == jobs.Succeeded && rep.Attempts < rep.Conflicts+1 {
 				t.Errorf("attempts %d, conflicts %d: every conflict costs an attempt", rep.Attempts, rep.Conflicts)
 			}
 		})

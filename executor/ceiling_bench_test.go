@@ -9,7 +9,7 @@ import (
 	"github.com/apache/iceberg-go/table/compaction"
 
 	"github.com/icereactor/reactor/conflict"
-	"github.com/icereactor/reactor/planner"
+	"github.com/icereactor/reactor/jobs"
 )
 
 // BenchmarkConflictCeiling measures against which writer commit rates a
@@ -46,7 +46,7 @@ func BenchmarkConflictCeiling(b *testing.B) {
 					if strategy == "reactor" {
 						res, rep := f.exec.Run(f.ctx, f.job(fmt.Sprintf(
 							"defaults: {target_file_size: 64MiB, small_file_count: 5, commit_retry_time: %s}", budget), "a"))
-						ok, n = res.Outcome == planner.Succeeded, rep.Attempts
+						ok, n = res.Outcome == jobs.Succeeded, rep.Attempts
 					} else {
 						ok, n = rewriteWhole(b, f, budget)
 					}

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/icereactor/reactor/executor"
-	"github.com/icereactor/reactor/planner"
+	"github.com/icereactor/reactor/jobs"
 )
 
 // switchGuard allows commits until refused is set (a replica whose table
@@ -59,12 +59,12 @@ func TestLostLeaseCommitsNothing(t *testing.T) {
 			}
 			job := f.job("defaults: {target_file_size: 1MiB, min_input_files: 2, small_file_count: 5, commit_retry_time: 30s}", "a")
 			res, rep := f.exec.Run(f.ctx, job)
-			if res.Outcome != planner.Failed || !errors.Is(res.Err, executor.ErrCommitRefused) {
+			if res.Outcome != jobs.Failed || !errors.Is(res.Err, executor.ErrCommitRefused) {
 				t.Fatalf("outcome %v (%v), want failed with ErrCommitRefused", res.Outcome, res.Err)
 			}
 			tbl := f.load()
 			for _, s := range tbl.Metadata().Snapshots() {
-				if s.Summary != nil && s.Summary.Properties[planner.SnapshotJobProperty] == job.ID {
+				if s.Summary != nil && s.Summary.Properties[jobs.SnapshotJobProperty] == job.ID {
 					t.Fatalf("snapshot %d of the job was committed", s.SnapshotID)
 				}
 			}
@@ -117,8 +117,8 @@ func TestOrphanDeletionStopsWithinOneFileOfALostLease(t *testing.T) {
 	g := &budgetGuard{}
 	g.left.Store(2)
 	executor.GuardCommits(f.exec, g)
-	res, rep := f.exec.Run(f.ctx, f.orphanJob(true, planner.OrphansFromListing))
-	if res.Outcome != planner.Failed || !errors.Is(res.Err, executor.ErrCommitRefused) {
+	res, rep := f.exec.Run(f.ctx, f.orphanJob(true, jobs.OrphansFromListing))
+	if res.Outcome != jobs.Failed || !errors.Is(res.Err, executor.ErrCommitRefused) {
 		t.Fatalf("outcome %v (%v), want failed with ErrCommitRefused", res.Outcome, res.Err)
 	}
 	left := 0

@@ -15,7 +15,7 @@ import (
 
 	"github.com/icereactor/reactor/conflict"
 	"github.com/icereactor/reactor/executor/internal/commit"
-	"github.com/icereactor/reactor/planner"
+	"github.com/icereactor/reactor/jobs"
 )
 
 // commitBatchReplay is the commit path for format v1 and v3 tables (and
@@ -33,7 +33,7 @@ import (
 // eqDeletes are the equality deletes that applied to the inputs when they
 // were read: those the rewrite leaves applying to nothing go in the same
 // commit.
-func (e *Executor) commitBatchReplay(ctx context.Context, log *slog.Logger, job planner.Job, planned, head *table.Table, fs iceio.IO,
+func (e *Executor) commitBatchReplay(ctx context.Context, log *slog.Logger, job jobs.Job, planned, head *table.Table, fs iceio.IO,
 	results []table.CompactionGroupResult, eqDeletes map[string]iceberg.DataFile, extraProps iceberg.Properties, rep *Report) (*table.Table, error) {
 	var (
 		oldFiles, newFiles []iceberg.DataFile
@@ -61,7 +61,7 @@ func (e *Executor) commitBatchReplay(ctx context.Context, log *slog.Logger, job 
 	}
 	inputs := commit.NewRewriteInputs(planned.Metadata(), oldFiles)
 	validatedID := planned.CurrentSnapshot().SnapshotID
-	props := iceberg.Properties{planner.SnapshotJobProperty: job.ID}
+	props := iceberg.Properties{jobs.SnapshotJobProperty: job.ID}
 	maps.Copy(props, extraProps)
 
 	var (
@@ -194,13 +194,13 @@ func (e *Executor) commitBatchReplay(ctx context.Context, log *slog.Logger, job 
 // findCommitted looks for a snapshot carrying the job's id in the table's
 // current history: after an ambiguous commit error it tells whether the
 // commit landed after all.
-func (e *Executor) findCommitted(ctx context.Context, job planner.Job) *table.Table {
+func (e *Executor) findCommitted(ctx context.Context, job jobs.Job) *table.Table {
 	tbl, err := e.cat.LoadTable(ctx, job.Table)
 	if err != nil {
 		return nil
 	}
 	for s := tbl.CurrentSnapshot(); s != nil; {
-		if s.Summary != nil && s.Summary.Properties[planner.SnapshotJobProperty] == job.ID {
+		if s.Summary != nil && s.Summary.Properties[jobs.SnapshotJobProperty] == job.ID {
 			return tbl
 		}
 		if s.ParentSnapshotID == nil || s.TimestampMs < job.ScheduledAt.UnixMilli()-60_000 {

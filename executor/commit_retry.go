@@ -13,7 +13,7 @@ import (
 	"github.com/cenkalti/backoff/v4"
 
 	"github.com/icereactor/reactor/conflict"
-	"github.com/icereactor/reactor/planner"
+	"github.com/icereactor/reactor/jobs"
 	"github.com/icereactor/reactor/tablename"
 )
 
@@ -26,7 +26,7 @@ import (
 // costs about what a writer's commit costs, so many cheap attempts at the
 // right moment beat a few patient ones. attempt reports the current attempt
 // number and its start for the log.
-func (e *Executor) retryCommits(ctx context.Context, log *slog.Logger, job planner.Job, op func() error,
+func (e *Executor) retryCommits(ctx context.Context, log *slog.Logger, job jobs.Job, op func() error,
 	attempt func() (int, time.Time)) error {
 	return e.retryCommitsInto(ctx, log, job, nil, op, attempt)
 }
@@ -35,7 +35,7 @@ func (e *Executor) retryCommits(ctx context.Context, log *slog.Logger, job plann
 // retries that went on an observed writer commit. Every attempt first asks
 // the commit guard (Options.CommitGuard): a refusal ends the loop with
 // ErrCommitRefused, nothing committed.
-func (e *Executor) retryCommitsInto(ctx context.Context, log *slog.Logger, job planner.Job, rep *Report, op func() error,
+func (e *Executor) retryCommitsInto(ctx context.Context, log *slog.Logger, job jobs.Job, rep *Report, op func() error,
 	attempt func() (int, time.Time)) error {
 	bo := backoff.NewExponentialBackOff()
 	bo.InitialInterval = 20 * time.Millisecond
@@ -84,16 +84,16 @@ func (e *Executor) retryCommitsInto(ctx context.Context, log *slog.Logger, job p
 
 // retryOutcome turns retryCommits' error into a job result: a budget spent
 // on conflicts is GaveUp (the longer cool-down), anything else Failed.
-func retryOutcome(err error, attempts int) planner.Result {
+func retryOutcome(err error, attempts int) jobs.Result {
 	if conflict.IsRetryable(err) {
-		return planner.Result{Outcome: planner.GaveUp, Err: fmt.Errorf("gave up after %d attempts: %w", attempts, err)}
+		return jobs.Result{Outcome: jobs.GaveUp, Err: fmt.Errorf("gave up after %d attempts: %w", attempts, err)}
 	}
-	return planner.Result{Outcome: planner.Failed, Err: err}
+	return jobs.Result{Outcome: jobs.Failed, Err: err}
 }
 
 // loadForAttempt loads the job's table at the start of a commit attempt:
 // lock contention is retried like a conflict, anything else ends the job.
-func (e *Executor) loadForAttempt(ctx context.Context, job planner.Job) (*table.Table, error) {
+func (e *Executor) loadForAttempt(ctx context.Context, job jobs.Job) (*table.Table, error) {
 	tbl, err := e.cat.LoadTable(ctx, job.Table)
 	if err == nil {
 		return tbl, nil
@@ -107,7 +107,7 @@ func (e *Executor) loadForAttempt(ctx context.Context, job planner.Job) (*table.
 // commitFailure classifies a failed catalog commit for retryCommits: a lost
 // race is counted and retried, lock contention retried, anything else ends
 // the job.
-func (e *Executor) commitFailure(job planner.Job, rep *Report, what string, err error) error {
+func (e *Executor) commitFailure(job jobs.Job, rep *Report, what string, err error) error {
 	switch {
 	case conflict.Is(err):
 		rep.Conflicts++

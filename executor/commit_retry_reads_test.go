@@ -4,7 +4,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/icereactor/reactor/planner"
+	"github.com/icereactor/reactor/jobs"
 	"github.com/icereactor/reactor/streamwriter"
 )
 
@@ -79,7 +79,7 @@ func TestConflictRetryReadsOnlyNewSnapshots(t *testing.T) {
 				func() { retry = counter.since(mark) },
 			)
 			res, rep := f.exec.Run(f.ctx, f.job("defaults: {target_file_size: 1MiB, small_file_count: 5}", "a"))
-			if res.Outcome != planner.Succeeded || rep.Attempts != 2 || rep.Conflicts != 1 {
+			if res.Outcome != jobs.Succeeded || rep.Attempts != 2 || rep.Conflicts != 1 {
 				t.Fatalf("outcome %v after %d attempts, %d conflicts (want success on the 2nd): %v", res.Outcome, rep.Attempts, rep.Conflicts, res.Err)
 			}
 			var want []string

@@ -15,7 +15,7 @@ import (
 
 	"github.com/icereactor/reactor/conflict"
 	"github.com/icereactor/reactor/executor/internal/commit"
-	"github.com/icereactor/reactor/planner"
+	"github.com/icereactor/reactor/jobs"
 )
 
 // Reasons a rewrite can no longer be committed as it is (commit
@@ -48,7 +48,7 @@ var (
 // eqDeletes are the equality deletes that applied to the inputs when they
 // were read: those the rewrite leaves applying to nothing go in the same
 // commit, as do the position deletes it leaves applying to nothing.
-func (e *Executor) commitBatch(ctx context.Context, log *slog.Logger, job planner.Job, planned, head *table.Table, fs iceio.IO,
+func (e *Executor) commitBatch(ctx context.Context, log *slog.Logger, job jobs.Job, planned, head *table.Table, fs iceio.IO,
 	results []table.CompactionGroupResult, eqDeletes map[string]iceberg.DataFile, extraProps iceberg.Properties, rep *Report) (*table.Table, error) {
 	if e.replayCommits || !stagedCommits(head.Metadata(), results) {
 		return e.commitBatchReplay(ctx, log, job, planned, head, fs, results, eqDeletes, extraProps, rep)
@@ -80,7 +80,7 @@ func (e *Executor) commitBatch(ctx context.Context, log *slog.Logger, job planne
 			return nil, err
 		}
 	}
-	props := iceberg.Properties{planner.SnapshotJobProperty: job.ID}
+	props := iceberg.Properties{jobs.SnapshotJobProperty: job.ID}
 	maps.Copy(props, extraProps)
 	st := &commit.Staged{
 		FS: fs, Op: table.OpReplace, Props: props,
@@ -128,7 +128,7 @@ func stagedCommits(meta table.Metadata, results []table.CompactionGroupResult) b
 // failed attempt's manifest list is deleted at once; the manifests st
 // wrote once are deleted only when the commit definitively did not land,
 // and never when its outcome is unknown (errUnknownCommitState).
-func (e *Executor) commitStaged(ctx context.Context, log *slog.Logger, job planner.Job, head *table.Table, fs iceio.IO,
+func (e *Executor) commitStaged(ctx context.Context, log *slog.Logger, job jobs.Job, head *table.Table, fs iceio.IO,
 	st *commit.Staged, rep *Report, what string) (*table.Table, error) {
 	sw, err := commit.NewSnapshotWriter(head, fs)
 	if err != nil {
@@ -217,7 +217,7 @@ func (e *Executor) commitStaged(ctx context.Context, log *slog.Logger, job plann
 // findSnapshot loads the table and returns it when snapshot id is in its
 // history: after an ambiguous commit error it tells whether that very
 // commit landed (a job's earlier batches carry the same job id).
-func (e *Executor) findSnapshot(ctx context.Context, job planner.Job, id int64) *table.Table {
+func (e *Executor) findSnapshot(ctx context.Context, job jobs.Job, id int64) *table.Table {
 	tbl, err := e.cat.LoadTable(ctx, job.Table)
 	if err != nil || tbl.Metadata().SnapshotByID(id) == nil {
 		return nil
@@ -227,11 +227,11 @@ func (e *Executor) findSnapshot(ctx context.Context, job planner.Job, id int64) 
 
 // commitDeleteMergesStaged is commitDeleteMerges through commit.Staged:
 // the sources must all still be live, and only delete manifests are read.
-func (e *Executor) commitDeleteMergesStaged(ctx context.Context, log *slog.Logger, job planner.Job, planned *table.Table, fs iceio.IO,
+func (e *Executor) commitDeleteMergesStaged(ctx context.Context, log *slog.Logger, job jobs.Job, planned *table.Table, fs iceio.IO,
 	merges []*deleteMerge, rep *Report) (*table.Table, error) {
 	st := &commit.Staged{
 		FS: fs, Op: table.OpReplace,
-		Props:  iceberg.Properties{planner.SnapshotJobProperty: job.ID},
+		Props:  iceberg.Properties{jobs.SnapshotJobProperty: job.ID},
 		Always: map[string]iceberg.DataFile{},
 	}
 	targets := map[string]bool{}

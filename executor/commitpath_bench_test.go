@@ -11,7 +11,7 @@ import (
 
 	"github.com/icereactor/reactor/events"
 	"github.com/icereactor/reactor/executor"
-	"github.com/icereactor/reactor/planner"
+	"github.com/icereactor/reactor/jobs"
 	"github.com/icereactor/reactor/streamwriter"
 )
 
@@ -53,7 +53,7 @@ func BenchmarkRetryAttempt(b *testing.B) {
 						w = time.Since(start)
 					})
 					res, rep := exec.Run(f.ctx, f.job("defaults: {target_file_size: 1MiB, small_file_count: 5}", part))
-					if res.Outcome != planner.Succeeded || rep.Attempts != 2 {
+					if res.Outcome != jobs.Succeeded || rep.Attempts != 2 {
 						b.Fatalf("outcome %v after %d attempts: %v", res.Outcome, rep.Attempts, res.Err)
 					}
 					retry += f.icat.lastAttempt()
@@ -183,9 +183,9 @@ func BenchmarkPacedWriterRace(b *testing.B) {
 						retried++
 					}
 					extra.Merge(tally)
-					if res.Outcome == planner.Succeeded {
+					if res.Outcome == jobs.Succeeded {
 						committed++
-					} else if res.Outcome != planner.GaveUp {
+					} else if res.Outcome != jobs.GaveUp {
 						b.Fatalf("outcome %v: %v", res.Outcome, res.Err)
 					}
 					attempts += rep.Attempts

@@ -17,25 +17,25 @@ import (
 	"github.com/icereactor/reactor/arrowpool"
 	"github.com/icereactor/reactor/conflict"
 	"github.com/icereactor/reactor/executor/internal/datapath"
-	"github.com/icereactor/reactor/planner"
+	"github.com/icereactor/reactor/jobs"
 )
 
 // rewriter is how a data rewrite plans its groups and writes one group:
 // bin-pack (iceberg-go's compaction planner and writer) or sort. Both share
 // the rest: batches, commit validation and retries, cleanup.
 type rewriter struct {
-	plan  func(ctx context.Context, tbl *table.Table, job planner.Job) ([]table.CompactionTaskGroup, int, error)
+	plan  func(ctx context.Context, tbl *table.Table, job jobs.Job) ([]table.CompactionTaskGroup, int, error)
 	write groupWriter
 	// props are extra snapshot summary properties of the commits.
 	props iceberg.Properties
 }
 
-func (e *Executor) compact(ctx context.Context, log *slog.Logger, job planner.Job) (planner.Result, Report) {
+func (e *Executor) compact(ctx context.Context, log *slog.Logger, job jobs.Job) (jobs.Result, Report) {
 	var planned []table.CompactionTaskGroup
 	mem := e.newJobPool()
 	defer mem.Close()
 	res, rep := e.rewrite(ctx, log, job, rewriter{
-		plan: func(ctx context.Context, tbl *table.Table, job planner.Job) ([]table.CompactionTaskGroup, int, error) {
+		plan: func(ctx context.Context, tbl *table.Table, job jobs.Job) ([]table.CompactionTaskGroup, int, error) {
 			groups, skipped, err := planGroups(ctx, tbl, job)
 			planned = groups
 			return groups, skipped, err
@@ -54,35 +54,35 @@ func (e *Executor) compact(ctx context.Context, log *slog.Logger, job planner.Jo
 // the job plans again on the table as it is then, at most
 // maxRewriteReplans times (replanned); a writer that keeps deleting from
 // the inputs makes it give up, a conflict like a lost commit race.
-func (e *Executor) rewrite(ctx context.Context, log *slog.Logger, job planner.Job, rw rewriter) (planner.Result, Report) {
-	return e.rewriteReplanned(ctx, log, job, func() (planner.Result, Report) {
+func (e *Executor) rewrite(ctx context.Context, log *slog.Logger, job jobs.Job, rw rewriter) (jobs.Result, Report) {
+	return e.rewriteReplanned(ctx, log, job, func() (jobs.Result, Report) {
 		return e.rewriteOnce(ctx, log, job, rw)
 	})
 }
 
 // rewriteOnce is one plan of rewrite, its batches written and committed.
-func (e *Executor) rewriteOnce(ctx context.Context, log *slog.Logger, job planner.Job, rw rewriter) (planner.Result, Report) {
+func (e *Executor) rewriteOnce(ctx context.Context, log *slog.Logger, job jobs.Job, rw rewriter) (jobs.Result, Report) {
 	var rep Report
-	fail := func(outcome planner.Outcome, err error) (planner.Result, Report) {
-		return planner.Result{Outcome: outcome, Err: err}, rep
+	fail := func(outcome jobs.Outcome, err error) (jobs.Result, Report) {
+		return jobs.Result{Outcome: outcome, Err: err}, rep
 	}
 	tbl, err := e.cat.LoadTable(ctx, job.Table)
 	if err != nil {
-		return fail(planner.Failed, fmt.Errorf("load table: %w", err))
+		return fail(jobs.Failed, fmt.Errorf("load table: %w", err))
 	}
 	if tbl.CurrentSnapshot() == nil {
-		return planner.Result{Outcome: planner.Noop}, rep
+		return jobs.Result{Outcome: jobs.Noop}, rep
 	}
 	rep.PlannedFromSnapshotID = tbl.CurrentSnapshot().SnapshotID
 
 	groups, skipped, err := rw.plan(ctx, tbl, job)
 	if err != nil {
-		return fail(planner.Failed, err)
+		return fail(jobs.Failed, err)
 	}
 	rep.SkippedFiles = skipped
 	if len(groups) == 0 {
 		log.Info("nothing to compact", "skipped_files", skipped)
-		return planner.Result{Outcome: planner.Noop}, rep
+		return jobs.Result{Outcome: jobs.Noop}, rep
 	}
 	rep.Groups = len(groups)
 	if job.DryRun {
@@ -92,12 +92,12 @@ func (e *Executor) rewriteOnce(ctx context.Context, log *slog.Logger, job planne
 			rep.RewrittenBytes += g.TotalSizeBytes
 			log.Info("would rewrite group", "partition", g.PartitionKey, "files", len(g.Tasks), "bytes", g.TotalSizeBytes)
 		}
-		return planner.Result{Outcome: planner.Succeeded}, rep
+		return jobs.Result{Outcome: jobs.Succeeded}, rep
 	}
 
 	fs, err := tbl.FS(ctx)
 	if err != nil {
-		return fail(planner.Failed, fmt.Errorf("open table io: %w", err))
+		return fail(jobs.Failed, fmt.Errorf("open table io: %w", err))
 	}
 	var files, bytes int64
 	for _, g := range groups {
@@ -107,7 +107,7 @@ func (e *Executor) rewriteOnce(ctx context.Context, log *slog.Logger, job planne
 	e.recoverOutputsBefore(ctx, log, tbl, fs)
 	ctx, outputs, err := e.beginOutputs(ctx, tbl, fs, job, uuid.NewString())
 	if err != nil {
-		return fail(planner.Failed, err)
+		return fail(jobs.Failed, err)
 	}
 	// keepIntent: an outcome not known, or outputs not all deleted, leave
 	// the intent for the table's next look.
@@ -139,7 +139,7 @@ func (e *Executor) rewriteOnce(ctx context.Context, log *slog.Logger, job planne
 		}
 		if e.crashed("before-commit") {
 			keepIntent = true
-			return fail(planner.Failed, errCrashed)
+			return fail(jobs.Failed, errCrashed)
 		}
 		head := tbl
 		if committed != nil {
@@ -172,7 +172,7 @@ func (e *Executor) rewriteOnce(ctx context.Context, log *slog.Logger, job planne
 		committed = next
 		if e.crashed("after-commit") {
 			keepIntent = true
-			return fail(planner.Failed, errCrashed)
+			return fail(jobs.Failed, errCrashed)
 		}
 		if len(batches) > 1 {
 			log.Info("batch committed", "batch", i+1, "batches", len(batches),
@@ -189,11 +189,11 @@ func (e *Executor) rewriteOnce(ctx context.Context, log *slog.Logger, job planne
 	switch {
 	case committed != nil:
 		// Partial progress: what committed stays committed.
-		return planner.Result{Outcome: planner.Succeeded, Table: committed, Err: lastErr}, rep
+		return jobs.Result{Outcome: jobs.Succeeded, Table: committed, Err: lastErr}, rep
 	case gaveUp:
-		return fail(planner.GaveUp, lastErr)
+		return fail(jobs.GaveUp, lastErr)
 	default:
-		return fail(planner.Failed, lastErr)
+		return fail(jobs.Failed, lastErr)
 	}
 }
 

@@ -15,7 +15,7 @@ import (
 	"github.com/icereactor/reactor/conflict"
 	"github.com/icereactor/reactor/executor/internal/commit"
 	"github.com/icereactor/reactor/executor/internal/datapath"
-	"github.com/icereactor/reactor/planner"
+	"github.com/icereactor/reactor/jobs"
 )
 
 // deadDelete is a live delete file that applies to no live data file.
@@ -37,14 +37,14 @@ type deadDelete struct {
 // Each attempt decides on the snapshot it commits on: it reloads the
 // table, plans it, and commits only if the catalog head is still that
 // snapshot (a conflict re-plans).
-func (e *Executor) dropDeadDeletes(ctx context.Context, log *slog.Logger, job planner.Job, res planner.Result, rep Report) (planner.Result, Report) {
+func (e *Executor) dropDeadDeletes(ctx context.Context, log *slog.Logger, job jobs.Job, res jobs.Result, rep Report) (jobs.Result, Report) {
 	parts := map[string]bool{}
 	for _, p := range job.Partitions {
 		if p.ApplyDeletes {
 			parts[p.Key] = true
 		}
 	}
-	if len(parts) == 0 || res.Err != nil || (res.Outcome != planner.Succeeded && res.Outcome != planner.Noop) {
+	if len(parts) == 0 || res.Err != nil || (res.Outcome != jobs.Succeeded && res.Outcome != jobs.Noop) {
 		return res, rep
 	}
 	var (
@@ -79,7 +79,7 @@ func (e *Executor) dropDeadDeletes(ctx context.Context, log *slog.Logger, job pl
 			return backoff.Permanent(err)
 		}
 		txn := tbl.NewTransaction()
-		rw := txn.NewRewrite(iceberg.Properties{planner.SnapshotJobProperty: job.ID})
+		rw := txn.NewRewrite(iceberg.Properties{jobs.SnapshotJobProperty: job.ID})
 		for _, d := range dead {
 			rw.DeleteFile(d.file)
 		}
@@ -98,7 +98,7 @@ func (e *Executor) dropDeadDeletes(ctx context.Context, log *slog.Logger, job pl
 		return e.commitFailure(job, &rep, "removal of dead delete files", err)
 	}
 	if err := e.retryCommits(ctx, log, job, op, func() (int, time.Time) { return attempt, attemptStart }); err != nil {
-		if res.Outcome == planner.Succeeded {
+		if res.Outcome == jobs.Succeeded {
 			// The rewrite itself committed; the dead deletes wait for the
 			// next job.
 			log.Warn("could not remove delete files that apply to nothing", "error", err)
@@ -122,7 +122,7 @@ func (e *Executor) dropDeadDeletes(ctx context.Context, log *slog.Logger, job pl
 	rep.CommittedSnapshotID = committed.CurrentSnapshot().SnapshotID
 	log.Info("removed delete files that apply to no live data file (metadata only)", "delete_files", len(dead),
 		"snapshot_id", rep.CommittedSnapshotID)
-	return planner.Result{Outcome: planner.Succeeded, Table: committed, NothingToDo: res.NothingToDo}, rep
+	return jobs.Result{Outcome: jobs.Succeeded, Table: committed, NothingToDo: res.NothingToDo}, rep
 }
 
 // findDeadDeletes lists the live delete files of the given partitions that
@@ -146,7 +146,7 @@ func findDeadDeletes(ctx context.Context, fs iceio.IO, tbl *table.Table, parts m
 		}
 	}
 	meta := tbl.Metadata()
-	keys := planner.NewKeyer(meta)
+	keys := jobs.NewKeyer(meta)
 	taskKeys := make([]string, len(tasks))
 	for i, t := range tasks {
 		taskKeys[i] = keys.Key(t.File.SpecID(), t.File.Partition())

@@ -9,7 +9,7 @@ import (
 	"github.com/apache/iceberg-go"
 
 	"github.com/icereactor/reactor/executor"
-	"github.com/icereactor/reactor/planner"
+	"github.com/icereactor/reactor/jobs"
 	"github.com/icereactor/reactor/streamwriter"
 )
 
@@ -49,7 +49,7 @@ func deleteFilesByKind(t *testing.T, f *fixture, category string) map[iceberg.Ma
 }
 
 // applyDeletes marks every partition of the job as delete-triggered.
-func applyDeletes(j planner.Job) planner.Job {
+func applyDeletes(j jobs.Job) jobs.Job {
 	for i := range j.Partitions {
 		j.Partitions[i].ApplyDeletes = true
 	}
@@ -83,7 +83,7 @@ func TestDeleteCompactionAppliesPositionAndEqualityDeletes(t *testing.T) {
 	bDeletes := deleteFilesByKind(t, f, "b")
 
 	res, rep := f.exec.Run(f.ctx, applyDeletes(f.job("defaults: {target_file_size: 1MiB, small_file_count: 5}", "a")))
-	if res.Outcome != planner.Succeeded {
+	if res.Outcome != jobs.Succeeded {
 		t.Fatalf("outcome %v, err %v", res.Outcome, res.Err)
 	}
 	got := f.contents()
@@ -121,11 +121,11 @@ func TestDeleteCompactionRewritesRightSizedFilesCarryingDeletes(t *testing.T) {
 	yaml := fmt.Sprintf("defaults: {target_file_size: %d, min_input_files: 1, small_file_count: 1}", size)
 
 	res, rep := f.exec.Run(f.ctx, f.job(yaml, "a"))
-	if res.Outcome != planner.Noop || rep.RewrittenDataFiles != 0 {
+	if res.Outcome != jobs.Noop || rep.RewrittenDataFiles != 0 {
 		t.Fatalf("small-file compaction: outcome %v, rewrote %d; want a no-op", res.Outcome, rep.RewrittenDataFiles)
 	}
 	res, rep = f.exec.Run(f.ctx, applyDeletes(f.job(yaml, "a")))
-	if res.Outcome != planner.Succeeded || rep.RewrittenDataFiles != 1 || rep.RemovedDeleteFiles != 1 {
+	if res.Outcome != jobs.Succeeded || rep.RewrittenDataFiles != 1 || rep.RemovedDeleteFiles != 1 {
 		t.Fatalf("delete compaction: outcome %v (%v), rewrote %d, removed %d deletes; want 1 and 1",
 			res.Outcome, res.Err, rep.RewrittenDataFiles, rep.RemovedDeleteFiles)
 	}
@@ -156,7 +156,7 @@ func TestConcurrentEqualityDeletesDuringDeleteCompaction(t *testing.T) {
 		func() { mustDelete(t, func() (int64, error) { return f.writer.DeleteKeys(f.ctx, 32) }) },
 		func() { mustDelete(t, func() (int64, error) { return f.writer.DeleteKeys(f.ctx, 33) }) })
 	res, _ := f.exec.Run(f.ctx, job)
-	if res.Outcome != planner.GaveUp || !errors.Is(res.Err, executor.ErrNewDeletes) {
+	if res.Outcome != jobs.GaveUp || !errors.Is(res.Err, executor.ErrNewDeletes) {
 		t.Fatalf("outcome %v, err %v; want the rewrite to give up on ErrNewDeletes", res.Outcome, res.Err)
 	}
 	if got := f.contents(); got.Total != f.writer.Written() || got.IDs[30]+got.IDs[31]+got.IDs[32]+got.IDs[33] != 0 {
@@ -165,7 +165,7 @@ func TestConcurrentEqualityDeletesDuringDeleteCompaction(t *testing.T) {
 
 	f.icat.beforeNextCommits(func() { mustDelete(t, func() (int64, error) { return f.writer.DeleteKeys(f.ctx, 65) }) })
 	res, rep := f.exec.Run(f.ctx, job)
-	if res.Outcome != planner.Succeeded || rep.Conflicts != 1 {
+	if res.Outcome != jobs.Succeeded || rep.Conflicts != 1 {
 		t.Fatalf("outcome %v (%v), conflicts %d; want success after one conflict", res.Outcome, res.Err, rep.Conflicts)
 	}
 	got := f.contents()
@@ -211,7 +211,7 @@ func TestDeleteCompactionWithCrossPartitionDeleteFiles(t *testing.T) {
 	yaml := "defaults: {target_file_size: 1MiB, small_file_count: 5}"
 	for _, partition := range []string{"a", "b"} {
 		res, rep := f.exec.Run(f.ctx, applyDeletes(f.job(yaml, partition)))
-		if res.Outcome != planner.Succeeded {
+		if res.Outcome != jobs.Succeeded {
 			t.Fatalf("compacting %s: outcome %v, err %v", partition, res.Outcome, res.Err)
 		}
 		after := f.contents()

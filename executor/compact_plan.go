@@ -11,22 +11,22 @@ import (
 	"github.com/apache/iceberg-go/table/compaction"
 
 	"github.com/icereactor/reactor/executor/internal/datapath"
-	"github.com/icereactor/reactor/planner"
+	"github.com/icereactor/reactor/jobs"
 	"github.com/icereactor/reactor/thresholds"
 )
 
 // tierGroups plans the small-file compaction of partitions that no delete
-// threshold triggered: per partition, the small files planner.SelectTiered
+// threshold triggered: per partition, the small files the tier rule (jobs.Tiers)
 // picks (the rule the planner scheduled the partition by), plus any file
 // carrying delete_file_threshold delete files, which rides along in a
 // merge that happens anyway. A merge larger than max_group_size is split
 // into groups of at most that many input bytes, files in size order; it
 // returns the groups and the number of files left alone.
 //
-// A partition in quiet (planner.Partition.Quiet: quiet for
+// A partition in quiet (jobs.Partition.Quiet: quiet for
 // compact_when_quiet_after) merges every small file instead of the tier
 // rule's pick, the outputs rolled at the target.
-func tierGroups(tasks []table.FileScanTask, keys *planner.Keyer, set thresholds.Effective, quiet map[string]bool) ([]table.CompactionTaskGroup, int) {
+func tierGroups(tasks []table.FileScanTask, keys *jobs.Keyer, set thresholds.Effective, quiet map[string]bool) ([]table.CompactionTaskGroup, int) {
 	byPartition := map[string][]table.FileScanTask{}
 	var order []string
 	for _, t := range tasks {
@@ -52,7 +52,7 @@ func tierGroups(tasks []table.FileScanTask, keys *planner.Keyer, set thresholds.
 		for i, t := range small {
 			sizes[i] = t.File.FileSizeBytes()
 		}
-		sel, _ := planner.SelectTiered(sizes, set)
+		sel, _ := jobs.TiersOf(set).Select(sizes)
 		if quiet[key] && len(small) >= 2 {
 			sel = sel[:0]
 			for i := range small {
@@ -109,7 +109,7 @@ func splitGroup(key string, tasks []table.FileScanTask, limit int64) []table.Com
 
 // idlePartitions names the job's partitions that no planned group touches,
 // with why: the planner settles them for this kind until they are written.
-func idlePartitions(job planner.Job, groups []table.CompactionTaskGroup, why string) map[string]string {
+func idlePartitions(job jobs.Job, groups []table.CompactionTaskGroup, why string) map[string]string {
 	touched := map[string]bool{}
 	for _, g := range groups {
 		touched[g.PartitionKey] = true
@@ -131,7 +131,7 @@ func idlePartitions(job planner.Job, groups []table.CompactionTaskGroup, why str
 // residual is cleared: a rewrite replaces whole files, so it must read every
 // row of them (a residual narrower than the file loses rows:
 // docs/design.md#pitfall-residual-filters).
-func planGroups(ctx context.Context, tbl *table.Table, job planner.Job) ([]table.CompactionTaskGroup, int, error) {
+func planGroups(ctx context.Context, tbl *table.Table, job jobs.Job) ([]table.CompactionTaskGroup, int, error) {
 	want := make(map[string]bool, len(job.Partitions))
 	applyDeletes, quiet := map[string]bool{}, map[string]bool{}
 	for _, p := range job.Partitions {
@@ -142,7 +142,7 @@ func planGroups(ctx context.Context, tbl *table.Table, job planner.Job) ([]table
 	if err != nil {
 		return nil, 0, fmt.Errorf("plan files: %w", err)
 	}
-	keys := planner.NewKeyer(tbl.Metadata())
+	keys := jobs.NewKeyer(tbl.Metadata())
 	var selected, withDeletes []table.FileScanTask
 	for _, t := range tasks {
 		key := keys.Key(t.File.SpecID(), t.File.Partition())
@@ -177,7 +177,7 @@ func planGroups(ctx context.Context, tbl *table.Table, job planner.Job) ([]table
 	deletesCfg := cfg
 	deletesCfg.DeleteFileThreshold, deletesCfg.MinInputFiles = 1, 1
 	// Small-file compaction follows the tier rule the planner scheduled
-	// the partitions by (planner.SelectTiered).
+	// the partitions by (jobs.Tiers.Select).
 	groups, skipped := tierGroups(selected, keys, job.Settings, quiet)
 	for _, p := range []struct {
 		cfg   compaction.Config

@@ -8,7 +8,8 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icereactor/reactor/embedded"
-	"github.com/icereactor/reactor/planner"
+	"github.com/icereactor/reactor/jobkind"
+	"github.com/icereactor/reactor/jobs"
 	"github.com/icereactor/reactor/streamwriter"
 	"github.com/icereactor/reactor/thresholds"
 )
@@ -99,38 +100,38 @@ func TestTieredCompactionLeavesEarlierOutputAlone(t *testing.T) {
 				written += s
 			}
 			if len(pending) < 4 {
-				if jobs := r.runUntilQuiet(ctx, ident); len(jobs) != 0 {
-					t.Fatalf("round %d: %d small files scheduled %s before their tier was full", round, len(pending), jobLog(jobs))
+				if ran := r.runUntilQuiet(ctx, ident); len(ran) != 0 {
+					t.Fatalf("round %d: %d small files scheduled %s before their tier was full", round, len(pending), jobLog(ran))
 				}
 			}
 		}
 		before := liveFiles(t, cat, ident)
-		jobs := r.runUntilQuiet(ctx, ident)
+		ran := r.runUntilQuiet(ctx, ident)
 		var want int64
 		for _, s := range pending {
 			want += s
 		}
-		if round == 4 && len(jobs) > 0 {
+		if round == 4 && len(ran) > 0 {
 			// The fourth tier-1 file (the first job's output) fills
 			// tier 1: a second job merges the four.
 			for _, p := range outputs {
 				want += before[p]
 			}
-			want += jobs[0].rep.AddedBytes
+			want += ran[0].rep.AddedBytes
 		}
-		if wantJobs := map[bool]int{true: 2, false: 1}[round == 4]; len(jobs) != wantJobs {
-			t.Errorf("round %d: %d jobs, want %d\n%s", round, len(jobs), wantJobs, jobLog(jobs))
+		if wantJobs := map[bool]int{true: 2, false: 1}[round == 4]; len(ran) != wantJobs {
+			t.Errorf("round %d: %d jobs, want %d\n%s", round, len(ran), wantJobs, jobLog(ran))
 		}
 		var got int64
-		for _, j := range jobs {
-			if j.job.Kind != planner.KindCompact || j.res.Outcome != planner.Succeeded {
+		for _, j := range ran {
+			if j.job.Kind != jobkind.Compact || j.res.Outcome != jobs.Succeeded {
 				t.Fatalf("round %d: unexpected job %s", round, jobLog([]ranJob{j}))
 			}
 			got += j.rep.RewrittenBytes
 		}
 		if got != want {
 			t.Errorf("round %d: rewrote %d bytes, want %d (the %d new small files%s)\n%s", round, got, want, len(pending),
-				map[bool]string{true: " and the earlier outputs", false: ""}[round == 4], jobLog(jobs))
+				map[bool]string{true: " and the earlier outputs", false: ""}[round == 4], jobLog(ran))
 		}
 		rewritten += got
 		after := liveFiles(t, cat, ident)

@@ -9,7 +9,8 @@ import (
 	"github.com/apache/iceberg-go"
 
 	"github.com/icereactor/reactor/executor"
-	"github.com/icereactor/reactor/planner"
+	"github.com/icereactor/reactor/jobkind"
+	"github.com/icereactor/reactor/jobs"
 	"github.com/icereactor/reactor/streamwriter"
 )
 
@@ -70,16 +71,16 @@ func TestCompactionReplansAfterConcurrentDeletes(t *testing.T) {
 		name  string
 		props iceberg.Properties
 		del   func(f *fixture, ids ...int64) (int64, error)
-		kind  planner.JobKind
+		kind  jobkind.Kind
 		yaml  string
 	}{
-		{"position deletes", streamwriter.MergeOnReadProperties, rows, planner.KindCompact, binPack},
-		{"equality deletes", streamwriter.MergeOnReadProperties, keys, planner.KindCompact, binPack},
+		{"position deletes", streamwriter.MergeOnReadProperties, rows, jobkind.Compact, binPack},
+		{"equality deletes", streamwriter.MergeOnReadProperties, keys, jobkind.Compact, binPack},
 		// Format v3 commits through iceberg-go's transaction, re-staged
 		// each attempt (commitBatchReplay): the same validation.
-		{"deletion vectors", v3Props(), rows, planner.KindCompact, binPack},
+		{"deletion vectors", v3Props(), rows, jobkind.Compact, binPack},
 		// The sort job shares the rewrite's batches and commits.
-		{"sort job", streamwriter.MergeOnReadProperties, keys, planner.KindSort,
+		{"sort job", streamwriter.MergeOnReadProperties, keys, jobkind.Sort,
 			"defaults: {target_file_size: 1MiB, strategy: sort, sort_order: 'id DESC'}"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -96,7 +97,7 @@ func TestCompactionReplansAfterConcurrentDeletes(t *testing.T) {
 			job := f.job(tc.yaml, "a")
 			job.Kind = tc.kind
 			res, rep := f.exec.Run(f.ctx, job)
-			if res.Outcome != planner.Succeeded || res.Err != nil {
+			if res.Outcome != jobs.Succeeded || res.Err != nil {
 				t.Fatalf("outcome %v, err %v; want success after a re-plan", res.Outcome, res.Err)
 			}
 			sameContents(t, "after the compaction", v3Without(before, "a", 30, 31), f.contents())
@@ -148,7 +149,7 @@ func TestCompactionGivesUpWhenWriterKeepsDeleting(t *testing.T) {
 	}
 	f.icat.beforeNextCommits(hooks...)
 	res, rep := f.exec.Run(f.ctx, f.job("defaults: {target_file_size: 1MiB, small_file_count: 5}", "a"))
-	if res.Outcome != planner.GaveUp || !errors.Is(res.Err, executor.ErrNewDeletes) {
+	if res.Outcome != jobs.GaveUp || !errors.Is(res.Err, executor.ErrNewDeletes) {
 		t.Fatalf("outcome %v, err %v; want gave_up with ErrNewDeletes", res.Outcome, res.Err)
 	}
 	sameContents(t, "after the job", v3Without(before, "a", deleted...), f.contents())
@@ -191,7 +192,7 @@ func TestCompactionKeepsPartialProgressOverConcurrentDeletes(t *testing.T) {
 	// second batch's inputs (abandons it).
 	f.icat.beforeNextCommits(func() {}, func() { mustDelete(t, func() (int64, error) { return f.writer.DeleteRows(f.ctx, 5, 65) }) })
 	res, rep := f.exec.Run(f.ctx, f.job("defaults: {target_file_size: 1MiB, small_file_count: 5, partial_progress_max_commits: 2}", "a", "b"))
-	if res.Outcome != planner.Succeeded || !errors.Is(res.Err, executor.ErrNewDeletes) {
+	if res.Outcome != jobs.Succeeded || !errors.Is(res.Err, executor.ErrNewDeletes) {
 		t.Fatalf("outcome %v, err %v; want succeeded with the second batch's ErrNewDeletes", res.Outcome, res.Err)
 	}
 	if rep.Commits != 1 || rep.FailedBatches != 1 || rep.Conflicts != 1 {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/icereactor/reactor/embedded"
 	"github.com/icereactor/reactor/executor"
+	"github.com/icereactor/reactor/jobs"
 	"github.com/icereactor/reactor/planner"
 	"github.com/icereactor/reactor/streamwriter"
 	"github.com/icereactor/reactor/thresholds"
@@ -108,20 +109,20 @@ func convergenceRunOn(t testing.TB, seed uint64, upgrade bool) {
 	}
 	first := newConvergenceReactor(t, cat, cfg)
 	defer first.close()
-	jobs := first.runUntilQuiet(ctx, ident)
+	ran := first.runUntilQuiet(ctx, ident)
 	counts := map[string]int{}
-	for _, j := range jobs {
+	for _, j := range ran {
 		for _, key := range jobScope(j.job) {
-			counts[string(j.job.Kind)+" "+key]++
+			counts[j.job.Kind.String()+" "+key]++
 		}
 	}
 	for scope, n := range counts {
 		if n > maxJobsPerKind {
-			t.Errorf("%s: %d jobs, more than %d\n%s\njobs:\n%s", scope, n, maxJobsPerKind, describe(), jobLog(jobs))
+			t.Errorf("%s: %d jobs, more than %d\n%s\njobs:\n%s", scope, n, maxJobsPerKind, describe(), jobLog(ran))
 		}
 	}
 	if tl, ok := t.(*testing.T); ok {
-		tl.Logf("%d jobs until quiet:\n%s", len(jobs), jobLog(jobs))
+		tl.Logf("%d jobs until quiet:\n%s", len(ran), jobLog(ran))
 	}
 	tbl, err := cat.LoadTable(ctx, ident)
 	if err != nil {
@@ -132,11 +133,11 @@ func convergenceRunOn(t testing.TB, seed uint64, upgrade bool) {
 		t.Fatal(err)
 	}
 	if got.Total != want {
-		t.Fatalf("table holds %v, before reactor's jobs %v\n%s\njobs:\n%s", got.Total, want, describe(), jobLog(jobs))
+		t.Fatalf("table holds %v, before reactor's jobs %v\n%s\njobs:\n%s", got.Total, want, describe(), jobLog(ran))
 	}
 	if upgrade {
 		for _, p := range v3RuleBreaks(t, ctx, tbl) {
-			t.Errorf("settled v3 table: %s\n%s\njobs:\n%s", p, describe(), jobLog(jobs))
+			t.Errorf("settled v3 table: %s\n%s\njobs:\n%s", p, describe(), jobLog(ran))
 		}
 	}
 
@@ -247,12 +248,12 @@ type convergenceReactor struct {
 	cat     catalog.Catalog
 	planner *planner.Planner
 	exec    *executor.Executor
-	queue   chan planner.Job
+	queue   chan jobs.Job
 }
 
 type ranJob struct {
-	job planner.Job
-	res planner.Result
+	job jobs.Job
+	res jobs.Result
 	rep executor.Report
 }
 
@@ -261,9 +262,9 @@ func newConvergenceReactor(t testing.TB, cat catalog.Catalog, cfg *thresholds.Co
 	if testing.Verbose() {
 		log = slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	}
-	r := &convergenceReactor{cat: cat, queue: make(chan planner.Job, 64), exec: newTestExecutor(t, cat, log, nil)}
+	r := &convergenceReactor{cat: cat, queue: make(chan jobs.Job, 64), exec: newTestExecutor(t, cat, log, nil)}
 	r.planner = planner.New(planner.Options{Catalog: cat, Config: cfg, Logger: log,
-		Dispatch: func(j planner.Job) { r.queue <- j }})
+		Dispatch: func(j jobs.Job) { r.queue <- j }})
 	return r
 }
 
@@ -293,16 +294,16 @@ func (r *convergenceReactor) runUntilQuiet(ctx context.Context, ident table.Iden
 
 // jobScope is what a job's count is kept against: each of its partitions,
 // or the table for table-wide kinds.
-func jobScope(j planner.Job) []string {
+func jobScope(j jobs.Job) []string {
 	if len(j.Partitions) == 0 {
 		return []string{"(table)"}
 	}
 	return j.PartitionKeys()
 }
 
-func jobLog(jobs []ranJob) string {
+func jobLog(ran []ranJob) string {
 	var b strings.Builder
-	for _, j := range jobs {
+	for _, j := range ran {
 		fmt.Fprintf(&b, "  %s %v %s: %s, files %d->%d, deletes removed %d, commits %d\n", j.job.Kind,
 			j.job.PartitionKeys(), j.job.ReasonText(), j.res.Outcome, j.rep.RewrittenDataFiles, j.rep.AddedDataFiles,
 			j.rep.RemovedDeleteFiles, j.rep.Commits)

@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/icereactor/reactor/planner"
+	"github.com/icereactor/reactor/jobs"
 	"github.com/icereactor/reactor/streamwriter"
 )
 
@@ -51,7 +51,7 @@ func eqDeleteBenchTable(b *testing.B) *fixture {
 }
 
 func BenchmarkEqualityDeleteConversion(b *testing.B) {
-	run := func(b *testing.B, job func(*fixture) planner.Job, read func(executorReport) int64) {
+	run := func(b *testing.B, job func(*fixture) jobs.Job, read func(executorReport) int64) {
 		var bytes int64
 		var scan, scanBefore time.Duration
 		for b.Loop() {
@@ -66,7 +66,7 @@ func BenchmarkEqualityDeleteConversion(b *testing.B) {
 			b.StartTimer()
 			res, rep := f.exec.Run(f.ctx, j)
 			b.StopTimer()
-			if res.Outcome != planner.Succeeded || rep.RemovedDeleteFiles != eqBenchDeletes {
+			if res.Outcome != jobs.Succeeded || rep.RemovedDeleteFiles != eqBenchDeletes {
 				b.Fatalf("outcome %v (%v): removed %d delete files", res.Outcome, res.Err, rep.RemovedDeleteFiles)
 			}
 			bytes += read(executorReport{rep.Conversion.BytesRead, rep.RewrittenBytes})
@@ -83,10 +83,10 @@ func BenchmarkEqualityDeleteConversion(b *testing.B) {
 		b.ReportMetric(float64(scan.Milliseconds())/float64(b.N), "scan-after-ms")
 	}
 	b.Run("convert", func(b *testing.B) {
-		run(b, func(f *fixture) planner.Job { return convJob(f, "a") }, func(r executorReport) int64 { return r.converted })
+		run(b, func(f *fixture) jobs.Job { return convJob(f, "a") }, func(r executorReport) int64 { return r.converted })
 	})
 	b.Run("compact-applying-deletes", func(b *testing.B) {
-		run(b, func(f *fixture) planner.Job {
+		run(b, func(f *fixture) jobs.Job {
 			return applyDeletes(f.job("defaults: {target_file_size: 512MiB, small_file_count: 5, min_input_files: 5}", "a"))
 		}, func(r executorReport) int64 { return r.rewritten })
 	})

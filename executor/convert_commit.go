@@ -16,7 +16,7 @@ import (
 
 	"github.com/icereactor/reactor/executor/internal/commit"
 	"github.com/icereactor/reactor/executor/internal/datapath"
-	"github.com/icereactor/reactor/planner"
+	"github.com/icereactor/reactor/jobs"
 )
 
 // convertedDeleteSuffix ends the name of every position-delete file the
@@ -121,7 +121,7 @@ func (cv *conversion) write(ctx context.Context, tbl *table.Table, wfs iceio.Wri
 // deletes: every file they name is below it (a position delete applies at
 // or below its own), and a low number lets a later compaction find them
 // dead sooner than the commit's own would.
-func (e *Executor) commitConversion(ctx context.Context, log *slog.Logger, job planner.Job, planned *table.Table, fs iceio.IO,
+func (e *Executor) commitConversion(ctx context.Context, log *slog.Logger, job jobs.Job, planned *table.Table, fs iceio.IO,
 	cv *conversion, rep *Report) (*table.Table, error) {
 	scanned := map[string]bool{}
 	for _, g := range cv.groups {
@@ -143,11 +143,11 @@ func (e *Executor) commitConversion(ctx context.Context, log *slog.Logger, job p
 	for _, d := range cv.deletes {
 		floor[d.scope] = max(floor[d.scope], d.seq)
 	}
-	keys := planner.NewKeyer(planned.Metadata())
+	keys := jobs.NewKeyer(planned.Metadata())
 	meta := planned.Metadata()
 	st := &commit.Staged{
 		FS: fs, Op: table.OpReplace,
-		Props:       iceberg.Properties{planner.SnapshotJobProperty: job.ID},
+		Props:       iceberg.Properties{jobs.SnapshotJobProperty: job.ID},
 		Always:      map[string]iceberg.DataFile{},
 		DataTracked: true,
 		Validate: func(snapID int64, entry iceberg.ManifestEntry) error {

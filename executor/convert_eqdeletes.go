@@ -14,7 +14,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icereactor/reactor/conflict"
-	"github.com/icereactor/reactor/planner"
+	"github.com/icereactor/reactor/jobs"
 )
 
 // Reasons an equality delete cannot be converted. The job is refused
@@ -102,7 +102,7 @@ type posGroup struct {
 	dv      *deleteMerge // v3: the vectors' plan
 }
 
-func scopeKey(keys *planner.Keyer, meta table.Metadata, df iceberg.DataFile) string {
+func scopeKey(keys *jobs.Keyer, meta table.Metadata, df iceberg.DataFile) string {
 	spec := meta.PartitionSpecByID(int(df.SpecID()))
 	if len(df.Partition()) == 0 || (spec != nil && spec.IsUnpartitioned()) {
 		return ""
@@ -124,11 +124,11 @@ func scopeKey(keys *planner.Keyer, meta table.Metadata, df iceberg.DataFile) str
 // stale: they are deleted and the conversion plans again on the new files,
 // up to maxConversionReplans times within the job's commit budget
 // (replanned).
-func (e *Executor) convertEqualityDeletes(ctx context.Context, log *slog.Logger, job planner.Job) (planner.Result, Report) {
-	res, rep, replans := e.replanned(ctx, job, maxConversionReplans, func() (planner.Result, Report) {
+func (e *Executor) convertEqualityDeletes(ctx context.Context, log *slog.Logger, job jobs.Job) (jobs.Result, Report) {
+	res, rep, replans := e.replanned(ctx, job, maxConversionReplans, func() (jobs.Result, Report) {
 		return e.convertOnce(ctx, log, job)
-	}, func(res planner.Result, _ *Report, replan int) bool {
-		if res.Outcome != planner.Failed || !errors.Is(res.Err, ErrInputsGone) {
+	}, func(res jobs.Result, _ *Report, replan int) bool {
+		if res.Outcome != jobs.Failed || !errors.Is(res.Err, ErrInputsGone) {
 			return false
 		}
 		log.Info("a file the conversion read was removed meanwhile; planning it again on the new files", "replan", replan+1, "why", res.Err)
@@ -145,32 +145,32 @@ const maxConversionReplans = 2
 
 // convertOnce is one conversion: plan on the current snapshot, match,
 // write, commit.
-func (e *Executor) convertOnce(ctx context.Context, log *slog.Logger, job planner.Job) (planner.Result, Report) {
+func (e *Executor) convertOnce(ctx context.Context, log *slog.Logger, job jobs.Job) (jobs.Result, Report) {
 	var rep Report
-	fail := func(outcome planner.Outcome, err error) (planner.Result, Report) {
-		return planner.Result{Outcome: outcome, Err: err}, rep
+	fail := func(outcome jobs.Outcome, err error) (jobs.Result, Report) {
+		return jobs.Result{Outcome: outcome, Err: err}, rep
 	}
 	tbl, err := e.cat.LoadTable(ctx, job.Table)
 	if err != nil {
-		return fail(planner.Failed, fmt.Errorf("load table: %w", err))
+		return fail(jobs.Failed, fmt.Errorf("load table: %w", err))
 	}
 	snap := tbl.CurrentSnapshot()
 	if snap == nil {
 		log.Info("no equality deletes to convert", "why", "table has no snapshot")
-		return planner.Result{Outcome: planner.Noop}, rep
+		return jobs.Result{Outcome: jobs.Noop}, rep
 	}
 	if v := tbl.Metadata().Version(); v < 2 {
 		log.Info("no equality deletes converted", "why", fmt.Sprintf("format v%d has no row-level deletes", v))
-		return planner.Result{Outcome: planner.Noop}, rep
+		return jobs.Result{Outcome: jobs.Noop}, rep
 	}
 	rep.PlannedFromSnapshotID = snap.SnapshotID
 	fs, err := tbl.FS(ctx)
 	if err != nil {
-		return fail(planner.Failed, fmt.Errorf("open table io: %w", err))
+		return fail(jobs.Failed, fmt.Errorf("open table io: %w", err))
 	}
 	cv, err := planConversion(fs, tbl.Metadata(), snap, job.Partitions)
 	if err != nil {
-		return fail(planner.Failed, err)
+		return fail(jobs.Failed, err)
 	}
 	if cv.counts.Skipped > 0 {
 		log.Info("equality delete files left as they are", "files", cv.counts.Skipped,
@@ -178,21 +178,21 @@ func (e *Executor) convertOnce(ctx context.Context, log *slog.Logger, job planne
 	}
 	if len(cv.deletes) == 0 {
 		rep.Conversion = cv.counts
-		return planner.Result{Outcome: planner.Noop}, rep
+		return jobs.Result{Outcome: jobs.Noop}, rep
 	}
 	if err := cv.match(ctx, fs); err != nil {
 		rep.Conversion = cv.counts
-		return fail(planner.Failed, err)
+		return fail(jobs.Failed, err)
 	}
 	if cv.v3 {
 		if why := cv.parquetBlocks(); why != "" {
 			log.Info("no equality deletes converted", "why", why)
 			rep.Conversion = cv.counts
-			return planner.Result{Outcome: planner.Noop}, rep
+			return jobs.Result{Outcome: jobs.Noop}, rep
 		}
 		if err := cv.planDVs(ctx, fs); err != nil {
 			rep.Conversion = cv.counts
-			return fail(planner.Failed, err)
+			return fail(jobs.Failed, err)
 		}
 	}
 	log.Info("equality deletes matched", "equality_delete_files", len(cv.deletes), "rows_matched", cv.counts.RowsMatched,
@@ -202,30 +202,30 @@ func (e *Executor) convertOnce(ctx context.Context, log *slog.Logger, job planne
 		cv.counts.EqualityDeleteFilesRemoved = len(cv.deletes)
 		cv.counts.PositionDeleteFilesAdded = len(cv.groups)
 		rep.Conversion = cv.counts
-		return planner.Result{Outcome: planner.Succeeded}, rep
+		return jobs.Result{Outcome: jobs.Succeeded}, rep
 	}
 	wfs, ok := fs.(iceio.WriteFileIO)
 	if !ok {
-		return fail(planner.Failed, errors.New("table io cannot write files"))
+		return fail(jobs.Failed, errors.New("table io cannot write files"))
 	}
 	if err := cv.write(ctx, tbl, wfs); err != nil {
 		rep.OutputFilesCleanedUp += e.removePaths(tbl, fs, cv.written(), log)
 		rep.Conversion = cv.counts
-		return fail(planner.Failed, fmt.Errorf("write position deletes: %w", err))
+		return fail(jobs.Failed, fmt.Errorf("write position deletes: %w", err))
 	}
 	committed, err := e.commitConversion(ctx, log, job, tbl, fs, cv, &rep)
 	if err != nil {
 		rep.Conversion = cv.counts
 		if errors.Is(err, errUnknownCommitState) {
 			log.Error("commit outcome unknown; position-delete files left in place for orphan cleanup", "error", err)
-			return fail(planner.Failed, err)
+			return fail(jobs.Failed, err)
 		}
 		rep.OutputFilesCleanedUp += e.removePaths(tbl, fs, cv.written(), log)
 		log.Warn("equality-delete conversion abandoned; its output files were deleted", "error", err)
 		if conflict.IsRetryable(err) {
-			return fail(planner.GaveUp, fmt.Errorf("gave up after %d attempts in %s: %w", rep.Attempts, job.Settings.CommitRetryTime, err))
+			return fail(jobs.GaveUp, fmt.Errorf("gave up after %d attempts in %s: %w", rep.Attempts, job.Settings.CommitRetryTime, err))
 		}
-		return fail(planner.Failed, fmt.Errorf("equality-delete conversion abandoned: %w", err))
+		return fail(jobs.Failed, fmt.Errorf("equality-delete conversion abandoned: %w", err))
 	}
 	cv.counts.EqualityDeleteFilesRemoved = len(cv.deletes)
 	rep.RemovedDeleteFiles = len(cv.deletes)
@@ -249,18 +249,18 @@ func (e *Executor) convertOnce(ctx context.Context, log *slog.Logger, job planne
 	log.Info("equality deletes converted", "snapshot_id", rep.CommittedSnapshotID,
 		"equality_delete_files_removed", len(cv.deletes), "position_delete_files_added", len(cv.groups),
 		"rows_matched", cv.counts.RowsMatched, "attempts", rep.Attempts, "conflicts", rep.Conflicts)
-	return planner.Result{Outcome: planner.Succeeded, Table: committed}, rep
+	return jobs.Result{Outcome: jobs.Succeeded, Table: committed}, rep
 }
 
 // planConversion reads the snapshot's manifests once: every live data file
 // (a global delete applies to all of them) and the live equality deletes
 // of the job's partitions, less those it cannot convert.
-func planConversion(fs iceio.IO, meta table.Metadata, snap *table.Snapshot, parts []planner.Partition) (*conversion, error) {
+func planConversion(fs iceio.IO, meta table.Metadata, snap *table.Snapshot, parts []jobs.Partition) (*conversion, error) {
 	want := map[string]bool{}
 	for _, p := range parts {
 		want[strconv.Itoa(int(p.SpecID))+"|"+p.Key] = true
 	}
-	keys := planner.NewKeyer(meta)
+	keys := jobs.NewKeyer(meta)
 	cv := &conversion{scopes: map[string]string{}, groups: map[string]*posGroup{}, v3: meta.Version() >= 3,
 		dvs: map[string][]posDeleteSource{}, parquetPos: map[string]int{}}
 	var candidates []eqDelete

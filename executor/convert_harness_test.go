@@ -14,7 +14,8 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
-	"github.com/icereactor/reactor/planner"
+	"github.com/icereactor/reactor/jobkind"
+	"github.com/icereactor/reactor/jobs"
 	"github.com/icereactor/reactor/streamwriter"
 )
 
@@ -27,9 +28,9 @@ type eqKey struct {
 }
 
 // convJob is a convert_equality_deletes job for the given partitions.
-func convJob(f *fixture, categories ...string) planner.Job {
+func convJob(f *fixture, categories ...string) jobs.Job {
 	j := f.job("", categories...)
-	j.Kind = planner.KindConvertEqualityDeletes
+	j.Kind = jobkind.ConvertEqualityDeletes
 	return j
 }
 

@@ -15,7 +15,7 @@ import (
 	iceio "github.com/apache/iceberg-go/io"
 
 	"github.com/icereactor/reactor/executor"
-	"github.com/icereactor/reactor/planner"
+	"github.com/icereactor/reactor/jobs"
 	"github.com/icereactor/reactor/streamwriter"
 )
 
@@ -73,7 +73,7 @@ func TestConvertEqualityDeletes(t *testing.T) {
 			eqDelete(t, f, []int{1}, idKeys("b", 1000)...) // b is not converted
 			before := f.contents()
 			res, rep := f.exec.Run(f.ctx, convJob(f, "a"))
-			if res.Outcome != planner.Succeeded {
+			if res.Outcome != jobs.Succeeded {
 				t.Fatalf("outcome %v, err %v", res.Outcome, res.Err)
 			}
 			sameContents(t, "after conversion", before, f.contents())
@@ -92,12 +92,12 @@ func TestConvertEqualityDeletes(t *testing.T) {
 				t.Errorf("partition b has %d equality delete files, want its 1", n)
 			}
 			res, rep = f.exec.Run(f.ctx, convJob(f, "a"))
-			if res.Outcome != planner.Noop || rep.Conversion.RowsMatched != 0 {
+			if res.Outcome != jobs.Noop || rep.Conversion.RowsMatched != 0 {
 				t.Errorf("second conversion: outcome %v (%v), %+v; want a no-op", res.Outcome, res.Err, rep.Conversion)
 			}
 			// A compaction applying the position deletes keeps the rows too.
 			res, _ = f.exec.Run(f.ctx, applyDeletes(f.job("defaults: {target_file_size: 1MiB, small_file_count: 1, min_input_files: 1}", "a")))
-			if res.Outcome == planner.Failed {
+			if res.Outcome == jobs.Failed {
 				t.Fatalf("compaction after conversion: %v", res.Err)
 			}
 			sameContents(t, "after compaction", before, f.contents())
@@ -114,7 +114,7 @@ func TestConvertEqualityDeletesDryRun(t *testing.T) {
 	job := convJob(f, "a")
 	job.DryRun = true
 	res, rep := f.exec.Run(f.ctx, job)
-	if res.Outcome != planner.Succeeded || !rep.DryRun || rep.Conversion.RowsMatched != 2 || rep.Conversion.EqualityDeleteFilesRemoved != 1 {
+	if res.Outcome != jobs.Succeeded || !rep.DryRun || rep.Conversion.RowsMatched != 2 || rep.Conversion.EqualityDeleteFilesRemoved != 1 {
 		t.Fatalf("outcome %v (%v), %+v", res.Outcome, res.Err, rep.Conversion)
 	}
 	if got := f.load().CurrentSnapshot().SnapshotID; got != snap {
@@ -181,7 +181,7 @@ func TestConvertEqualityDeletesProperty(t *testing.T) {
 		convert := []string{"a", "b", "c"}[:1+rng.IntN(3)]
 		before := f.contents()
 		res, rep := f.exec.Run(f.ctx, convJob(f, convert...))
-		if res.Outcome != planner.Succeeded && res.Outcome != planner.Noop {
+		if res.Outcome != jobs.Succeeded && res.Outcome != jobs.Noop {
 			t.Fatalf("round %d: outcome %v, err %v", round, res.Outcome, res.Err)
 		}
 		sameContents(t, "after conversion", before, f.contents())
@@ -189,7 +189,7 @@ func TestConvertEqualityDeletesProperty(t *testing.T) {
 			t.Errorf("round %d: %d equality delete files left in %v", round, n, convert)
 		}
 		res, again := f.exec.Run(f.ctx, convJob(f, convert...))
-		if res.Outcome != planner.Noop {
+		if res.Outcome != jobs.Noop {
 			t.Errorf("round %d: second conversion %v (%v), %+v", round, res.Outcome, res.Err, again.Conversion)
 		}
 		t.Logf("round %d: converted %v: %+v", round, convert, rep.Conversion)
@@ -208,7 +208,7 @@ func TestConvertEqualityDeletesConcurrentWriter(t *testing.T) {
 		mustDelete(t, func() (int64, error) { return f.writer.DeleteKeys(f.ctx, 5, 25) })
 	})
 	res, rep := f.exec.Run(f.ctx, convJob(f, "a"))
-	if res.Outcome != planner.Succeeded || rep.Conflicts != 1 {
+	if res.Outcome != jobs.Succeeded || rep.Conflicts != 1 {
 		t.Fatalf("outcome %v (%v), conflicts %d; want success after one conflict", res.Outcome, res.Err, rep.Conflicts)
 	}
 	got := f.contents()
@@ -241,14 +241,14 @@ func TestConvertEqualityDeletesConcurrentCompaction(t *testing.T) {
 	other := newExecutorOn(f, f.cat)
 	f.icat.beforeNextCommits(func() {
 		res, _ := other.Run(f.ctx, f.job("defaults: {target_file_size: 1MiB, small_file_count: 2, min_input_files: 2}", "a"))
-		if res.Outcome != planner.Succeeded {
+		if res.Outcome != jobs.Succeeded {
 			t.Errorf("concurrent compaction: %v (%v)", res.Outcome, res.Err)
 		}
 	})
 	res, rep := f.exec.Run(f.ctx, convJob(f, "a"))
 	// The compaction also removed the deletes it left applying to nothing,
 	// so the second plan may find nothing to convert.
-	if (res.Outcome != planner.Succeeded && res.Outcome != planner.Noop) || rep.Conversion.Replans != 1 || rep.OutputFilesCleanedUp != 1 {
+	if (res.Outcome != jobs.Succeeded && res.Outcome != jobs.Noop) || rep.Conversion.Replans != 1 || rep.OutputFilesCleanedUp != 1 {
 		t.Fatalf("outcome %v (%v), %d replans, %d outputs cleaned up; want one replan that deleted the first output",
 			res.Outcome, res.Err, rep.Conversion.Replans, rep.OutputFilesCleanedUp)
 	}
@@ -274,7 +274,7 @@ func TestConvertEqualityDeletesCompactedEveryTime(t *testing.T) {
 	compact := func() {
 		f.commit("a", 10) // something new to compact with the rewritten file
 		res, _ := other.Run(f.ctx, f.job("defaults: {target_file_size: 1MiB, small_file_count: 2, min_input_files: 2}", "a"))
-		if res.Outcome != planner.Succeeded {
+		if res.Outcome != jobs.Succeeded {
 			t.Errorf("concurrent compaction: %v (%v)", res.Outcome, res.Err)
 		}
 		live := f.writer.LiveIDs()
@@ -282,7 +282,7 @@ func TestConvertEqualityDeletesCompactedEveryTime(t *testing.T) {
 	}
 	f.icat.beforeNextCommits(compact, compact, compact)
 	res, _ := f.exec.Run(f.ctx, convJob(f, "a"))
-	if res.Outcome != planner.Failed || !errors.Is(res.Err, executor.ErrInputsGone) {
+	if res.Outcome != jobs.Failed || !errors.Is(res.Err, executor.ErrInputsGone) {
 		t.Fatalf("outcome %v, err %v; want ErrInputsGone after the replans", res.Outcome, res.Err)
 	}
 	if got := f.contents(); got.Total != f.writer.Written() {
@@ -314,7 +314,7 @@ func TestConvertEqualityDeletesFieldMissing(t *testing.T) {
 	})
 	snap := f.load().CurrentSnapshot().SnapshotID
 	res, _ := f.exec.Run(f.ctx, convJob(f, "a"))
-	if res.Outcome != planner.Failed || !errors.Is(res.Err, executor.ErrEqualityFieldMissing) {
+	if res.Outcome != jobs.Failed || !errors.Is(res.Err, executor.ErrEqualityFieldMissing) {
 		t.Fatalf("outcome %v, err %v; want ErrEqualityFieldMissing", res.Outcome, res.Err)
 	}
 	if got := f.load().CurrentSnapshot().SnapshotID; got != snap {
@@ -335,7 +335,7 @@ func TestConvertEqualityDeletesTypeMismatch(t *testing.T) {
 	})
 	snap := f.load().CurrentSnapshot().SnapshotID
 	res, _ := f.exec.Run(f.ctx, convJob(f, "a"))
-	if res.Outcome != planner.Failed || !errors.Is(res.Err, executor.ErrEqualityTypeMismatch) {
+	if res.Outcome != jobs.Failed || !errors.Is(res.Err, executor.ErrEqualityTypeMismatch) {
 		t.Fatalf("outcome %v, err %v; want ErrEqualityTypeMismatch", res.Outcome, res.Err)
 	}
 	if got := f.load().CurrentSnapshot().SnapshotID; got != snap {

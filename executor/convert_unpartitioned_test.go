@@ -13,8 +13,9 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icereactor/reactor/embedded"
+	"github.com/icereactor/reactor/jobkind"
+	"github.com/icereactor/reactor/jobs"
 	"github.com/icereactor/reactor/metrics"
-	"github.com/icereactor/reactor/planner"
 	"github.com/icereactor/reactor/streamwriter"
 )
 
@@ -123,11 +124,11 @@ func TestConvertEqualityDeletesUnpartitioned(t *testing.T) {
 		t.Fatalf("setup: ids 3, 14, 22, 25 occur %d, %d, %d, %d times", before.IDs[3], before.IDs[14], before.IDs[22], before.IDs[25])
 	}
 	exec := newTestExecutor(t, cat, slog.New(slog.DiscardHandler), metrics.New())
-	key := planner.NewKeyer(tbl.Metadata()).Key(0, nil)
-	job := planner.Job{ID: "test-flat", Kind: planner.KindConvertEqualityDeletes, Table: id, TableName: "db.flat",
-		Partitions: []planner.Partition{{Key: key}}}
+	key := jobs.NewKeyer(tbl.Metadata()).Key(0, nil)
+	job := jobs.Job{ID: "test-flat", Kind: jobkind.ConvertEqualityDeletes, Table: id, TableName: "db.flat",
+		Partitions: []jobs.Partition{{Key: key}}}
 	res, rep := exec.Run(ctx, job)
-	if res.Outcome != planner.Succeeded {
+	if res.Outcome != jobs.Succeeded {
 		t.Fatalf("outcome %v, err %v", res.Outcome, res.Err)
 	}
 	if c := rep.Conversion; c.EqualityDeleteFilesRemoved != 2 || c.RowsMatched != 3 || c.DataFilesScanned != 3 {
@@ -135,7 +136,7 @@ func TestConvertEqualityDeletesUnpartitioned(t *testing.T) {
 	}
 	sameContents(t, "after conversion", before, read())
 	res, _ = exec.Run(ctx, job)
-	if res.Outcome != planner.Noop {
+	if res.Outcome != jobs.Noop {
 		t.Errorf("second conversion: %v (%v)", res.Outcome, res.Err)
 	}
 }

@@ -21,8 +21,9 @@ import (
 
 	"github.com/icereactor/reactor/embedded"
 	"github.com/icereactor/reactor/executor"
+	"github.com/icereactor/reactor/jobkind"
+	"github.com/icereactor/reactor/jobs"
 	"github.com/icereactor/reactor/metrics"
-	"github.com/icereactor/reactor/planner"
 	"github.com/icereactor/reactor/streamwriter"
 	"github.com/icereactor/reactor/thresholds"
 )
@@ -165,13 +166,13 @@ func (w *wideTable) compact(yaml string, categories ...string) executor.Report {
 		w.t.Fatal(err)
 	}
 	tbl := w.load()
-	j := planner.Job{ID: "test-" + w.t.Name(), Kind: planner.KindCompact, Table: wideIdent, TableName: "db.wide",
+	j := jobs.Job{ID: "test-" + w.t.Name(), Kind: jobkind.Compact, Table: wideIdent, TableName: "db.wide",
 		Settings: cfg.For("db.wide", tbl.Properties())}
 	for _, c := range categories {
-		j.Partitions = append(j.Partitions, planner.Partition{Key: "category=" + c})
+		j.Partitions = append(j.Partitions, jobs.Partition{Key: "category=" + c})
 	}
 	res, rep := w.exec.Run(w.ctx, j)
-	if res.Outcome != planner.Succeeded {
+	if res.Outcome != jobs.Succeeded {
 		w.t.Fatalf("compaction: %s %v", res.Outcome, res.Err)
 	}
 	return rep
@@ -404,7 +405,7 @@ func TestDataPathsApplyDeletesAlike(t *testing.T) {
 		mustDelete(t, func() (int64, error) { return f.writer.DeleteRows(f.ctx, 5, 62) })
 		mustDelete(t, func() (int64, error) { return f.writer.DeleteKeys(f.ctx, 21, 59, 65) })
 		res, rep := f.exec.Run(f.ctx, applyDeletes(f.job("defaults: {min_input_files: 2}", "a")))
-		if res.Outcome != planner.Succeeded {
+		if res.Outcome != jobs.Succeeded {
 			t.Fatalf("compaction: %s %v", res.Outcome, res.Err)
 		}
 		left := map[iceberg.ManifestEntryContent][]int{}

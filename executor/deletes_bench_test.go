@@ -21,7 +21,8 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/icereactor/reactor/planner"
+	"github.com/icereactor/reactor/jobkind"
+	"github.com/icereactor/reactor/jobs"
 	"github.com/icereactor/reactor/streamwriter"
 )
 
@@ -55,9 +56,9 @@ func deleteBenchTable(b *testing.B, perDelete int64) *fixture {
 
 const delBenchYAML = "defaults: {target_file_size: 64MiB, small_file_count: 5, min_input_files: 5, delete_min_input_files: 5}"
 
-func mergeJob(f *fixture) planner.Job {
+func mergeJob(f *fixture) jobs.Job {
 	j := f.job(delBenchYAML, "a")
-	j.Kind = planner.KindRewritePositionDeletes
+	j.Kind = jobkind.RewritePositionDeletes
 	return j
 }
 
@@ -75,7 +76,7 @@ func BenchmarkPositionDeleteRewrite(b *testing.B) {
 				job := mergeJob(f)
 				b.StartTimer()
 				res, rep := f.exec.Run(f.ctx, job)
-				if res.Outcome != planner.Succeeded || rep.RewrittenDeleteFiles != delBenchDeletes || rep.AddedDeleteFiles != 1 {
+				if res.Outcome != jobs.Succeeded || rep.RewrittenDeleteFiles != delBenchDeletes || rep.AddedDeleteFiles != 1 {
 					b.Fatalf("outcome %v (%v): merged %d files into %d", res.Outcome, res.Err, rep.RewrittenDeleteFiles, rep.AddedDeleteFiles)
 				}
 				merged += rows
@@ -89,7 +90,7 @@ func BenchmarkPositionDeleteRewrite(b *testing.B) {
 				job := applyDeletes(f.job(delBenchYAML, "a"))
 				b.StartTimer()
 				res, rep := f.exec.Run(f.ctx, job)
-				if res.Outcome != planner.Succeeded || rep.RemovedDeleteFiles != delBenchDeletes {
+				if res.Outcome != jobs.Succeeded || rep.RemovedDeleteFiles != delBenchDeletes {
 					b.Fatalf("outcome %v (%v): removed %d delete files", res.Outcome, res.Err, rep.RemovedDeleteFiles)
 				}
 			}
@@ -102,11 +103,11 @@ func BenchmarkScanAfterDeleteJobs(b *testing.B) {
 	want := untouched.writer.Written()
 
 	afterMerge := deleteBenchTable(b, 20)
-	if res, _ := afterMerge.exec.Run(afterMerge.ctx, mergeJob(afterMerge)); res.Outcome != planner.Succeeded {
+	if res, _ := afterMerge.exec.Run(afterMerge.ctx, mergeJob(afterMerge)); res.Outcome != jobs.Succeeded {
 		b.Fatalf("merge: %v %v", res.Outcome, res.Err)
 	}
 	afterCompaction := deleteBenchTable(b, 20)
-	if res, _ := afterCompaction.exec.Run(afterCompaction.ctx, applyDeletes(afterCompaction.job(delBenchYAML, "a"))); res.Outcome != planner.Succeeded {
+	if res, _ := afterCompaction.exec.Run(afterCompaction.ctx, applyDeletes(afterCompaction.job(delBenchYAML, "a"))); res.Outcome != jobs.Succeeded {
 		b.Fatalf("compaction: %v %v", res.Outcome, res.Err)
 	}
 	for _, c := range []struct {

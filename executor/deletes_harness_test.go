@@ -17,8 +17,8 @@ import (
 	iceio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 	"github.com/google/uuid"
-
-	"github.com/icereactor/reactor/planner"
+	"github.com/icereactor/reactor/jobkind"
+	"github.com/icereactor/reactor/jobs"
 )
 
 // Helpers for the position-delete rewrite tests (prefix pdm: other test
@@ -117,9 +117,9 @@ func pdmTotalSize(files []pdmDeleteFile) int64 {
 }
 
 // pdmJob is a rewrite_position_deletes job for the given partitions.
-func pdmJob(f *fixture, yaml string, categories ...string) planner.Job {
+func pdmJob(f *fixture, yaml string, categories ...string) jobs.Job {
 	j := f.job(yaml, categories...)
-	j.Kind = planner.KindRewritePositionDeletes
+	j.Kind = jobkind.RewritePositionDeletes
 	return j
 }
 

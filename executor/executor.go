@@ -12,8 +12,9 @@ import (
 	"github.com/apache/iceberg-go/catalog"
 
 	"github.com/icereactor/reactor/deletions"
+	"github.com/icereactor/reactor/jobkind"
+	"github.com/icereactor/reactor/jobs"
 	"github.com/icereactor/reactor/metrics"
-	"github.com/icereactor/reactor/planner"
 	"github.com/icereactor/reactor/scope"
 )
 
@@ -113,33 +114,33 @@ type Report struct {
 
 // Run executes job and reports how it ended. It never panics on bad input
 // and never leaves its own output files behind when it does not commit them.
-func (e *Executor) Run(ctx context.Context, job planner.Job) (planner.Result, Report) {
+func (e *Executor) Run(ctx context.Context, job jobs.Job) (jobs.Result, Report) {
 	start := time.Now()
 	log := JobLogger(e.log, job, BackendLocal)
 	log.Info("job started", "partitions", job.PartitionKeys(), "reason", job.ReasonText())
 	var (
-		res planner.Result
+		res jobs.Result
 		rep Report
 	)
 	switch job.Kind {
-	case planner.KindCompact:
+	case jobkind.Compact:
 		res, rep = e.compact(ctx, log, job)
-	case planner.KindRewritePositionDeletes:
+	case jobkind.RewritePositionDeletes:
 		res, rep = e.rewritePositionDeletes(ctx, log, job)
-	case planner.KindConvertEqualityDeletes:
+	case jobkind.ConvertEqualityDeletes:
 		res, rep = e.convertEqualityDeletes(ctx, log, job)
-	case planner.KindSort:
+	case jobkind.Sort:
 		res, rep = e.sort(ctx, log, job)
-	case planner.KindRewriteManifests:
+	case jobkind.RewriteManifests:
 		res, rep = e.rewriteManifests(ctx, log, job)
-	case planner.KindExpireSnapshots:
+	case jobkind.ExpireSnapshots:
 		res, rep = e.expireSnapshots(ctx, log, job)
-	case planner.KindRemoveOrphans:
+	case jobkind.RemoveOrphans:
 		res, rep = e.removeOrphans(ctx, log, job)
-	case planner.KindDeleteExpiredFiles:
+	case jobkind.DeleteExpiredFiles:
 		res, rep = e.deleteExpiredFiles(ctx, log, job)
 	default:
-		res = planner.Result{Outcome: planner.Failed, Err: fmt.Errorf("unknown job kind %q", job.Kind)}
+		res = jobs.Result{Outcome: jobs.Failed, Err: fmt.Errorf("unknown job kind %q", job.Kind)}
 	}
 	rep.Duration = time.Since(start)
 	rep.Backend = BackendLocal
@@ -155,44 +156,44 @@ const (
 )
 
 // JobLogger returns log with the attributes every line about job carries.
-func JobLogger(log *slog.Logger, job planner.Job, backend string) *slog.Logger {
+func JobLogger(log *slog.Logger, job jobs.Job, backend string) *slog.Logger {
 	return log.With("table", job.TableName, "job_id", job.ID, "kind", job.Kind, "backend", backend)
 }
 
 // RecordFinished records a finished job, whichever backend ran it: its
 // metrics and its "job finished" line with the counts.
-func RecordFinished(log *slog.Logger, met *metrics.Metrics, job planner.Job, res planner.Result, rep Report) {
-	met.JobDuration.WithLabelValues(string(job.Kind)).Observe(rep.Duration.Seconds())
-	met.Jobs.WithLabelValues(string(job.Kind), res.Outcome.String()).Inc()
+func RecordFinished(log *slog.Logger, met *metrics.Metrics, job jobs.Job, res jobs.Result, rep Report) {
+	met.JobDuration.WithLabelValues(job.Kind.String()).Observe(rep.Duration.Seconds())
+	met.Jobs.WithLabelValues(job.Kind.String(), res.Outcome.String()).Inc()
 	attrs := []any{"outcome", res.Outcome.String(), "files_in", rep.RewrittenDataFiles, "files_out", rep.AddedDataFiles,
 		"bytes_in", rep.RewrittenBytes, "bytes_out", rep.AddedBytes, "removed_delete_files", rep.RemovedDeleteFiles,
 		"commits", rep.Commits, "attempts", rep.Attempts, "conflicts", rep.Conflicts, "duration", rep.Duration}
 	switch job.Kind {
-	case planner.KindRewritePositionDeletes:
+	case jobkind.RewritePositionDeletes:
 		attrs = append(attrs, "delete_files_in", rep.RewrittenDeleteFiles, "delete_files_out", rep.AddedDeleteFiles,
 			"delete_bytes_in", rep.RewrittenDeleteBytes, "delete_bytes_out", rep.AddedDeleteBytes,
 			"dangling_delete_rows", rep.DanglingDeleteRows)
-	case planner.KindConvertEqualityDeletes:
+	case jobkind.ConvertEqualityDeletes:
 		c := rep.Conversion
 		attrs = append(attrs, "equality_delete_files_removed", c.EqualityDeleteFilesRemoved,
 			"position_delete_files_added", c.PositionDeleteFilesAdded, "rows_matched", c.RowsMatched,
 			"data_files_scanned", c.DataFilesScanned, "bytes_read", c.BytesRead)
-	case planner.KindRewriteManifests:
+	case jobkind.RewriteManifests:
 		attrs = append(attrs, "manifests_rewritten", rep.ManifestsRewritten, "manifests_added", rep.ManifestsAdded)
-	case planner.KindSort:
+	case jobkind.Sort:
 		attrs = append(attrs, "spilled_runs", rep.SpilledRuns)
-	case planner.KindExpireSnapshots:
+	case jobkind.ExpireSnapshots:
 		x := rep.Expiry
 		attrs = append(attrs, "expired_snapshots", x.ExpiredSnapshots, "deleted_data_files", x.DeletedDataFiles,
 			"deleted_position_delete_files", x.DeletedPositionDeleteFiles,
 			"deleted_equality_delete_files", x.DeletedEqualityDeleteFiles, "deleted_manifests", x.DeletedManifests,
 			"deleted_manifest_lists", x.DeletedManifestLists, "deleted_statistics_files", x.DeletedStatisticsFiles)
 	}
-	if job.Kind == planner.KindRemoveOrphans {
+	if job.Kind == jobkind.RemoveOrphans {
 		attrs = append(attrs, "orphans", len(rep.Orphans.Orphans), "deleted_files", rep.Orphans.DeletedFiles)
 	}
 	switch res.Outcome {
-	case planner.Succeeded, planner.Noop:
+	case jobs.Succeeded, jobs.Noop:
 		log.Info("job finished", attrs...)
 	default:
 		log.Warn("job finished", append(attrs, "error", res.Err)...)
@@ -210,9 +211,9 @@ type Count struct {
 // reactor's numbers read like the ones users compare them with
 // (rewrite_data_files, expire_snapshots, remove_orphan_files,
 // rewrite_manifests).
-func (r Report) ProcedureCounts(kind planner.JobKind) []Count {
+func (r Report) ProcedureCounts(kind jobkind.Kind) []Count {
 	switch kind {
-	case planner.KindCompact, planner.KindSort:
+	case jobkind.Compact, jobkind.Sort:
 		return []Count{
 			{"rewritten_data_files_count", int64(r.RewrittenDataFiles)},
 			{"added_data_files_count", int64(r.AddedDataFiles)},
@@ -220,7 +221,7 @@ func (r Report) ProcedureCounts(kind planner.JobKind) []Count {
 			{"failed_data_files_count", int64(r.FailedDataFiles)},
 			{"removed_delete_files_count", int64(r.RemovedDeleteFiles)},
 		}
-	case planner.KindRewritePositionDeletes:
+	case jobkind.RewritePositionDeletes:
 		return []Count{
 			{"rewritten_delete_files_count", int64(r.RewrittenDeleteFiles)},
 			{"added_delete_files_count", int64(r.AddedDeleteFiles)},
@@ -228,7 +229,7 @@ func (r Report) ProcedureCounts(kind planner.JobKind) []Count {
 			{"added_bytes_count", r.AddedDeleteBytes},
 			{"dangling_deletes_removed_count", r.DanglingDeleteRows},
 		}
-	case planner.KindConvertEqualityDeletes:
+	case jobkind.ConvertEqualityDeletes:
 		c := r.Conversion
 		return []Count{
 			{"removed_equality_delete_files_count", int64(c.EqualityDeleteFilesRemoved)},
@@ -237,7 +238,7 @@ func (r Report) ProcedureCounts(kind planner.JobKind) []Count {
 			{"scanned_data_files_count", int64(c.DataFilesScanned)},
 			{"read_bytes_count", c.BytesRead},
 		}
-	case planner.KindExpireSnapshots:
+	case jobkind.ExpireSnapshots:
 		// Files expiry unlinks are deleted min_reader_margin later, by the
 		// delete_expired_files pass that reports them: here they are
 		// deferred, not deleted (unless the margin is zero).
@@ -248,7 +249,7 @@ func (r Report) ProcedureCounts(kind planner.JobKind) []Count {
 		}
 		return append(expiryCounts(x), Count{"expired_snapshots_count", int64(x.ExpiredSnapshots)},
 			Count{"deletion_deferred_files_count", deferred})
-	case planner.KindRemoveOrphans:
+	case jobkind.RemoveOrphans:
 		return []Count{
 			{"orphan_files_count", int64(len(r.Orphans.Orphans))},
 			{"orphan_bytes_count", r.Orphans.OrphanBytes},
@@ -260,9 +261,9 @@ func (r Report) ProcedureCounts(kind planner.JobKind) []Count {
 			{"too_young_files_count", int64(r.Orphans.TooYoung)},
 			{"refused_files_count", int64(r.Orphans.RefusedFiles)},
 		}
-	case planner.KindDeleteExpiredFiles:
+	case jobkind.DeleteExpiredFiles:
 		return append(expiryCounts(r.Expiry), Count{"still_referenced_files_count", int64(r.Orphans.StillReferenced)})
-	case planner.KindRewriteManifests:
+	case jobkind.RewriteManifests:
 		return []Count{
 			{"rewritten_manifests_count", int64(r.ManifestsRewritten)},
 			{"added_manifests_count", int64(r.ManifestsAdded)},
@@ -272,7 +273,7 @@ func (r Report) ProcedureCounts(kind planner.JobKind) []Count {
 }
 
 // CountMap is ProcedureCounts keyed by name (for JSON).
-func (r Report) CountMap(kind planner.JobKind) map[string]int64 {
+func (r Report) CountMap(kind jobkind.Kind) map[string]int64 {
 	counts := r.ProcedureCounts(kind)
 	m := make(map[string]int64, len(counts))
 	for _, c := range counts {

@@ -15,8 +15,8 @@ import (
 
 	"github.com/icereactor/reactor/deletions"
 	"github.com/icereactor/reactor/history"
+	"github.com/icereactor/reactor/jobs"
 	"github.com/icereactor/reactor/location"
-	"github.com/icereactor/reactor/planner"
 	"github.com/icereactor/reactor/scope"
 	"github.com/icereactor/reactor/tablename"
 )
@@ -77,7 +77,7 @@ func (x *ExpiryCounts) count(kind history.Kind) {
 // An attempt reads only the table's metadata, so it costs about what a
 // writer's commit costs and retries cheaply against a busy writer; the
 // history walk that finds the unlinked files runs once, after the commit.
-func (e *Executor) expireSnapshots(ctx context.Context, log *slog.Logger, job planner.Job) (planner.Result, Report) {
+func (e *Executor) expireSnapshots(ctx context.Context, log *slog.Logger, job jobs.Job) (jobs.Result, Report) {
 	var (
 		rep       Report
 		pre, post *table.Table
@@ -165,7 +165,7 @@ func (e *Executor) expireSnapshots(ctx context.Context, log *slog.Logger, job pl
 	}
 	if len(removed) == 0 {
 		log.Info("no snapshot to expire", "older_than", olderThan, "retain_last", retainLast)
-		return planner.Result{Outcome: planner.Noop}, rep
+		return jobs.Result{Outcome: jobs.Noop}, rep
 	}
 	leftAt := time.Now()
 	fs, err := pre.FS(ctx)
@@ -181,15 +181,15 @@ func (e *Executor) expireSnapshots(ctx context.Context, log *slog.Logger, job pl
 	if job.DryRun {
 		rep.DryRun = true
 		if err != nil {
-			return planner.Result{Outcome: planner.Failed, Err: fmt.Errorf("read history: %w", err)}, rep
+			return jobs.Result{Outcome: jobs.Failed, Err: fmt.Errorf("read history: %w", err)}, rep
 		}
 		log.Info("dry run: snapshots that would expire", "snapshots", len(removed), "files", len(files),
 			"older_than", olderThan, "retain_last", retainLast)
-		return planner.Result{Outcome: planner.Succeeded}, rep
+		return jobs.Result{Outcome: jobs.Succeeded}, rep
 	}
 	rep.Commits = 1
 	rep.CommittedSnapshotID = post.CurrentSnapshot().SnapshotID
-	res := planner.Result{Outcome: planner.Succeeded, Table: post}
+	res := jobs.Result{Outcome: jobs.Succeeded, Table: post}
 	if gcOff {
 		if err != nil {
 			log.Warn("expiry committed (gc.enabled is false: nothing is deleted); the files it unlinked could not be counted",
@@ -302,10 +302,10 @@ func (e *Executor) rootsOf(tbl *table.Table) []string {
 // deletion is never used, and orphan cleanup leaves pending files alone).
 // A batch or intent that does not verify as reactor's own is refused: left
 // in place, counted, never acted on, and not asked about again.
-func (e *Executor) deleteExpiredFiles(ctx context.Context, log *slog.Logger, job planner.Job) (planner.Result, Report) {
+func (e *Executor) deleteExpiredFiles(ctx context.Context, log *slog.Logger, job jobs.Job) (jobs.Result, Report) {
 	var rep Report
-	fail := func(err error, left []deletions.Ref) (planner.Result, Report) {
-		return planner.Result{Outcome: planner.Failed, Err: err, PendingDeletes: left}, rep
+	fail := func(err error, left []deletions.Ref) (jobs.Result, Report) {
+		return jobs.Result{Outcome: jobs.Failed, Err: err, PendingDeletes: left}, rep
 	}
 	tbl, err := e.cat.LoadTable(ctx, job.Table)
 	if err != nil {
@@ -370,7 +370,7 @@ func (e *Executor) deleteExpiredFiles(ctx context.Context, log *slog.Logger, job
 	}
 	log.Info("unlinked files deleted", "batches", len(job.PendingDeletes), "left", len(left), "deleted", rep.Expiry.Files(),
 		"still_referenced", rep.Orphans.StillReferenced, "refused", rep.Refusals.Total())
-	return planner.Result{Outcome: planner.Succeeded, PendingDeletes: left}, rep
+	return jobs.Result{Outcome: jobs.Succeeded, PendingDeletes: left}, rep
 }
 
 // deleteUnlinked deletes the files the deletion rule rc allows that no

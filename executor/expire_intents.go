@@ -13,7 +13,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/icereactor/reactor/deletions"
-	"github.com/icereactor/reactor/planner"
+	"github.com/icereactor/reactor/jobs"
 )
 
 // maxBaseMetadataBytes bounds the metadata file an expiry intent names:
@@ -55,7 +55,7 @@ func (e *Executor) pendingLocations(fs iceio.IO, tbl *table.Table) (map[string]b
 
 // writeIntent records, before an expiry's commit, that it is about to
 // unlink files, with the roots they lie under.
-func (e *Executor) writeIntent(ctx context.Context, log *slog.Logger, tbl *table.Table, job planner.Job) (deletions.Ref, error) {
+func (e *Executor) writeIntent(ctx context.Context, log *slog.Logger, tbl *table.Table, job jobs.Job) (deletions.Ref, error) {
 	fs, err := tbl.FS(ctx)
 	if err != nil {
 		return deletions.Ref{}, fmt.Errorf("open table io: %w", err)
@@ -84,7 +84,7 @@ func (e *Executor) removeIntent(fs iceio.IO, tbl *table.Table, ref deletions.Ref
 
 // dropIntent removes the intent of an expiry that did not commit; with an
 // unknown outcome it is left for the deletion pass, which can tell.
-func (e *Executor) dropIntent(ctx context.Context, job planner.Job, ref deletions.Ref, unknown bool) error {
+func (e *Executor) dropIntent(ctx context.Context, job jobs.Job, ref deletions.Ref, unknown bool) error {
 	if unknown {
 		return nil
 	}
@@ -107,7 +107,7 @@ func (e *Executor) dropIntent(ctx context.Context, job planner.Job, ref deletion
 // that it was before now. An intent that is not reactor's own for this
 // table, or whose base metadata is another table's or too large, is
 // refused: left where it is and not acted on.
-func (e *Executor) recoverIntent(ctx context.Context, log *slog.Logger, job planner.Job, tbl *table.Table, fs iceio.IO,
+func (e *Executor) recoverIntent(ctx context.Context, log *slog.Logger, job jobs.Job, tbl *table.Table, fs iceio.IO,
 	refusals *Refusals, ref deletions.Ref) ([]deletions.Ref, error) {
 	recs := e.records(fs, tbl)
 	in, err := recs.ReadIntent(ref)

@@ -12,7 +12,8 @@ import (
 	"github.com/icereactor/reactor/deletions"
 	"github.com/icereactor/reactor/executor"
 	"github.com/icereactor/reactor/history"
-	"github.com/icereactor/reactor/planner"
+	"github.com/icereactor/reactor/jobkind"
+	"github.com/icereactor/reactor/jobs"
 )
 
 func fileExists(t *testing.T, loc string) bool {
@@ -24,9 +25,9 @@ func fileExists(t *testing.T, loc string) bool {
 	return err == nil
 }
 
-func (f *fixture) expireJob(yaml string, olderThan time.Duration) planner.Job {
+func (f *fixture) expireJob(yaml string, olderThan time.Duration) jobs.Job {
 	j := f.job(yaml)
-	j.Kind = planner.KindExpireSnapshots
+	j.Kind = jobkind.ExpireSnapshots
 	j.ExpireOlderThan = olderThan
 	return j
 }
@@ -51,14 +52,14 @@ func TestExpiryDeletesOnlyUnreachableFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := f.dataFiles("a")
-	if res, _ := f.exec.Run(f.ctx, f.job("defaults: {target_file_size: 1MiB, small_file_count: 5}", "a")); res.Outcome != planner.Succeeded {
+	if res, _ := f.exec.Run(f.ctx, f.job("defaults: {target_file_size: 1MiB, small_file_count: 5}", "a")); res.Outcome != jobs.Succeeded {
 		t.Fatalf("compaction: %v %v", res.Outcome, res.Err)
 	}
 	rows := f.contents().Total
 	time.Sleep(5 * time.Millisecond) // every snapshot is now older than the 1ms horizon
 
 	res, rep := f.exec.Run(f.ctx, f.expireJob("defaults: {snapshot_max_age: 1ms, min_reader_margin: 0s, retain_last: 1}", time.Millisecond))
-	if res.Outcome != planner.Succeeded {
+	if res.Outcome != jobs.Succeeded {
 		t.Fatalf("expiry: %v %v", res.Outcome, res.Err)
 	}
 	after := f.load()
@@ -118,12 +119,12 @@ func TestExpiryRespectsReaderMargin(t *testing.T) {
 			}
 			// Meanwhile the partition is compacted and expiry runs with a
 			// 1 ms retention.
-			if res, _ := f.exec.Run(f.ctx, f.job("defaults: {target_file_size: 1MiB, small_file_count: 5}", "a")); res.Outcome != planner.Succeeded {
+			if res, _ := f.exec.Run(f.ctx, f.job("defaults: {target_file_size: 1MiB, small_file_count: 5}", "a")); res.Outcome != jobs.Succeeded {
 				t.Fatalf("compaction: %v %v", res.Outcome, res.Err)
 			}
 			time.Sleep(5 * time.Millisecond)
 			res, rep := f.exec.Run(f.ctx, f.expireJob("defaults: {snapshot_max_age: 1ms, min_reader_margin: "+tc.margin+"}", time.Millisecond))
-			if res.Outcome != planner.Succeeded || rep.Expiry.ExpiredSnapshots == 0 {
+			if res.Outcome != jobs.Succeeded || rep.Expiry.ExpiredSnapshots == 0 {
 				t.Fatalf("expiry: %v %v %+v, want it committed", res.Outcome, res.Err, rep.Expiry)
 			}
 			if n := len(f.load().Metadata().Snapshots()); n != 1 {
@@ -216,16 +217,16 @@ func TestDeferredExpiryDeletion(t *testing.T) {
 		f.commit("a", 10)
 	}
 	old := f.dataFiles("a")
-	if res, _ := f.exec.Run(f.ctx, f.job("defaults: {target_file_size: 1MiB, small_file_count: 5}", "a")); res.Outcome != planner.Succeeded {
+	if res, _ := f.exec.Run(f.ctx, f.job("defaults: {target_file_size: 1MiB, small_file_count: 5}", "a")); res.Outcome != jobs.Succeeded {
 		t.Fatalf("compaction: %v %v", res.Outcome, res.Err)
 	}
 	time.Sleep(5 * time.Millisecond)
 	yaml := "defaults: {snapshot_max_age: 1ms, min_reader_margin: 1h, retain_last: 1}"
 	res, rep := f.exec.Run(f.ctx, f.expireJob(yaml, time.Millisecond))
-	if res.Outcome != planner.Succeeded || rep.Expiry.DeletedDataFiles != 6 || !rep.Expiry.Deferred || len(res.PendingDeletes) != 1 {
+	if res.Outcome != jobs.Succeeded || rep.Expiry.DeletedDataFiles != 6 || !rep.Expiry.Deferred || len(res.PendingDeletes) != 1 {
 		t.Fatalf("expiry: %v %v %+v %v", res.Outcome, res.Err, rep.Expiry, res.PendingDeletes)
 	}
-	if counts := rep.CountMap(planner.KindExpireSnapshots); counts["deleted_data_files_count"] != 0 || counts["deletion_deferred_files_count"] != int64(rep.Expiry.Files()) {
+	if counts := rep.CountMap(jobkind.ExpireSnapshots); counts["deleted_data_files_count"] != 0 || counts["deletion_deferred_files_count"] != int64(rep.Expiry.Files()) {
 		t.Errorf("expire counts %v: nothing deleted yet, every unlinked file deferred", counts)
 	}
 	ref := res.PendingDeletes[0]
@@ -253,14 +254,14 @@ func TestDeferredExpiryDeletion(t *testing.T) {
 			t.Errorf("%s missing from the pending list", loc)
 		}
 	}
-	pass := func(refs ...deletions.Ref) (planner.Result, executor.Report) {
+	pass := func(refs ...deletions.Ref) (jobs.Result, executor.Report) {
 		j := f.job(yaml)
-		j.Kind = planner.KindDeleteExpiredFiles
+		j.Kind = jobkind.DeleteExpiredFiles
 		j.PendingDeletes = refs
 		return f.exec.Run(f.ctx, j)
 	}
 	// Early: nothing goes, whatever the job says.
-	if res2, _ := pass(ref); res2.Outcome != planner.Succeeded || len(res2.PendingDeletes) != 1 {
+	if res2, _ := pass(ref); res2.Outcome != jobs.Succeeded || len(res2.PendingDeletes) != 1 {
 		t.Fatalf("early pass: %v %v, left %v", res2.Outcome, res2.Err, res2.PendingDeletes)
 	}
 	for loc := range old {
@@ -284,7 +285,7 @@ func TestDeferredExpiryDeletion(t *testing.T) {
 		t.Fatal(err)
 	}
 	res2, rep2 := pass(dueRef)
-	if res2.Outcome != planner.Succeeded || rep2.Orphans.StillReferenced != 1 || rep2.Expiry.Files() != len(batch.Files)-1 ||
+	if res2.Outcome != jobs.Succeeded || rep2.Orphans.StillReferenced != 1 || rep2.Expiry.Files() != len(batch.Files)-1 ||
 		rep2.Expiry.DeletedDataFiles != 6 || len(res2.PendingDeletes) != 0 {
 		t.Fatalf("due pass: %v %v %+v %+v", res2.Outcome, res2.Err, rep2.Expiry, rep2.Orphans)
 	}
@@ -316,7 +317,7 @@ func TestSecondExpiryDoesNotDeleteAgain(t *testing.T) {
 		f.commit("a", 10)
 	}
 	old := f.dataFiles("a")
-	if res, _ := f.exec.Run(f.ctx, f.job("defaults: {target_file_size: 1MiB, small_file_count: 5}", "a")); res.Outcome != planner.Succeeded {
+	if res, _ := f.exec.Run(f.ctx, f.job("defaults: {target_file_size: 1MiB, small_file_count: 5}", "a")); res.Outcome != jobs.Succeeded {
 		t.Fatalf("compaction: %v %v", res.Outcome, res.Err)
 	}
 	f.commit("a", 10) // the compaction's snapshot is no longer the newest
@@ -327,13 +328,13 @@ func TestSecondExpiryDoesNotDeleteAgain(t *testing.T) {
 	j := f.expireJob(yaml, time.Millisecond)
 	j.ExpireRetainLast = 2
 	res, rep := f.exec.Run(f.ctx, j)
-	if res.Outcome != planner.Succeeded || rep.Expiry.DeletedDataFiles != len(old) {
+	if res.Outcome != jobs.Succeeded || rep.Expiry.DeletedDataFiles != len(old) {
 		t.Fatalf("first expiry: %v %v %+v, want the %d inputs deleted", res.Outcome, res.Err, rep.Expiry, len(old))
 	}
 	// Second expiry removes the compaction's snapshot, whose manifest
 	// still names the inputs as DELETED entries.
 	res, rep = f.exec.Run(f.ctx, f.expireJob(yaml, time.Millisecond))
-	if res.Outcome != planner.Succeeded || rep.Expiry.ExpiredSnapshots != 1 {
+	if res.Outcome != jobs.Succeeded || rep.Expiry.ExpiredSnapshots != 1 {
 		t.Fatalf("second expiry: %v %v %+v", res.Outcome, res.Err, rep.Expiry)
 	}
 	if rep.Expiry.DeletedDataFiles != 0 {
@@ -353,7 +354,7 @@ func TestExpiryCommittedWhenAFileIsAlreadyGone(t *testing.T) {
 		f.commit("a", 10)
 	}
 	old := f.dataFiles("a")
-	if res, _ := f.exec.Run(f.ctx, f.job("defaults: {target_file_size: 1MiB, small_file_count: 5}", "a")); res.Outcome != planner.Succeeded {
+	if res, _ := f.exec.Run(f.ctx, f.job("defaults: {target_file_size: 1MiB, small_file_count: 5}", "a")); res.Outcome != jobs.Succeeded {
 		t.Fatalf("compaction: %v %v", res.Outcome, res.Err)
 	}
 	for loc := range old {
@@ -364,7 +365,7 @@ func TestExpiryCommittedWhenAFileIsAlreadyGone(t *testing.T) {
 	}
 	time.Sleep(5 * time.Millisecond)
 	res, rep := f.exec.Run(f.ctx, f.expireJob("defaults: {snapshot_max_age: 1ms, min_reader_margin: 0s, retain_last: 1}", time.Millisecond))
-	if res.Outcome != planner.Succeeded || rep.Commits != 1 || rep.Expiry.ExpiredSnapshots == 0 {
+	if res.Outcome != jobs.Succeeded || rep.Commits != 1 || rep.Expiry.ExpiredSnapshots == 0 {
 		t.Fatalf("outcome %v (err %v), report %+v: the expiry committed", res.Outcome, res.Err, rep.Expiry)
 	}
 	if n := len(f.load().Metadata().Snapshots()); n != 1 {
@@ -381,12 +382,12 @@ func TestOrphanCleanupLeavesPendingFiles(t *testing.T) {
 		f.commit("a", 10)
 	}
 	old := f.dataFiles("a")
-	if res, _ := f.exec.Run(f.ctx, f.job("defaults: {target_file_size: 1MiB, small_file_count: 5}", "a")); res.Outcome != planner.Succeeded {
+	if res, _ := f.exec.Run(f.ctx, f.job("defaults: {target_file_size: 1MiB, small_file_count: 5}", "a")); res.Outcome != jobs.Succeeded {
 		t.Fatalf("compaction: %v %v", res.Outcome, res.Err)
 	}
 	time.Sleep(5 * time.Millisecond)
 	res, _ := f.exec.Run(f.ctx, f.expireJob("defaults: {snapshot_max_age: 1ms, min_reader_margin: 1h}", time.Millisecond))
-	if res.Outcome != planner.Succeeded || len(res.PendingDeletes) != 1 {
+	if res.Outcome != jobs.Succeeded || len(res.PendingDeletes) != 1 {
 		t.Fatalf("expiry: %v %v %v", res.Outcome, res.Err, res.PendingDeletes)
 	}
 	long := time.Now().Add(-96 * time.Hour)
@@ -396,9 +397,9 @@ func TestOrphanCleanupLeavesPendingFiles(t *testing.T) {
 		}
 	}
 	j := f.job("defaults: {orphan_delete: true}")
-	j.Kind, j.OrphanSource = planner.KindRemoveOrphans, planner.OrphansFromListing
+	j.Kind, j.OrphanSource = jobkind.RemoveOrphans, jobs.OrphansFromListing
 	res, rep := f.exec.Run(f.ctx, j)
-	if res.Outcome == planner.Failed {
+	if res.Outcome == jobs.Failed {
 		t.Fatalf("orphan cleanup: %v", res.Err)
 	}
 	for _, o := range rep.Orphans.Orphans {
@@ -425,7 +426,7 @@ func TestInterruptedExpiryIsRecoveredFromItsIntent(t *testing.T) {
 		f.commit("a", 10)
 	}
 	old := f.dataFiles("a")
-	if res, _ := f.exec.Run(f.ctx, f.job("defaults: {target_file_size: 1MiB, small_file_count: 5}", "a")); res.Outcome != planner.Succeeded {
+	if res, _ := f.exec.Run(f.ctx, f.job("defaults: {target_file_size: 1MiB, small_file_count: 5}", "a")); res.Outcome != jobs.Succeeded {
 		t.Fatalf("compaction: %v %v", res.Outcome, res.Err)
 	}
 	base := f.load()
@@ -438,11 +439,11 @@ func TestInterruptedExpiryIsRecoveredFromItsIntent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pass := func(refs ...deletions.Ref) planner.Result {
+	pass := func(refs ...deletions.Ref) jobs.Result {
 		j := f.job("defaults: {min_reader_margin: 1h}")
-		j.Kind, j.PendingDeletes = planner.KindDeleteExpiredFiles, refs
+		j.Kind, j.PendingDeletes = jobkind.DeleteExpiredFiles, refs
 		res, _ := f.exec.Run(f.ctx, j)
-		if res.Outcome != planner.Succeeded {
+		if res.Outcome != jobs.Succeeded {
 			t.Fatalf("pass: %v %v", res.Outcome, res.Err)
 		}
 		return res

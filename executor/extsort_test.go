@@ -16,8 +16,9 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icereactor/reactor/executor"
+	"github.com/icereactor/reactor/jobkind"
+	"github.com/icereactor/reactor/jobs"
 	"github.com/icereactor/reactor/metrics"
-	"github.com/icereactor/reactor/planner"
 	"github.com/icereactor/reactor/sortorder"
 )
 
@@ -91,14 +92,14 @@ func TestExternalSortWritesWhatInMemorySortWrites(t *testing.T) {
 			if got := allRows(ext.files()); !slices.Equal(got, before) {
 				t.Fatal("the two tables differ before the sort")
 			}
-			res, memRep := mem.exec.Run(mem.ctx, mem.job(planner.KindSort, yaml))
-			if res.Outcome != planner.Succeeded || memRep.SpilledRuns != 0 {
+			res, memRep := mem.exec.Run(mem.ctx, mem.job(jobkind.Sort, yaml))
+			if res.Outcome != jobs.Succeeded || memRep.SpilledRuns != 0 {
 				t.Fatalf("in-memory sort: %v %v, %d runs spilled", res.Outcome, res.Err, memRep.SpilledRuns)
 			}
 			spill := t.TempDir()
 			e := spillingExecutor(t, ext, 6<<10, spill)
-			res, extRep := e.Run(ext.ctx, ext.job(planner.KindSort, yaml))
-			if res.Outcome != planner.Succeeded {
+			res, extRep := e.Run(ext.ctx, ext.job(jobkind.Sort, yaml))
+			if res.Outcome != jobs.Succeeded {
 				t.Fatalf("external sort: %v %v", res.Outcome, res.Err)
 			}
 			if extRep.SpilledRuns <= 64 {
@@ -158,8 +159,8 @@ func TestExternalSortOfPartitionLargerThanBudget(t *testing.T) {
 	const order = "name ASC NULLS LAST, y DESC"
 	spill := t.TempDir()
 	e := spillingExecutor(t, s, 32<<10, spill)
-	res, rep := e.Run(s.ctx, s.job(planner.KindSort, "defaults: {target_file_size: 64KiB, strategy: sort, sort_order: '"+order+"'}"))
-	if res.Outcome != planner.Succeeded {
+	res, rep := e.Run(s.ctx, s.job(jobkind.Sort, "defaults: {target_file_size: 64KiB, strategy: sort, sort_order: '"+order+"'}"))
+	if res.Outcome != jobs.Succeeded {
 		t.Fatalf("external sort: %v %v", res.Outcome, res.Err)
 	}
 	if rep.SpilledRuns < 20 || rep.AddedDataFiles < 3 {
@@ -264,8 +265,8 @@ func TestSpillDirectoryFailures(t *testing.T) {
 		return n
 	}
 	onDisk := dataFiles()
-	res, _ := ext.Run(s.ctx, s.job(planner.KindSort, "defaults: {target_file_size: 24KiB, strategy: sort, sort_order: 'x'}"))
-	if res.Outcome != planner.Failed {
+	res, _ := ext.Run(s.ctx, s.job(jobkind.Sort, "defaults: {target_file_size: 24KiB, strategy: sort, sort_order: 'x'}"))
+	if res.Outcome != jobs.Failed {
 		t.Fatalf("sort with an unwritable spill directory: %v", res.Outcome)
 	}
 	if res.Err == nil || !strings.Contains(res.Err.Error(), "spill directory") {

@@ -17,8 +17,9 @@ import (
 	"github.com/icereactor/reactor/deletions"
 	"github.com/icereactor/reactor/embedded"
 	"github.com/icereactor/reactor/executor"
+	"github.com/icereactor/reactor/jobkind"
+	"github.com/icereactor/reactor/jobs"
 	"github.com/icereactor/reactor/metrics"
-	"github.com/icereactor/reactor/planner"
 	"github.com/icereactor/reactor/streamwriter"
 	"github.com/icereactor/reactor/thresholds"
 )
@@ -154,22 +155,22 @@ func (f *fixture) load() *table.Table {
 
 // job builds a compaction job for the given partitions with the test's
 // thresholds (YAML, may be empty).
-func (f *fixture) job(yaml string, categories ...string) planner.Job {
+func (f *fixture) job(yaml string, categories ...string) jobs.Job {
 	f.t.Helper()
 	cfg, err := thresholds.Parse([]byte(yaml))
 	if err != nil {
 		f.t.Fatal(err)
 	}
 	tbl := f.load()
-	j := planner.Job{
+	j := jobs.Job{
 		ID:        fmt.Sprintf("test-%s", f.t.Name()),
-		Kind:      planner.KindCompact,
+		Kind:      jobkind.Compact,
 		Table:     ident,
 		TableName: "db.events",
 		Settings:  cfg.For("db.events", tbl.Properties()),
 	}
 	for _, c := range categories {
-		j.Partitions = append(j.Partitions, planner.Partition{Key: "category=" + c})
+		j.Partitions = append(j.Partitions, jobs.Partition{Key: "category=" + c})
 	}
 	return j
 }

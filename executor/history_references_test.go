@@ -15,8 +15,9 @@ import (
 
 	"github.com/icereactor/reactor/deletions"
 	"github.com/icereactor/reactor/embedded"
+	"github.com/icereactor/reactor/jobkind"
+	"github.com/icereactor/reactor/jobs"
 	"github.com/icereactor/reactor/metrics"
-	"github.com/icereactor/reactor/planner"
 	"github.com/icereactor/reactor/streamwriter"
 	"github.com/icereactor/reactor/thresholds"
 )
@@ -87,16 +88,16 @@ func (h *historyTable) update(updates ...table.Update) {
 	}
 }
 
-func (h *historyTable) job(kind planner.JobKind, yaml string) planner.Job {
+func (h *historyTable) job(kind jobkind.Kind, yaml string) jobs.Job {
 	h.t.Helper()
 	cfg, err := thresholds.Parse([]byte(yaml))
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	j := planner.Job{ID: fmt.Sprintf("%s-%d", kind, time.Now().UnixNano()), Kind: kind, Table: h.ident, TableName: "db.events",
+	j := jobs.Job{ID: fmt.Sprintf("%s-%d", kind, time.Now().UnixNano()), Kind: kind, Table: h.ident, TableName: "db.events",
 		Settings: cfg.For("db.events", h.load().Properties()), ScheduledAt: time.Now()}
-	if kind == planner.KindCompact {
-		j.Partitions = []planner.Partition{{Key: "category=a", ApplyDeletes: true}, {Key: "category=b"}}
+	if kind == jobkind.Compact {
+		j.Partitions = []jobs.Partition{{Key: "category=a", ApplyDeletes: true}, {Key: "category=b"}}
 	}
 	return j
 }
@@ -246,8 +247,8 @@ func TestHistoryIndexAgreesWithWalk(t *testing.T) {
 						ops = append(ops, "equality-delete")
 					}
 				case op == 5:
-					res, _ := h.cached.Run(h.ctx, h.job(planner.KindCompact, "defaults: {target_file_size: 1MiB, small_file_count: 2, min_input_files: 2}"))
-					if res.Outcome == planner.Failed {
+					res, _ := h.cached.Run(h.ctx, h.job(jobkind.Compact, "defaults: {target_file_size: 1MiB, small_file_count: 2, min_input_files: 2}"))
+					if res.Outcome == jobs.Failed {
 						t.Fatalf("step %d compaction: %v", step, res.Err)
 					}
 					ops = append(ops, "compact")
@@ -275,9 +276,9 @@ func TestHistoryIndexAgreesWithWalk(t *testing.T) {
 					h.compareUnlinked(fmt.Sprintf("step %d before expiry", step), 1+rng.IntN(3))
 					time.Sleep(2 * time.Millisecond)
 					e := []*Executor{h.cached, h.walking}[rng.IntN(2)]
-					res, _ := e.Run(h.ctx, h.job(planner.KindExpireSnapshots, fmt.Sprintf(
+					res, _ := e.Run(h.ctx, h.job(jobkind.ExpireSnapshots, fmt.Sprintf(
 						"defaults: {snapshot_max_age: 1ms, min_reader_margin: 0s, retain_last: %d}", 1+rng.IntN(3))))
-					if res.Outcome == planner.Failed {
+					if res.Outcome == jobs.Failed {
 						t.Fatalf("step %d expiry: %v", step, res.Err)
 					}
 					ops = append(ops, "expire")

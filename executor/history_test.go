@@ -2,13 +2,14 @@ package executor_test
 
 import (
 	"fmt"
-	"github.com/apache/iceberg-go"
-	iceio "github.com/apache/iceberg-go/io"
-	"github.com/apache/iceberg-go/table"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/apache/iceberg-go"
+	iceio "github.com/apache/iceberg-go/io"
+	"github.com/apache/iceberg-go/table"
 
 	"github.com/icereactor/reactor/streamwriter"
 )

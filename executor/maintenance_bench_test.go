@@ -43,8 +43,9 @@ import (
 
 	"github.com/icereactor/reactor/embedded"
 	"github.com/icereactor/reactor/executor"
+	"github.com/icereactor/reactor/jobkind"
+	"github.com/icereactor/reactor/jobs"
 	"github.com/icereactor/reactor/metrics"
-	"github.com/icereactor/reactor/planner"
 	"github.com/icereactor/reactor/streamwriter"
 	"github.com/icereactor/reactor/thresholds"
 )
@@ -200,14 +201,14 @@ func (mt *maintTable) report(b *testing.B) {
 
 // maintJob builds a job of the given kind for table id with settings from
 // yaml, as the planner would dispatch it.
-func maintJob(b *testing.B, tbl *table.Table, id table.Identifier, kind planner.JobKind, yaml string) planner.Job {
+func maintJob(b *testing.B, tbl *table.Table, id table.Identifier, kind jobkind.Kind, yaml string) jobs.Job {
 	b.Helper()
 	cfg, err := thresholds.Parse([]byte(yaml))
 	if err != nil {
 		b.Fatal(err)
 	}
 	name := strings.Join(id, ".")
-	return planner.Job{
+	return jobs.Job{
 		ID:        "bench-" + name,
 		Kind:      kind,
 		Table:     id,
@@ -400,11 +401,11 @@ func BenchmarkExpiryPlanning(b *testing.B) {
 		dry := newExecutor(b, executor.Options{Catalog: refusingCatalog{mt.cat}, Logger: quiet, Metrics: metrics.New()})
 		walking := newExecutor(b, executor.Options{Catalog: mt.cat, Logger: quiet, Metrics: metrics.New()})
 		executor.WalkWholeHistory(walking)
-		jobs := make([]planner.Job, 2)
+		ran := make([]jobs.Job, 2)
 		trimYAML := fmt.Sprintf(expiryTrimYAML, mt.snapshots-trimmed)
 		for k, yaml := range []string{expiryYAML, trimYAML} {
-			jobs[k] = maintJob(b, mt.load(b, ident), ident, planner.KindExpireSnapshots, yaml)
-			jobs[k].ExpireOlderThan = time.Millisecond
+			ran[k] = maintJob(b, mt.load(b, ident), ident, jobkind.ExpireSnapshots, yaml)
+			ran[k].ExpireOlderThan = time.Millisecond
 		}
 		// warm syncs e's history index with the table as built, untimed:
 		// what the jobs before this one (expiries, orphan cleanups) keep
@@ -425,9 +426,9 @@ func BenchmarkExpiryPlanning(b *testing.B) {
 		}
 		// expire runs a committed expiry with e and checks its report:
 		// every snapshot but the newest, or with trim the oldest trimmed.
-		expire := func(e *executor.Executor, job planner.Job, trim bool) planner.Result {
+		expire := func(e *executor.Executor, job jobs.Job, trim bool) jobs.Result {
 			res, rep := e.Run(mt.ctx, job)
-			if res.Outcome != planner.Succeeded {
+			if res.Outcome != jobs.Succeeded {
 				b.Fatalf("expiry: %v %v", res.Outcome, res.Err)
 			}
 			x := rep.Expiry
@@ -449,11 +450,11 @@ func BenchmarkExpiryPlanning(b *testing.B) {
 			return res
 		}
 		// pass runs the deletion pass of the batch res left.
-		pass := func(e *executor.Executor, res planner.Result) {
-			job := maintJob(b, mt.load(b, ident), ident, planner.KindDeleteExpiredFiles, trimYAML)
+		pass := func(e *executor.Executor, res jobs.Result) {
+			job := maintJob(b, mt.load(b, ident), ident, jobkind.DeleteExpiredFiles, trimYAML)
 			job.PendingDeletes = res.PendingDeletes
 			got, rep := e.Run(mt.ctx, job)
-			if got.Outcome != planner.Succeeded || len(got.PendingDeletes) != 0 {
+			if got.Outcome != jobs.Succeeded || len(got.PendingDeletes) != 0 {
 				b.Fatalf("deletion pass: %v %v, %d batches left", got.Outcome, got.Err, len(got.PendingDeletes))
 			}
 			if n := rep.Expiry.Files(); n != 2*trimmed {
@@ -468,8 +469,8 @@ func BenchmarkExpiryPlanning(b *testing.B) {
 			if k == runNoCommit {
 				warm(dry)
 				took[0] = timed(func() {
-					res, _ := dry.Run(mt.ctx, jobs[0])
-					if res.Outcome != planner.Failed || !errors.Is(res.Err, errCommitRefused) {
+					res, _ := dry.Run(mt.ctx, ran[0])
+					if res.Outcome != jobs.Failed || !errors.Is(res.Err, errCommitRefused) {
 						b.Fatalf("expiry without commit: %v %v, want the refused commit", res.Outcome, res.Err)
 					}
 				})
@@ -482,21 +483,21 @@ func BenchmarkExpiryPlanning(b *testing.B) {
 			switch k {
 			case runJob:
 				warm(mt.exec)
-				took[0] = timed(func() { expire(mt.exec, jobs[0], false) })
+				took[0] = timed(func() { expire(mt.exec, ran[0], false) })
 			case runJobCold:
 				cold := newExecutor(b, executor.Options{Catalog: mt.cat, Logger: quiet, Metrics: metrics.New()})
-				took[0] = timed(func() { expire(cold, jobs[0], false) })
+				took[0] = timed(func() { expire(cold, ran[0], false) })
 			case runJobWalk:
-				took[0] = timed(func() { expire(walking, jobs[0], false) })
+				took[0] = timed(func() { expire(walking, ran[0], false) })
 			case runTrim:
 				warm(mt.exec)
-				var res planner.Result
-				took[0] = timed(func() { res = expire(mt.exec, jobs[1], true) })
+				var res jobs.Result
+				took[0] = timed(func() { res = expire(mt.exec, ran[1], true) })
 				time.Sleep(2 * time.Millisecond) // the batch is due
 				took[1] = timed(func() { pass(mt.exec, res) })
 			case runTrimWalk:
-				var res planner.Result
-				took[0] = timed(func() { res = expire(walking, jobs[1], true) })
+				var res jobs.Result
+				took[0] = timed(func() { res = expire(walking, ran[1], true) })
 				time.Sleep(2 * time.Millisecond)
 				took[1] = timed(func() { pass(walking, res) })
 			}
@@ -542,7 +543,7 @@ func BenchmarkExpiryPlanning(b *testing.B) {
 		b.Fatalf("table has %d snapshots after the benchmark, want %d", got, mt.snapshots)
 	}
 	exec := newExecutor(b, executor.Options{Catalog: refusingCatalog{mt.cat}, Logger: slog.New(slog.DiscardHandler), Metrics: metrics.New()})
-	job := maintJob(b, tbl, ident, planner.KindExpireSnapshots, expiryYAML)
+	job := maintJob(b, tbl, ident, jobkind.ExpireSnapshots, expiryYAML)
 	job.ExpireOlderThan = time.Millisecond
 	if res, _ := exec.Run(mt.ctx, job); !errors.Is(res.Err, errCommitRefused) {
 		b.Fatalf("history after the benchmark: %v %v", res.Outcome, res.Err)
@@ -577,7 +578,7 @@ func BenchmarkOrphanPlanning(b *testing.B) {
 	mt := buildMaintTable(b)
 	start := time.Now()
 	old := time.Now().Add(-2 * time.Hour)
-	var cands []planner.OrphanCandidate
+	var cands []jobs.OrphanCandidate
 	write := func(loc string) {
 		p := strings.TrimPrefix(loc, "file://")
 		if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
@@ -601,7 +602,7 @@ func BenchmarkOrphanPlanning(b *testing.B) {
 		loc := fmt.Sprintf("%s/data/category=c%02d/00000-%d-failed-write-%05d.parquet", location, i%maintPartitions, i, i)
 		write(loc)
 		strays = append(strays, strings.TrimPrefix(loc, "file://"))
-		cands = append(cands, planner.OrphanCandidate{Location: loc, Size: 1, Created: old})
+		cands = append(cands, jobs.OrphanCandidate{Location: loc, Size: 1, Created: old})
 	}
 	slices.Sort(strays)
 	onDisk := 0
@@ -639,10 +640,10 @@ func BenchmarkOrphanPlanning(b *testing.B) {
 	// seconds apart: this machine's load drifts more than that between
 	// sub-benchmarks run minutes apart.
 	b.Run(fmt.Sprintf("candidates=%d", len(cands)), func(b *testing.B) {
-		tracked := maintJob(b, mt.load(b, ident), ident, planner.KindRemoveOrphans, orphanDryYAML)
-		tracked.OrphanSource, tracked.OrphanCandidates = planner.OrphansFromTracking, cands
-		listed := maintJob(b, mt.load(b, ident), ident, planner.KindRemoveOrphans, orphanDryYAML)
-		listed.OrphanSource = planner.OrphansFromListing
+		tracked := maintJob(b, mt.load(b, ident), ident, jobkind.RemoveOrphans, orphanDryYAML)
+		tracked.OrphanSource, tracked.OrphanCandidates = jobs.OrphansFromTracking, cands
+		listed := maintJob(b, mt.load(b, ident), ident, jobkind.RemoveOrphans, orphanDryYAML)
+		listed.OrphanSource = jobs.OrphansFromListing
 		empty := "file://" + b.TempDir()
 		walking := newExecutor(b, executor.Options{Catalog: mt.cat, Logger: slog.New(slog.DiscardHandler), Metrics: metrics.New()})
 		executor.WalkWholeHistory(walking)
@@ -652,7 +653,7 @@ func BenchmarkOrphanPlanning(b *testing.B) {
 		track := func(e *executor.Executor) func() {
 			return func() {
 				res, rep := e.Run(mt.ctx, tracked)
-				if res.Outcome != planner.Succeeded {
+				if res.Outcome != jobs.Succeeded {
 					b.Fatalf("tracked orphans: %v %v", res.Outcome, res.Err)
 				}
 				orphans(b, rep)
@@ -663,7 +664,7 @@ func BenchmarkOrphanPlanning(b *testing.B) {
 			track(walking),
 			func() {
 				res, rep := mt.exec.Run(mt.ctx, listed)
-				if res.Outcome != planner.Succeeded {
+				if res.Outcome != jobs.Succeeded {
 					b.Fatalf("listed orphans: %v %v", res.Outcome, res.Err)
 				}
 				orphans(b, rep)

@@ -16,7 +16,7 @@ import (
 
 	"github.com/icereactor/reactor/conflict"
 	"github.com/icereactor/reactor/executor/internal/commit"
-	"github.com/icereactor/reactor/planner"
+	"github.com/icereactor/reactor/jobs"
 )
 
 // rewriteManifests merges the table's data manifests into target-sized ones
@@ -30,7 +30,7 @@ import (
 // of those they replace (the writers' new manifests kept as they are), as
 // iceberg-go's own retry does. Only when a replaced manifest is gone is the
 // merge redone on the refreshed table.
-func (e *Executor) rewriteManifests(ctx context.Context, log *slog.Logger, job planner.Job) (planner.Result, Report) {
+func (e *Executor) rewriteManifests(ctx context.Context, log *slog.Logger, job jobs.Job) (jobs.Result, Report) {
 	var rep Report
 	if job.DryRun {
 		return e.countManifests(ctx, job)
@@ -52,19 +52,19 @@ func (e *Executor) rewriteManifests(ctx context.Context, log *slog.Logger, job p
 		return retryOutcome(err, rep.Attempts), rep
 	}
 	if mr.noop {
-		return planner.Result{Outcome: planner.Noop}, rep
+		return jobs.Result{Outcome: jobs.Noop}, rep
 	}
 	rep.Commits = 1
 	rep.ManifestsRewritten, rep.ManifestsAdded = len(mr.replaced), len(mr.merged)
 	rep.CommittedSnapshotID = mr.committed.CurrentSnapshot().SnapshotID
-	return planner.Result{Outcome: planner.Succeeded, Table: mr.committed}, rep
+	return jobs.Result{Outcome: jobs.Succeeded, Table: mr.committed}, rep
 }
 
 // manifestRewrite is one manifest-rewrite job's commit state.
 type manifestRewrite struct {
 	e   *Executor
 	log *slog.Logger
-	job planner.Job
+	job jobs.Job
 	rep *Report
 	fs  iceio.IO
 	tbl *table.Table // as the first attempt loaded it
@@ -102,7 +102,7 @@ func (mr *manifestRewrite) attempt(ctx context.Context, tbl *table.Table) error 
 
 // merge stages and commits a fresh merge through iceberg-go.
 func (mr *manifestRewrite) merge(ctx context.Context, tbl *table.Table) error {
-	keys := planner.NewKeyer(tbl.Metadata())
+	keys := jobs.NewKeyer(tbl.Metadata())
 	if err := mr.e.checkMetadataLog(tbl); err != nil {
 		return backoff.Permanent(err)
 	}
@@ -254,28 +254,28 @@ func (mr *manifestRewrite) cleanup(err error) {
 
 // countManifests is rewrite_manifests' dry run: staging a rewrite writes
 // manifest files, so it only counts the data manifests a rewrite would read.
-func (e *Executor) countManifests(ctx context.Context, job planner.Job) (planner.Result, Report) {
+func (e *Executor) countManifests(ctx context.Context, job jobs.Job) (jobs.Result, Report) {
 	rep := Report{DryRun: true}
 	tbl, err := e.cat.LoadTable(ctx, job.Table)
 	if err != nil {
-		return planner.Result{Outcome: planner.Failed, Err: fmt.Errorf("load table: %w", err)}, rep
+		return jobs.Result{Outcome: jobs.Failed, Err: fmt.Errorf("load table: %w", err)}, rep
 	}
 	snap := tbl.CurrentSnapshot()
 	if snap == nil {
-		return planner.Result{Outcome: planner.Noop}, rep
+		return jobs.Result{Outcome: jobs.Noop}, rep
 	}
 	fs, err := tbl.FS(ctx)
 	if err != nil {
-		return planner.Result{Outcome: planner.Failed, Err: fmt.Errorf("open table io: %w", err)}, rep
+		return jobs.Result{Outcome: jobs.Failed, Err: fmt.Errorf("open table io: %w", err)}, rep
 	}
 	manifests, err := snap.Manifests(fs)
 	if err != nil {
-		return planner.Result{Outcome: planner.Failed, Err: fmt.Errorf("read manifest list: %w", err)}, rep
+		return jobs.Result{Outcome: jobs.Failed, Err: fmt.Errorf("read manifest list: %w", err)}, rep
 	}
 	for _, m := range manifests {
 		if m.ManifestContent() == iceberg.ManifestContentData {
 			rep.ManifestsRewritten++
 		}
 	}
-	return planner.Result{Outcome: planner.Succeeded}, rep
+	return jobs.Result{Outcome: jobs.Succeeded}, rep
 }

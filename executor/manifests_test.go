@@ -11,7 +11,8 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
-	"github.com/icereactor/reactor/planner"
+	"github.com/icereactor/reactor/jobkind"
+	"github.com/icereactor/reactor/jobs"
 	"github.com/icereactor/reactor/streamwriter"
 )
 
@@ -59,9 +60,9 @@ func TestRewriteManifestsClustersByPartition(t *testing.T) {
 	}
 	before, filesBefore := f.contents(), allDataFiles(t, f)
 	j := f.job("")
-	j.Kind = planner.KindRewriteManifests
+	j.Kind = jobkind.RewriteManifests
 	res, rep := f.exec.Run(f.ctx, j)
-	if res.Outcome != planner.Succeeded {
+	if res.Outcome != jobs.Succeeded {
 		t.Fatalf("outcome %v: %v", res.Outcome, res.Err)
 	}
 	if n := dataManifestCount(t, f); n != 3 {
@@ -87,9 +88,9 @@ func TestRewriteManifestsRetriesConflicts(t *testing.T) {
 	}
 	f.icat.beforeNextCommits(func() { f.commit("c", 5) })
 	j := f.job("")
-	j.Kind = planner.KindRewriteManifests
+	j.Kind = jobkind.RewriteManifests
 	res, rep := f.exec.Run(f.ctx, j)
-	if res.Outcome != planner.Succeeded || rep.Conflicts == 0 {
+	if res.Outcome != jobs.Succeeded || rep.Conflicts == 0 {
 		t.Fatalf("outcome %v (err %v), conflicts %d; want success after a conflict", res.Outcome, res.Err, rep.Conflicts)
 	}
 	if got, want := f.contents().Total, f.writer.Written(); got != want {
@@ -144,9 +145,9 @@ func TestRewriteManifestsRetryReusesMergedManifests(t *testing.T) {
 	var retry []string
 	f.icat.beforeNextCommits(func() { mark = counter.mark(); f.commit("c", 5) }, func() { retry = counter.since(mark) })
 	j := f.job("")
-	j.Kind = planner.KindRewriteManifests
+	j.Kind = jobkind.RewriteManifests
 	res, rep := f.exec.Run(f.ctx, j)
-	if res.Outcome != planner.Succeeded || rep.Attempts != 2 || rep.Conflicts != 1 {
+	if res.Outcome != jobs.Succeeded || rep.Attempts != 2 || rep.Conflicts != 1 {
 		t.Fatalf("outcome %v (err %v) after %d attempts, %d conflicts; want success on the 2nd", res.Outcome, res.Err, rep.Attempts, rep.Conflicts)
 	}
 	tbl := f.load()
@@ -184,9 +185,9 @@ func TestRewriteManifestsMergesAgainWhenAReplacedManifestIsGone(t *testing.T) {
 		}
 	})
 	j := f.job("")
-	j.Kind = planner.KindRewriteManifests
+	j.Kind = jobkind.RewriteManifests
 	res, rep := f.exec.Run(f.ctx, j)
-	if res.Outcome != planner.Succeeded || rep.Attempts != 2 {
+	if res.Outcome != jobs.Succeeded || rep.Attempts != 2 {
 		t.Fatalf("outcome %v (err %v) after %d attempts; want success on the 2nd", res.Outcome, res.Err, rep.Attempts)
 	}
 	if got, want := f.contents().Total, f.writer.Written(); got != want {
@@ -210,9 +211,9 @@ func TestRewriteManifestsSkipsARewriteThatKeepsTheCount(t *testing.T) {
 	}
 	snap := f.load().CurrentSnapshot().SnapshotID
 	j := f.job("")
-	j.Kind = planner.KindRewriteManifests
+	j.Kind = jobkind.RewriteManifests
 	res, rep := f.exec.Run(f.ctx, j)
-	if res.Outcome != planner.Noop || rep.Commits != 0 {
+	if res.Outcome != jobs.Noop || rep.Commits != 0 {
 		t.Fatalf("outcome %v (err %v), %d commits; want a no-op", res.Outcome, res.Err, rep.Commits)
 	}
 	if got := f.load().CurrentSnapshot().SnapshotID; got != snap {

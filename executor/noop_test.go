@@ -8,7 +8,7 @@ import (
 
 	"github.com/apache/iceberg-go"
 
-	"github.com/icereactor/reactor/planner"
+	"github.com/icereactor/reactor/jobs"
 	"github.com/icereactor/reactor/streamwriter"
 )
 
@@ -41,7 +41,7 @@ func TestDeleteCompactionRemovesADeleteThatAppliesToNothing(t *testing.T) {
 	}
 
 	res, rep := f.exec.Run(f.ctx, applyDeletes(f.job(yaml, "p0")))
-	if res.Outcome != planner.Succeeded || res.Err != nil {
+	if res.Outcome != jobs.Succeeded || res.Err != nil {
 		t.Fatalf("outcome %v, err %v", res.Outcome, res.Err)
 	}
 	if rep.RewrittenDataFiles != 0 || rep.RemovedDeleteFiles != 1 || rep.Commits != 1 {
@@ -59,7 +59,7 @@ func TestDeleteCompactionRemovesADeleteThatAppliesToNothing(t *testing.T) {
 	}
 
 	res, rep = f.exec.Run(f.ctx, applyDeletes(f.job(yaml, "p0")))
-	if res.Outcome != planner.Noop || rep.Commits != 0 {
+	if res.Outcome != jobs.Noop || rep.Commits != 0 {
 		t.Fatalf("second run: outcome %v (err %v), %d commits; want a no-op", res.Outcome, res.Err, rep.Commits)
 	}
 	if res.NothingToDo["category=p0"] == "" {
@@ -83,7 +83,7 @@ func TestDeadDeleteSweepKeepsDeletesThatApply(t *testing.T) {
 	}
 	yaml := fmt.Sprintf("defaults: {target_file_size: %d, min_input_files: 1, small_file_count: 1}", sizeC/3)
 	res, rep := f.exec.Run(f.ctx, applyDeletes(f.job(yaml, "p0")))
-	if res.Outcome != planner.Succeeded {
+	if res.Outcome != jobs.Succeeded {
 		t.Fatalf("outcome %v, err %v", res.Outcome, res.Err)
 	}
 	// The delete applies to C, so C is rewritten whatever its size, and

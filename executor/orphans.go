@@ -11,8 +11,8 @@ import (
 	iceio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/icereactor/reactor/jobs"
 	"github.com/icereactor/reactor/location"
-	"github.com/icereactor/reactor/planner"
 	"github.com/icereactor/reactor/scope"
 )
 
@@ -88,19 +88,19 @@ const maxReportedRefusals = 100
 // passes the deletion guard (canonical location under the table, a stat of
 // the exact key, the reference check re-read from the catalog) right
 // before it is deleted.
-func (e *Executor) removeOrphans(ctx context.Context, log *slog.Logger, job planner.Job) (planner.Result, Report) {
+func (e *Executor) removeOrphans(ctx context.Context, log *slog.Logger, job jobs.Job) (jobs.Result, Report) {
 	var rep Report
 	loadedAt := time.Now()
 	tbl, err := e.cat.LoadTable(ctx, job.Table)
 	if err != nil {
-		return planner.Result{Outcome: planner.Failed, Err: fmt.Errorf("load table: %w", err)}, rep
+		return jobs.Result{Outcome: jobs.Failed, Err: fmt.Errorf("load table: %w", err)}, rep
 	}
 	loadCost := time.Since(loadedAt)
 	loadedAt = loadedAt.Add(loadCost) // when the load returned
 	or := OrphanReport{Source: job.OrphanSource, DryRun: !job.Settings.OrphanDelete || job.DryRun}
 	rc, err := e.newReclaim(ctx, log, tbl, &rep.Refusals)
 	if err != nil {
-		return planner.Result{Outcome: planner.Failed, Err: err}, rep
+		return jobs.Result{Outcome: jobs.Failed, Err: err}, rep
 	}
 	if r := rc.refusedWhole(); r != nil {
 		// Iceberg's remove_orphan_files refuses a table whose gc.enabled
@@ -111,23 +111,23 @@ func (e *Executor) removeOrphans(ctx context.Context, log *slog.Logger, job plan
 		rep.Orphans = or
 		if r.Rule == scope.GCDisabled {
 			log.Warn("orphan cleanup refused: nothing listed or deleted", "rule", r.Rule, "detail", r.Detail)
-			return planner.Result{Outcome: planner.Noop}, rep
+			return jobs.Result{Outcome: jobs.Noop}, rep
 		}
-		return planner.Result{Outcome: planner.Failed, Err: fmt.Errorf("orphan cleanup refused: %w", r)}, rep
+		return jobs.Result{Outcome: jobs.Failed, Err: fmt.Errorf("orphan cleanup refused: %w", r)}, rep
 	}
 	var settled []string
 	var deferred map[string]time.Time
 	switch job.OrphanSource {
-	case planner.OrphansFromTracking:
+	case jobs.OrphansFromTracking:
 		settled, deferred, err = e.removeTrackedOrphans(ctx, log, tbl, rc, loadedAt, loadCost, job, &or)
-	case planner.OrphansFromListing:
+	case jobs.OrphansFromListing:
 		err = e.removeListedOrphans(ctx, log, tbl, rc, loadedAt, loadCost, job, &or)
 	default:
 		err = fmt.Errorf("unknown orphan source %q", job.OrphanSource)
 	}
 	rep.Orphans = or
 	if err != nil {
-		return planner.Result{Outcome: planner.Failed, Err: err, Settled: settled, Deferred: deferred}, rep
+		return jobs.Result{Outcome: jobs.Failed, Err: err, Settled: settled, Deferred: deferred}, rep
 	}
 	const shown = 100 // the full list goes to the job report; logs stay readable
 	paths := make([]string, 0, min(len(or.Orphans), shown))
@@ -142,16 +142,16 @@ func (e *Executor) removeOrphans(ctx context.Context, log *slog.Logger, job plan
 		"still_referenced", or.StillReferenced, "too_young", or.TooYoung, "refused", or.RefusedFiles,
 		"margin", max(job.Settings.OrphanMargin, job.Settings.OrphanMarginFloor), "paths", paths)
 	if len(or.Orphans) == 0 {
-		return planner.Result{Outcome: planner.Noop, Settled: settled, Deferred: deferred}, rep
+		return jobs.Result{Outcome: jobs.Noop, Settled: settled, Deferred: deferred}, rep
 	}
-	return planner.Result{Outcome: planner.Succeeded, Settled: settled, Deferred: deferred}, rep
+	return jobs.Result{Outcome: jobs.Succeeded, Settled: settled, Deferred: deferred}, rep
 }
 
 // removeTrackedOrphans deletes tracked candidates (nominated by bucket
 // notifications) the deletion guard clears, one at a time, each right
 // after its stat and reference check.
 func (e *Executor) removeTrackedOrphans(ctx context.Context, log *slog.Logger, tbl *table.Table, rc *reclaim, loadedAt time.Time,
-	loadCost time.Duration, job planner.Job, or *OrphanReport) (settled []string, deferred map[string]time.Time, err error) {
+	loadCost time.Duration, job jobs.Job, or *OrphanReport) (settled []string, deferred map[string]time.Time, err error) {
 	g, err := e.newDeletionGuard(ctx, tbl, rc, loadedAt, loadCost, job, true)
 	if err != nil {
 		return nil, nil, err
@@ -219,7 +219,7 @@ func (e *Executor) removeTrackedOrphans(ctx context.Context, log *slog.Logger, t
 // on an object store both are round trips, and iceberg-go's own orphan
 // plan would walk the same history a second time.
 func (e *Executor) removeListedOrphans(ctx context.Context, log *slog.Logger, tbl *table.Table, rc *reclaim, loadedAt time.Time,
-	loadCost time.Duration, job planner.Job, or *OrphanReport) error {
+	loadCost time.Duration, job jobs.Job, or *OrphanReport) error {
 	if !rc.check.Holds(tbl.Location()) {
 		// The location is not the table's own (it lies in another
 		// table's directory): listing it would offer every file there.

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/icereactor/reactor/executor"
-	"github.com/icereactor/reactor/planner"
+	"github.com/icereactor/reactor/jobs"
 )
 
 // BenchmarkOrphanDeletion: what the deletion guard costs a real cleanup.
@@ -29,12 +29,12 @@ func BenchmarkOrphanDeletion(b *testing.B) {
 		f.commit(fmt.Sprintf("c%02d", i%10), 5)
 	}
 	dir := strings.TrimPrefix(f.load().Location(), "file://")
-	var cands []planner.OrphanCandidate
+	var cands []jobs.OrphanCandidate
 	var paths []string
 	for i := range strays {
 		p := filepath.Join(dir, "data", fmt.Sprintf("category=c%02d", i%10), fmt.Sprintf("00000-%d-failed-write.parquet", i))
 		paths = append(paths, p)
-		cands = append(cands, planner.OrphanCandidate{Location: "file://" + p, Size: 26, Created: time.Now().Add(-2 * time.Hour)})
+		cands = append(cands, jobs.OrphanCandidate{Location: "file://" + p, Size: 26, Created: time.Now().Add(-2 * time.Hour)})
 	}
 	writeStrays := func() {
 		for _, p := range paths {
@@ -42,8 +42,8 @@ func BenchmarkOrphanDeletion(b *testing.B) {
 		}
 		ageTree(b, dir)
 	}
-	dry := f.orphanJob(false, planner.OrphansFromTracking, cands...)
-	real := f.orphanJob(true, planner.OrphansFromTracking, cands...)
+	dry := f.orphanJob(false, jobs.OrphansFromTracking, cands...)
+	real := f.orphanJob(true, jobs.OrphansFromTracking, cands...)
 	b.Run("reread=amortised", func(b *testing.B) { benchDeletion(b, f, dry, real, strays, writeStrays) })
 	b.Run("reread=every-delete", func(b *testing.B) {
 		executor.ReReadReferencesBeforeEveryDelete(f.exec)
@@ -51,7 +51,7 @@ func BenchmarkOrphanDeletion(b *testing.B) {
 	})
 }
 
-func benchDeletion(b *testing.B, f *fixture, dry, real planner.Job, strays int, writeStrays func()) {
+func benchDeletion(b *testing.B, f *fixture, dry, real jobs.Job, strays int, writeStrays func()) {
 	var dryTook, realTook time.Duration
 	var loads int
 	i := 0
@@ -64,7 +64,7 @@ func benchDeletion(b *testing.B, f *fixture, dry, real planner.Job, strays int, 
 			start := time.Now()
 			if (i+k)%2 == 0 {
 				res, rep := f.exec.Run(f.ctx, dry)
-				if res.Outcome != planner.Succeeded || len(rep.Orphans.Orphans) != strays || rep.Orphans.DeletedFiles != 0 {
+				if res.Outcome != jobs.Succeeded || len(rep.Orphans.Orphans) != strays || rep.Orphans.DeletedFiles != 0 {
 					b.Fatalf("dry run: %v %v %d orphans", res.Outcome, res.Err, len(rep.Orphans.Orphans))
 				}
 				dryTook += time.Since(start)
@@ -72,7 +72,7 @@ func benchDeletion(b *testing.B, f *fixture, dry, real planner.Job, strays int, 
 			}
 			before := f.icat.loadCount()
 			res, rep := f.exec.Run(f.ctx, real)
-			if res.Outcome != planner.Succeeded || rep.Orphans.DeletedFiles != strays {
+			if res.Outcome != jobs.Succeeded || rep.Orphans.DeletedFiles != strays {
 				b.Fatalf("deletion: %v %v %d deleted", res.Outcome, res.Err, rep.Orphans.DeletedFiles)
 			}
 			realTook += time.Since(start)

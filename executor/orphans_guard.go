@@ -12,8 +12,8 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icereactor/reactor/history"
+	"github.com/icereactor/reactor/jobs"
 	"github.com/icereactor/reactor/location"
-	"github.com/icereactor/reactor/planner"
 	"github.com/icereactor/reactor/scope"
 )
 
@@ -85,7 +85,7 @@ type judgement struct {
 // the candidate.
 type deletionGuard struct {
 	e         *Executor
-	job       planner.Job
+	job       jobs.Job
 	tableDir  string // canonical table location
 	scope     string // canonical directory candidates must lie under
 	outside   string // the refusal reason for a candidate outside scope
@@ -103,7 +103,7 @@ type deletionGuard struct {
 // table's data location as the scope (tracked candidates); otherwise the
 // whole table location (a listing, which also finds metadata orphans).
 func (e *Executor) newDeletionGuard(ctx context.Context, tbl *table.Table, rc *reclaim, loadedAt time.Time, loadCost time.Duration,
-	job planner.Job, dataScope bool) (*deletionGuard, error) {
+	job jobs.Job, dataScope bool) (*deletionGuard, error) {
 	margin := max(job.Settings.OrphanMargin, job.Settings.OrphanMarginFloor)
 	if margin <= 0 {
 		return nil, errors.New("orphan cleanup without an orphan margin: refusing to delete anything")
@@ -158,7 +158,7 @@ func (g *deletionGuard) judge(ctx context.Context, loc string, deleting bool) (j
 		return judgement{verdict: verdictRefused, reason: g.outside, final: true,
 			detail: "not under " + g.scope}, nil
 	}
-	if planner.HiddenPath(g.hiddenRef, canonical) {
+	if jobs.HiddenPath(g.hiddenRef, canonical) {
 		if g.outside == RefusedOutsideTable {
 			return judgement{verdict: verdictHidden}, nil
 		}

@@ -10,8 +10,8 @@ import (
 	iceio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/icereactor/reactor/jobs"
 	"github.com/icereactor/reactor/location"
-	"github.com/icereactor/reactor/planner"
 	"github.com/icereactor/reactor/scope"
 )
 
@@ -63,7 +63,7 @@ func TestGuardMatchesWriterSpellings(t *testing.T) {
 	}
 	known.Replace(nil)
 	rc := &reclaim{e: e, log: e.log, table: "db.t", check: known.Check("db.t", meta), refusals: &Refusals{}}
-	g := &deletionGuard{e: e, job: planner.Job{TableName: "db.t"}, tableDir: dir, scope: dir,
+	g := &deletionGuard{e: e, job: jobs.Job{TableName: "db.t"}, tableDir: dir, scope: dir,
 		outside: RefusedOutsideTable, hiddenRef: dir, fs: iceio.LocalFS{}, stat: iceio.LocalFS{}, margin: time.Hour,
 		refs: &references{ids: map[string]bool{}}, rc: rc}
 	for _, r := range refs {

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/icereactor/reactor/executor"
+	"github.com/icereactor/reactor/jobs"
 	"github.com/icereactor/reactor/metrics"
-	"github.com/icereactor/reactor/planner"
 )
 
 // Property: over random histories of appends, compactions, expiries and
@@ -35,14 +35,14 @@ func TestOrphanCleanupPropertyOverRandomHistories(t *testing.T) {
 					ops = append(ops, "append")
 				case op < 7:
 					res, _ := f.exec.Run(f.ctx, f.job("defaults: {target_file_size: 1MiB, small_file_count: 2, min_input_files: 2}", "a", "b"))
-					if res.Outcome == planner.Failed {
+					if res.Outcome == jobs.Failed {
 						t.Fatalf("step %d compaction: %v", step, res.Err)
 					}
 					ops = append(ops, "compact")
 				case op < 8:
 					time.Sleep(2 * time.Millisecond)
 					res, _ := f.exec.Run(f.ctx, f.expireJob("defaults: {snapshot_max_age: 1ms, min_reader_margin: 0s, retain_last: 1}", time.Millisecond))
-					if res.Outcome == planner.Failed {
+					if res.Outcome == jobs.Failed {
 						t.Fatalf("step %d expiry: %v", step, res.Err)
 					}
 					ops = append(ops, "expire")
@@ -73,18 +73,18 @@ func TestOrphanCleanupPropertyOverRandomHistories(t *testing.T) {
 			// listed and tracked.
 			walking := newTestExecutor(t, f.icat, slog.New(slog.DiscardHandler), metrics.New())
 			executor.WalkWholeHistory(walking)
-			var tracked []planner.OrphanCandidate
+			var tracked []jobs.OrphanCandidate
 			for _, p := range append(append([]string{}, failed...), inFlight...) {
-				tracked = append(tracked, planner.OrphanCandidate{Location: p})
+				tracked = append(tracked, jobs.OrphanCandidate{Location: p})
 			}
 			for _, r := range referenced[:min(len(referenced), 20)] {
-				tracked = append(tracked, planner.OrphanCandidate{Location: r})
+				tracked = append(tracked, jobs.OrphanCandidate{Location: r})
 			}
-			for _, source := range []string{planner.OrphansFromListing, planner.OrphansFromTracking} {
+			for _, source := range []string{jobs.OrphansFromListing, jobs.OrphansFromTracking} {
 				var found [2][]string
 				for i, e := range []*executor.Executor{f.exec, walking} {
 					res, rep := e.Run(f.ctx, f.orphanJob(false, source, tracked...))
-					if res.Outcome == planner.Failed {
+					if res.Outcome == jobs.Failed {
 						t.Fatalf("%s dry run after %v: %v", source, ops, res.Err)
 					}
 					for _, o := range rep.Orphans.Orphans {
@@ -97,8 +97,8 @@ func TestOrphanCleanupPropertyOverRandomHistories(t *testing.T) {
 				}
 			}
 
-			res, rep := f.exec.Run(f.ctx, f.orphanJob(true, planner.OrphansFromListing))
-			if res.Outcome == planner.Failed {
+			res, rep := f.exec.Run(f.ctx, f.orphanJob(true, jobs.OrphansFromListing))
+			if res.Outcome == jobs.Failed {
 				t.Fatalf("orphan cleanup after %v: %v", ops, res.Err)
 			}
 			for _, p := range referenced {

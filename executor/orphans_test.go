@@ -11,15 +11,16 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/icereactor/reactor/executor"
-	"github.com/icereactor/reactor/planner"
+	"github.com/icereactor/reactor/jobkind"
+	"github.com/icereactor/reactor/jobs"
 )
 
 const orphanYAML = "defaults: {orphan_margin: 1h, orphan_margin_floor: 1h, orphan_delete: %s}"
 
-func (f *fixture) orphanJob(del bool, source string, cands ...planner.OrphanCandidate) planner.Job {
+func (f *fixture) orphanJob(del bool, source string, cands ...jobs.OrphanCandidate) jobs.Job {
 	yaml := strings.Replace(orphanYAML, "%s", map[bool]string{true: "true", false: "false"}[del], 1)
 	j := f.job(yaml)
-	j.Kind = planner.KindRemoveOrphans
+	j.Kind = jobkind.RemoveOrphans
 	j.OrphanSource = source
 	j.OrphanCandidates = cands
 	return j
@@ -84,8 +85,8 @@ func TestOrphanListingDryRunThenDelete(t *testing.T) {
 	writeFile(t, inFlight) // fresh: younger than the margin
 	rows := f.contents().Total
 
-	res, rep := f.exec.Run(f.ctx, f.orphanJob(false, planner.OrphansFromListing))
-	if res.Outcome != planner.Succeeded || !rep.Orphans.DryRun || rep.Orphans.DeletedFiles != 0 {
+	res, rep := f.exec.Run(f.ctx, f.orphanJob(false, jobs.OrphansFromListing))
+	if res.Outcome != jobs.Succeeded || !rep.Orphans.DryRun || rep.Orphans.DeletedFiles != 0 {
 		t.Fatalf("dry run: %v %v %+v", res.Outcome, res.Err, rep.Orphans)
 	}
 	var reported []string
@@ -104,8 +105,8 @@ func TestOrphanListingDryRunThenDelete(t *testing.T) {
 		}
 	}
 
-	res, rep = f.exec.Run(f.ctx, f.orphanJob(true, planner.OrphansFromListing))
-	if res.Outcome != planner.Succeeded || rep.Orphans.DeletedFiles != 2 {
+	res, rep = f.exec.Run(f.ctx, f.orphanJob(true, jobs.OrphansFromListing))
+	if res.Outcome != jobs.Succeeded || rep.Orphans.DeletedFiles != 2 {
 		t.Fatalf("real run: %v %v %+v", res.Outcome, res.Err, rep.Orphans)
 	}
 	var deleted []string
@@ -163,7 +164,7 @@ func TestTrackedOrphansAreVerifiedBeforeDeletion(t *testing.T) {
 	writeFile(t, inFlight) // written just now; the notification lies about its age
 	liveDoubled := strings.Replace(live, "/data/", "/data//", 1)
 	forged := time.Now().Add(-1000 * time.Hour)
-	cands := []planner.OrphanCandidate{
+	cands := []jobs.OrphanCandidate{
 		{Location: "file://" + stray, Size: 26, Created: forged},
 		{Location: live, Size: 1, Created: forged},
 		{Location: "file://" + inFlight, Size: 26, Created: forged},
@@ -171,8 +172,8 @@ func TestTrackedOrphansAreVerifiedBeforeDeletion(t *testing.T) {
 		{Location: meta, Size: 1, Created: forged},
 	}
 	rows := f.contents().Total
-	res, rep := f.exec.Run(f.ctx, f.orphanJob(true, planner.OrphansFromTracking, cands...))
-	if res.Outcome != planner.Succeeded || rep.Orphans.DeletedFiles != 1 || rep.Orphans.StillReferenced != 1 ||
+	res, rep := f.exec.Run(f.ctx, f.orphanJob(true, jobs.OrphansFromTracking, cands...))
+	if res.Outcome != jobs.Succeeded || rep.Orphans.DeletedFiles != 1 || rep.Orphans.StillReferenced != 1 ||
 		rep.Orphans.TooYoung != 1 || rep.Orphans.RefusedFiles != 2 {
 		t.Fatalf("%v %v %+v", res.Outcome, res.Err, rep.Orphans)
 	}
@@ -247,9 +248,9 @@ func TestOrphanReferencesAreReReadBeforeDeleting(t *testing.T) {
 			t.Error(err)
 		}
 	}
-	cands := []planner.OrphanCandidate{{Location: "file://" + imported, Created: time.Now().Add(-2 * time.Hour)}}
-	res, rep := f.exec.Run(f.ctx, f.orphanJob(true, planner.OrphansFromTracking, cands...))
-	if res.Outcome == planner.Failed || rep.Orphans.DeletedFiles != 0 || rep.Orphans.StillReferenced != 1 || !fileExists(t, imported) {
+	cands := []jobs.OrphanCandidate{{Location: "file://" + imported, Created: time.Now().Add(-2 * time.Hour)}}
+	res, rep := f.exec.Run(f.ctx, f.orphanJob(true, jobs.OrphansFromTracking, cands...))
+	if res.Outcome == jobs.Failed || rep.Orphans.DeletedFiles != 0 || rep.Orphans.StillReferenced != 1 || !fileExists(t, imported) {
 		t.Fatalf("%v %v %+v; imported file exists: %v", res.Outcome, res.Err, rep.Orphans, fileExists(t, imported))
 	}
 	if got := f.contents().Total.Rows; got != 2*rows.Rows {

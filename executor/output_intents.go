@@ -18,8 +18,8 @@ import (
 	"github.com/icereactor/reactor/deletions"
 	"github.com/icereactor/reactor/executor/internal/datapath"
 	"github.com/icereactor/reactor/history"
+	"github.com/icereactor/reactor/jobs"
 	"github.com/icereactor/reactor/location"
-	"github.com/icereactor/reactor/planner"
 	"github.com/icereactor/reactor/scope"
 )
 
@@ -93,10 +93,10 @@ type jobOutputsKey struct{}
 // beginOutputs records job's output intent and returns the context its
 // writers run under (the token for reactor's writers, the intent for
 // iceberg-go's). token is the job's output token (a uuid).
-func (e *Executor) beginOutputs(ctx context.Context, tbl *table.Table, fs iceio.IO, job planner.Job, token string) (context.Context, *jobOutputs, error) {
+func (e *Executor) beginOutputs(ctx context.Context, tbl *table.Table, fs iceio.IO, job jobs.Job, token string) (context.Context, *jobOutputs, error) {
 	e.live.add(job.ID)
 	o := &jobOutputs{e: e, recs: e.records(fs, tbl), in: deletions.OutputIntent{Table: job.TableName, JobID: job.ID,
-		Kind: string(job.Kind), Token: token, BaseMetadata: tbl.MetadataLocation(), Dirs: dataRoots(tbl), Leased: e.guard != nil,
+		Kind: job.Kind.String(), Token: token, BaseMetadata: tbl.MetadataLocation(), Dirs: dataRoots(tbl), Leased: e.guard != nil,
 		Written: time.Now().UTC()}}
 	ref, err := o.recs.WriteOutputIntent(o.in)
 	if err != nil {

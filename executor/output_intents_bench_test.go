@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/icereactor/reactor/executor"
-	"github.com/icereactor/reactor/planner"
+	"github.com/icereactor/reactor/jobs"
 )
 
 // BenchmarkKilledJobCleanup: a compaction of 8 partitions x 6 small files
@@ -44,7 +44,7 @@ func BenchmarkKilledJobCleanup(b *testing.B) {
 		}
 		deleted += rec.Deleted
 		start = time.Now()
-		if res, _ := next.Run(f.ctx, f.job(yaml, cats...)); res.Outcome != planner.Succeeded {
+		if res, _ := next.Run(f.ctx, f.job(yaml, cats...)); res.Outcome != jobs.Succeeded {
 			b.Fatalf("next job: %v %v", res.Outcome, res.Err)
 		}
 		job += time.Since(start)

@@ -18,7 +18,7 @@ import (
 
 	"github.com/icereactor/reactor/deletions"
 	"github.com/icereactor/reactor/executor"
-	"github.com/icereactor/reactor/planner"
+	"github.com/icereactor/reactor/jobs"
 	"github.com/icereactor/reactor/scope"
 	"github.com/icereactor/reactor/streamwriter"
 )
@@ -94,7 +94,7 @@ func TestKilledRewriteOutputsAreDeletedByTheNextOwner(t *testing.T) {
 	before, live := f.contents(), f.filesOnDisk()
 	killed := f.leasedExecutor(slog.New(slog.DiscardHandler))
 	executor.CrashAt(killed, "before-commit")
-	if res, _ := killed.Run(f.ctx, f.job("defaults: {target_file_size: 1MiB, small_file_count: 5}", "a", "b")); res.Outcome != planner.Failed {
+	if res, _ := killed.Run(f.ctx, f.job("defaults: {target_file_size: 1MiB, small_file_count: 5}", "a", "b")); res.Outcome != jobs.Failed {
 		t.Fatalf("killed job: %v %v, want failed", res.Outcome, res.Err)
 	}
 	left := f.filesOnDisk()
@@ -128,7 +128,7 @@ func TestKilledRewriteOutputsAreDeletedByTheNextOwner(t *testing.T) {
 		t.Errorf("no recovery line in\n%s", logs)
 	}
 	// The table is whole: the next compaction commits.
-	if res, _ := next.Run(f.ctx, f.job("defaults: {target_file_size: 1MiB, small_file_count: 5}", "a", "b")); res.Outcome != planner.Succeeded {
+	if res, _ := next.Run(f.ctx, f.job("defaults: {target_file_size: 1MiB, small_file_count: 5}", "a", "b")); res.Outcome != jobs.Succeeded {
 		t.Fatalf("compaction after recovery: %v %v", res.Outcome, res.Err)
 	}
 	if after := f.contents(); !reflect.DeepEqual(before, after) {
@@ -183,7 +183,7 @@ func TestRunningJobsOutputsAreNeverRecovered(t *testing.T) {
 			rec, recErr = e.RecoverOutputs(f.ctx, ident)
 		}
 	})
-	if res, _ := e.Run(f.ctx, f.job("defaults: {target_file_size: 1MiB, small_file_count: 5}", "a")); res.Outcome != planner.Succeeded {
+	if res, _ := e.Run(f.ctx, f.job("defaults: {target_file_size: 1MiB, small_file_count: 5}", "a")); res.Outcome != jobs.Succeeded {
 		t.Fatalf("compaction: %v %v", res.Outcome, res.Err)
 	}
 	if recErr != nil || rec.Intents != 1 || rec.Deleted != 0 {
@@ -275,7 +275,7 @@ func TestKilledPositionDeleteRewriteOutputsAreDeleted(t *testing.T) {
 	before, live := f.contents(), f.filesOnDisk()
 	killed := f.leasedExecutor(slog.New(slog.DiscardHandler))
 	executor.CrashAt(killed, "before-commit")
-	if res, _ := killed.Run(f.ctx, pdmJob(f, "defaults: {delete_min_input_files: 5}", "a")); res.Outcome != planner.Failed {
+	if res, _ := killed.Run(f.ctx, pdmJob(f, "defaults: {delete_min_input_files: 5}", "a")); res.Outcome != jobs.Failed {
 		t.Fatalf("killed job: %v %v, want failed", res.Outcome, res.Err)
 	}
 	merged := pdmMergedOnDisk(t, f)
@@ -338,7 +338,7 @@ func TestNextRewriteDeletesAKilledJobsOutputsFirst(t *testing.T) {
 		}
 	}
 	next, logs := f.nextOwner()
-	if res, _ := next.Run(f.ctx, f.job(yaml, "a")); res.Outcome != planner.Succeeded {
+	if res, _ := next.Run(f.ctx, f.job(yaml, "a")); res.Outcome != jobs.Succeeded {
 		t.Fatalf("next compaction: %v %v", res.Outcome, res.Err)
 	}
 	for _, p := range outputs {

@@ -20,8 +20,9 @@ import (
 	"github.com/icereactor/reactor/embedded"
 	"github.com/icereactor/reactor/embedded/s3gateway"
 	"github.com/icereactor/reactor/executor"
+	"github.com/icereactor/reactor/jobkind"
+	"github.com/icereactor/reactor/jobs"
 	"github.com/icereactor/reactor/metrics"
-	"github.com/icereactor/reactor/planner"
 	"github.com/icereactor/reactor/streamwriter"
 	"github.com/icereactor/reactor/thresholds"
 )
@@ -188,17 +189,17 @@ func (s *shared) contents(id table.Identifier) streamwriter.Contents {
 
 // job is a job of kind on A with the thresholds in yaml (partition
 // category=a where the kind works on partitions).
-func (s *shared) job(kind planner.JobKind, yaml string) planner.Job {
+func (s *shared) job(kind jobkind.Kind, yaml string) jobs.Job {
 	s.t.Helper()
 	cfg, err := thresholds.Parse([]byte(yaml))
 	if err != nil {
 		s.t.Fatal(err)
 	}
 	s.jobs++
-	j := planner.Job{ID: fmt.Sprintf("test-%d", s.jobs), Kind: kind, Table: s.a, TableName: "db.a",
+	j := jobs.Job{ID: fmt.Sprintf("test-%d", s.jobs), Kind: kind, Table: s.a, TableName: "db.a",
 		Settings: cfg.For("db.a", s.load(s.a).Properties())}
-	if kind == planner.KindCompact {
-		j.Partitions = []planner.Partition{{Key: "category=a"}}
+	if kind == jobkind.Compact {
+		j.Partitions = []jobs.Partition{{Key: "category=a"}}
 	}
 	return j
 }
@@ -206,29 +207,29 @@ func (s *shared) job(kind planner.JobKind, yaml string) planner.Job {
 // compactAndExpire compacts A and expires everything before it with the
 // reader margin in yaml: the control, A's own legitimate deletions. It
 // returns the files the compaction replaced.
-func (s *shared) compactAndExpire(margin string) (replaced []string, res planner.Result) {
+func (s *shared) compactAndExpire(margin string) (replaced []string, res jobs.Result) {
 	s.t.Helper()
 	for _, df := range s.liveDataFiles(s.a) {
 		replaced = append(replaced, df.FilePath())
 	}
 	yaml := "defaults: {target_file_size: 1MiB, small_file_count: 5, snapshot_max_age: 1ms, retain_last: 1, min_reader_margin: " + margin + "}"
-	if r, _ := s.exec.Run(s.t.Context(), s.job(planner.KindCompact, yaml)); r.Outcome != planner.Succeeded {
+	if r, _ := s.exec.Run(s.t.Context(), s.job(jobkind.Compact, yaml)); r.Outcome != jobs.Succeeded {
 		s.t.Fatalf("compaction of A: %v %v", r.Outcome, r.Err)
 	}
 	time.Sleep(5 * time.Millisecond) // every snapshot before the compaction is past the 1ms horizon
-	j := s.job(planner.KindExpireSnapshots, yaml)
+	j := s.job(jobkind.ExpireSnapshots, yaml)
 	j.ExpireOlderThan = time.Millisecond
 	res, _ = s.exec.Run(s.t.Context(), j)
-	if res.Outcome != planner.Succeeded {
+	if res.Outcome != jobs.Succeeded {
 		s.t.Fatalf("expiry of A: %v %v", res.Outcome, res.Err)
 	}
 	return replaced, res
 }
 
 // pass runs A's deletion pass over every record due now.
-func (s *shared) pass() (planner.Result, executor.Report) {
+func (s *shared) pass() (jobs.Result, executor.Report) {
 	s.t.Helper()
-	j := s.job(planner.KindDeleteExpiredFiles, "defaults: {min_reader_margin: 1ms}")
+	j := s.job(jobkind.DeleteExpiredFiles, "defaults: {min_reader_margin: 1ms}")
 	due, err := s.exec.DuePendingDeletes(s.t.Context(), s.a, time.Now())
 	if err != nil {
 		s.t.Fatal(err)

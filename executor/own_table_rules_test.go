@@ -16,7 +16,8 @@ import (
 
 	"github.com/icereactor/reactor/deletions"
 	"github.com/icereactor/reactor/history"
-	"github.com/icereactor/reactor/planner"
+	"github.com/icereactor/reactor/jobkind"
+	"github.com/icereactor/reactor/jobs"
 	"github.com/icereactor/reactor/scope"
 	"github.com/icereactor/reactor/streamwriter"
 )
@@ -52,10 +53,10 @@ func TestGCDisabledExpiresAndDeletesNothing(t *testing.T) {
 			stray := filepath.Join(dir, "data", "category=a", "stray.parquet")
 			writeFile(t, stray)
 			ageTree(t, dir)
-			j := s.job(planner.KindRemoveOrphans, orphanYAMLDelete)
-			j.OrphanSource = planner.OrphansFromListing
+			j := s.job(jobkind.RemoveOrphans, orphanYAMLDelete)
+			j.OrphanSource = jobs.OrphansFromListing
 			res, rep := s.exec.Run(t.Context(), j)
-			if res.Outcome != planner.Noop || rep.Refusals.ByRule[scope.GCDisabled] != 1 {
+			if res.Outcome != jobs.Noop || rep.Refusals.ByRule[scope.GCDisabled] != 1 {
 				t.Errorf("orphan cleanup: %v %v %+v; want refused as gc_disabled", res.Outcome, res.Err, rep.Refusals)
 			}
 			if _, err := os.Stat(stray); err != nil {
@@ -93,10 +94,10 @@ func TestNestedTablesKeepEachOthersFiles(t *testing.T) {
 	writeFile(t, innerStray)
 	ageTree(t, dir)
 	listed := s.files(inner) // the inner table's files, its orphan among them
-	j := s.job(planner.KindRemoveOrphans, orphanYAMLDelete)
-	j.OrphanSource = planner.OrphansFromListing
+	j := s.job(jobkind.RemoveOrphans, orphanYAMLDelete)
+	j.OrphanSource = jobs.OrphansFromListing
 	res, rep := s.exec.Run(ctx, j)
-	if res.Outcome != planner.Succeeded {
+	if res.Outcome != jobs.Succeeded {
 		t.Fatalf("outer cleanup: %v %v", res.Outcome, res.Err)
 	}
 	if _, err := os.Stat(outerStray); err == nil {
@@ -116,7 +117,7 @@ func TestNestedTablesKeepEachOthersFiles(t *testing.T) {
 	// The inner table's own cleanup takes its orphan.
 	ij := j
 	ij.Table, ij.TableName = inner, "db.inner"
-	if res, _ := s.exec.Run(ctx, ij); res.Outcome != planner.Succeeded {
+	if res, _ := s.exec.Run(ctx, ij); res.Outcome != jobs.Succeeded {
 		t.Fatalf("inner cleanup: %v %v", res.Outcome, res.Err)
 	}
 	if _, err := os.Stat(innerStray); err == nil {
@@ -179,7 +180,7 @@ func TestPartialMetadataDeletesNothing(t *testing.T) {
 	for _, df := range s.liveDataFiles(s.a) {
 		inputs = append(inputs, df.FilePath())
 	}
-	if r, _ := s.exec.Run(ctx, s.job(planner.KindCompact, "defaults: {target_file_size: 1MiB, small_file_count: 5}")); r.Outcome != planner.Succeeded {
+	if r, _ := s.exec.Run(ctx, s.job(jobkind.Compact, "defaults: {target_file_size: 1MiB, small_file_count: 5}")); r.Outcome != jobs.Succeeded {
 		t.Fatalf("compaction: %v %v", r.Outcome, r.Err)
 	}
 	dir := strings.TrimPrefix(s.load(s.a).Location(), "file://")
@@ -193,14 +194,14 @@ func TestPartialMetadataDeletesNothing(t *testing.T) {
 		t.Fatal("the stand-in catalog did not leave snapshots out")
 	}
 
-	orphans := s.job(planner.KindRemoveOrphans, orphanYAMLDelete)
-	orphans.OrphanSource = planner.OrphansFromListing
-	expiry := s.job(planner.KindExpireSnapshots, "defaults: {snapshot_max_age: 30d, retain_last: 100, min_reader_margin: 0s}")
-	pass := s.job(planner.KindDeleteExpiredFiles, "defaults: {min_reader_margin: 1ms}")
+	orphans := s.job(jobkind.RemoveOrphans, orphanYAMLDelete)
+	orphans.OrphanSource = jobs.OrphansFromListing
+	expiry := s.job(jobkind.ExpireSnapshots, "defaults: {snapshot_max_age: 30d, retain_last: 100, min_reader_margin: 0s}")
+	pass := s.job(jobkind.DeleteExpiredFiles, "defaults: {min_reader_margin: 1ms}")
 	pass.PendingDeletes = []deletions.Ref{{Location: deletions.Dir(tbl.Location()) + "/0000000000001-x.json"}}
-	for _, j := range []planner.Job{orphans, expiry, pass} {
+	for _, j := range []jobs.Job{orphans, expiry, pass} {
 		res, _ := partial.Run(ctx, j)
-		if res.Outcome != planner.Failed || res.Err == nil || !strings.Contains(res.Err.Error(), string(scope.PartialMetadata)) {
+		if res.Outcome != jobs.Failed || res.Err == nil || !strings.Contains(res.Err.Error(), string(scope.PartialMetadata)) {
 			t.Errorf("%s: %v %v; want failed, naming partial_metadata", j.Kind, res.Outcome, res.Err)
 		}
 	}
@@ -244,7 +245,7 @@ func TestReplayedAndOversizedRecordsDeleteNothing(t *testing.T) {
 	}
 	bFiles, bRows := s.files(s.b), s.contents(s.b)
 	res, rep := s.pass()
-	if res.Outcome != planner.Succeeded {
+	if res.Outcome != jobs.Succeeded {
 		t.Fatalf("pass: %v %v", res.Outcome, res.Err)
 	}
 	s.untouched(bFiles, bRows)

@@ -18,7 +18,8 @@ import (
 	"github.com/icereactor/reactor/deletions"
 	"github.com/icereactor/reactor/executor"
 	"github.com/icereactor/reactor/history"
-	"github.com/icereactor/reactor/planner"
+	"github.com/icereactor/reactor/jobkind"
+	"github.com/icereactor/reactor/jobs"
 	"github.com/icereactor/reactor/scope"
 )
 
@@ -52,7 +53,7 @@ func TestForgedPendingBatchDeletesNothing(t *testing.T) {
 		bFiles, bRows, aRows := s.files(s.b), s.contents(s.b), s.contents(s.a)
 
 		res, rep := s.pass()
-		if res.Outcome != planner.Succeeded {
+		if res.Outcome != jobs.Succeeded {
 			t.Fatalf("pass: %v %v", res.Outcome, res.Err)
 		}
 		s.untouched(bFiles, bRows)
@@ -98,7 +99,7 @@ func TestForgedExpiryIntentDeletesNothing(t *testing.T) {
 		bFiles, bRows := s.files(s.b), s.contents(s.b)
 
 		res, rep := s.pass()
-		if res.Outcome != planner.Succeeded {
+		if res.Outcome != jobs.Succeeded {
 			t.Fatalf("pass: %v %v", res.Outcome, res.Err)
 		}
 		s.untouched(bFiles, bRows)
@@ -126,7 +127,7 @@ func TestDataPathPointedAtAnotherTableDeletesNothing(t *testing.T) {
 		killed := newTestExecutor(t, s.cat, slog.New(slog.DiscardHandler), s.met)
 		executor.GuardCommits(killed, leased{})
 		executor.CrashAt(killed, "before-commit")
-		if res, _ := killed.Run(ctx, s.job(planner.KindCompact, "defaults: {target_file_size: 1MiB, small_file_count: 5}")); res.Outcome != planner.Failed {
+		if res, _ := killed.Run(ctx, s.job(jobkind.Compact, "defaults: {target_file_size: 1MiB, small_file_count: 5}")); res.Outcome != jobs.Failed {
 			t.Fatalf("killed job: %v %v, want failed", res.Outcome, res.Err)
 		}
 		var outputs []string
@@ -213,7 +214,7 @@ func TestFilesAddedFromElsewhereAreNotDeleted(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 
 		res, rep := s.pass()
-		if res.Outcome != planner.Succeeded {
+		if res.Outcome != jobs.Succeeded {
 			t.Fatalf("pass: %v %v", res.Outcome, res.Err)
 		}
 		s.untouched(bFiles, bRows)

@@ -11,7 +11,7 @@ import (
 	iceio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 
-	"github.com/icereactor/reactor/planner"
+	"github.com/icereactor/reactor/jobs"
 	"github.com/icereactor/reactor/streamwriter"
 )
 
@@ -188,7 +188,7 @@ func assertParity(t *testing.T, f *fixture) {
 		t.Fatal("reactor's snapshot has no parent")
 	}
 	c := changeOf(t, fs, ours)
-	props := iceberg.Properties{planner.SnapshotJobProperty: ours.Summary.Properties[planner.SnapshotJobProperty]}
+	props := iceberg.Properties{jobs.SnapshotJobProperty: ours.Summary.Properties[jobs.SnapshotJobProperty]}
 	theirs := stageWithIcebergGo(t, f, *ours.ParentSnapshotID, c, props)
 	if got, want := shape(t, fs, ours), shape(t, fs, theirs); got != want {
 		t.Errorf("manifest list differs from iceberg-go's\nreactor:\n%s\niceberg-go:\n%s", got, want)
@@ -248,7 +248,7 @@ func TestStagedCommitMatchesIcebergGo(t *testing.T) {
 			f := setup(t)
 			f.icat.beforeNextCommits(race(t, f)...)
 			res, rep := f.exec.Run(f.ctx, applyDeletes(f.job("defaults: {target_file_size: 1MiB, small_file_count: 5}", "a")))
-			if res.Outcome != planner.Succeeded {
+			if res.Outcome != jobs.Succeeded {
 				t.Fatalf("outcome %v, err %v", res.Outcome, res.Err)
 			}
 			t.Logf("attempts %d conflicts %d", rep.Attempts, rep.Conflicts)
@@ -265,7 +265,7 @@ func TestStagedCommitMatchesIcebergGo(t *testing.T) {
 			mustDelete(t, func() (int64, error) { return f.writer.DeleteRows(f.ctx, 7, 64) })
 			f.icat.beforeNextCommits(race(t, f)...)
 			res, _ := f.exec.Run(f.ctx, pdmJob(f, "defaults: {delete_min_input_files: 2}", "a"))
-			if res.Outcome != planner.Succeeded {
+			if res.Outcome != jobs.Succeeded {
 				t.Fatalf("outcome %v, err %v", res.Outcome, res.Err)
 			}
 			if got := f.contents(); got.Total != f.writer.Written() {

@@ -9,7 +9,8 @@ import (
 	"github.com/apache/iceberg-go/table"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/icereactor/reactor/planner"
+	"github.com/icereactor/reactor/jobkind"
+	"github.com/icereactor/reactor/jobs"
 	"github.com/icereactor/reactor/streamwriter"
 )
 
@@ -79,7 +80,7 @@ func TestCompactionKeepsSharedPositionDeletesOfSkippedFiles(t *testing.T) {
 	// Target size = the big file's size: it is right-sized, the rest small.
 	yaml := fmt.Sprintf("defaults: {target_file_size: %d, small_file_count: 5, min_input_files: 5}", bigSize)
 	res, rep := f.exec.Run(f.ctx, f.job(yaml, "a"))
-	if res.Outcome != planner.Succeeded {
+	if res.Outcome != jobs.Succeeded {
 		t.Fatalf("outcome %v, err %v", res.Outcome, res.Err)
 	}
 	if rep.RewrittenDataFiles != 6 {
@@ -109,7 +110,7 @@ func TestCompactionRemovesDeadPositionDeletes(t *testing.T) {
 	deleteIDs(t, f, 3, 17, 44)
 	before := f.contents()
 	res, rep := f.exec.Run(f.ctx, f.job("defaults: {target_file_size: 1MiB, small_file_count: 5}", "a"))
-	if res.Outcome != planner.Succeeded {
+	if res.Outcome != jobs.Succeeded {
 		t.Fatalf("outcome %v, err %v", res.Outcome, res.Err)
 	}
 	if rep.RemovedDeleteFiles != 1 {
@@ -134,7 +135,7 @@ func TestPartitionTargetedRewriteKeepsEveryRow(t *testing.T) {
 	before := f.contents()
 	bFiles := f.dataFiles("b")
 	res, _ := f.exec.Run(f.ctx, f.job("defaults: {target_file_size: 1MiB, small_file_count: 5}", "a"))
-	if res.Outcome != planner.Succeeded {
+	if res.Outcome != jobs.Succeeded {
 		t.Fatalf("outcome %v, err %v", res.Outcome, res.Err)
 	}
 	after := f.contents()
@@ -166,7 +167,7 @@ func TestSQLCatalogConflictIsRetried(t *testing.T) {
 	// reactor's first commit reaches the catalog.
 	f.icat.beforeNextCommits(func() { f.commit("a", 7) })
 	res, rep := f.exec.Run(f.ctx, f.job("defaults: {target_file_size: 1MiB, small_file_count: 5}", "a"))
-	if res.Outcome != planner.Succeeded {
+	if res.Outcome != jobs.Succeeded {
 		t.Fatalf("outcome %v, err %v", res.Outcome, res.Err)
 	}
 	if rep.Conflicts != 1 || rep.Attempts != 2 {
@@ -199,7 +200,7 @@ func TestConcurrentDeleteAgainstInputsAbandonsRewrite(t *testing.T) {
 	filesBefore := f.parquetFilesOnDisk()
 	f.icat.beforeNextCommits(func() { deleteIDs(t, f, 2, 33) })
 	res, rep := f.exec.Run(f.ctx, f.job("defaults: {target_file_size: 1MiB, small_file_count: 5}", "a"))
-	if res.Outcome != planner.Succeeded {
+	if res.Outcome != jobs.Succeeded {
 		t.Fatalf("outcome %v, err %v; want success after a re-plan", res.Outcome, res.Err)
 	}
 	c := f.contents()
@@ -226,7 +227,7 @@ func TestConcurrentAppendsDoNotBlockRewrite(t *testing.T) {
 	}
 	f.icat.beforeNextCommits(func() { f.commit("a", 3) }, func() { f.commit("b", 3) }, func() { f.commit("a", 4) })
 	res, rep := f.exec.Run(f.ctx, f.job("defaults: {target_file_size: 1MiB, small_file_count: 5}", "a"))
-	if res.Outcome != planner.Succeeded {
+	if res.Outcome != jobs.Succeeded {
 		t.Fatalf("outcome %v, err %v", res.Outcome, res.Err)
 	}
 	if rep.Conflicts != 3 {
@@ -241,17 +242,17 @@ func TestConcurrentAppendsDoNotBlockRewrite(t *testing.T) {
 func TestBadJobsFailCleanly(t *testing.T) {
 	f := newFixture(t, nil)
 	j := f.job("", "a")
-	j.Kind = "defragment"
-	if res, _ := f.exec.Run(f.ctx, j); res.Outcome != planner.Failed || !strings.Contains(fmt.Sprint(res.Err), `unknown job kind "defragment"`) {
+	j.Kind = jobkind.Kind(99)
+	if res, _ := f.exec.Run(f.ctx, j); res.Outcome != jobs.Failed || !strings.Contains(fmt.Sprint(res.Err), `unknown job kind "kind(99)"`) {
 		t.Errorf("unknown kind: %v %v", res.Outcome, res.Err)
 	}
 	j = f.job("", "a")
 	j.Table = table.Identifier{"db", "missing"}
-	if res, _ := f.exec.Run(f.ctx, j); res.Outcome != planner.Failed || res.Err == nil {
+	if res, _ := f.exec.Run(f.ctx, j); res.Outcome != jobs.Failed || res.Err == nil {
 		t.Errorf("missing table: %v %v", res.Outcome, res.Err)
 	}
 	// Empty table: nothing to do.
-	if res, _ := f.exec.Run(f.ctx, f.job("", "a")); res.Outcome != planner.Noop {
+	if res, _ := f.exec.Run(f.ctx, f.job("", "a")); res.Outcome != jobs.Noop {
 		t.Errorf("empty table: %v %v", res.Outcome, res.Err)
 	}
 	_ = streamwriter.Tally{}
@@ -269,7 +270,7 @@ func TestConflictRetryGoesOnTheWritersCommit(t *testing.T) {
 		f.exec.CommitObserved("db.events") // what the planner does on the commit event
 	})
 	res, rep := f.exec.Run(f.ctx, f.job("defaults: {target_file_size: 1MiB, small_file_count: 5}", "a"))
-	if res.Outcome != planner.Succeeded || rep.Conflicts != 1 {
+	if res.Outcome != jobs.Succeeded || rep.Conflicts != 1 {
 		t.Fatalf("outcome %v (%v), %d conflicts; want success after one conflict", res.Outcome, res.Err, rep.Conflicts)
 	}
 	if rep.RetriesAfterCommit != 1 {

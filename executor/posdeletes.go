@@ -13,7 +13,7 @@ import (
 
 	"github.com/icereactor/reactor/conflict"
 	"github.com/icereactor/reactor/executor/internal/datapath"
-	"github.com/icereactor/reactor/planner"
+	"github.com/icereactor/reactor/jobs"
 )
 
 // mergedDeleteSuffix ends the name of every position-delete file this job
@@ -58,7 +58,7 @@ type partitionDeletes struct {
 // deleteMerge is the plan (and, once written, the outputs) of one
 // partition's position-delete rewrite.
 type deleteMerge struct {
-	part   planner.Partition
+	part   jobs.Partition
 	specID int32
 	values map[int]any
 	sample iceberg.DataFile // a source, for the partition's data directory
@@ -123,7 +123,7 @@ type sourceRows struct {
 // delete file (ineffective) are counted; every other row goes to take,
 // which returns the row to keep, or false when it applies to nothing
 // (counted ineffective).
-func readSourceRows(ctx context.Context, fs iceio.IO, p planner.Partition, src posDeleteSource, data map[string]liveDataFile,
+func readSourceRows(ctx context.Context, fs iceio.IO, p jobs.Partition, src posDeleteSource, data map[string]liveDataFile,
 	take func(path string, df liveDataFile, pos int64) (posDeleteRow, bool)) (sourceRows, error) {
 	sr := sourceRows{src: src}
 	err := datapath.ReadPositionDeletes(ctx, fs, src.file.FilePath(), func(path string, pos int64) {
@@ -165,44 +165,44 @@ func readSourceRows(ctx context.Context, fs iceio.IO, p planner.Partition, src p
 // one: the outputs are deleted and the job plans again, the writer's
 // vector then among those merged, at most maxRewriteReplans times
 // (replanned), else it gives up (the conflict cool-down).
-func (e *Executor) rewritePositionDeletes(ctx context.Context, log *slog.Logger, job planner.Job) (planner.Result, Report) {
-	return e.rewriteReplanned(ctx, log, job, func() (planner.Result, Report) {
+func (e *Executor) rewritePositionDeletes(ctx context.Context, log *slog.Logger, job jobs.Job) (jobs.Result, Report) {
+	return e.rewriteReplanned(ctx, log, job, func() (jobs.Result, Report) {
 		return e.rewritePositionDeletesOnce(ctx, log, job)
 	})
 }
 
 // rewritePositionDeletesOnce is one plan of rewritePositionDeletes, written
 // and committed.
-func (e *Executor) rewritePositionDeletesOnce(ctx context.Context, log *slog.Logger, job planner.Job) (planner.Result, Report) {
+func (e *Executor) rewritePositionDeletesOnce(ctx context.Context, log *slog.Logger, job jobs.Job) (jobs.Result, Report) {
 	var rep Report
-	fail := func(outcome planner.Outcome, err error) (planner.Result, Report) {
-		return planner.Result{Outcome: outcome, Err: err}, rep
+	fail := func(outcome jobs.Outcome, err error) (jobs.Result, Report) {
+		return jobs.Result{Outcome: outcome, Err: err}, rep
 	}
 	tbl, err := e.cat.LoadTable(ctx, job.Table)
 	if err != nil {
-		return fail(planner.Failed, fmt.Errorf("load table: %w", err))
+		return fail(jobs.Failed, fmt.Errorf("load table: %w", err))
 	}
 	snap := tbl.CurrentSnapshot()
 	if snap == nil {
 		log.Info("no position deletes to rewrite", "why", "table has no snapshot")
-		return planner.Result{Outcome: planner.Noop}, rep
+		return jobs.Result{Outcome: jobs.Noop}, rep
 	}
 	rep.PlannedFromSnapshotID = snap.SnapshotID
 	fs, err := tbl.FS(ctx)
 	if err != nil {
-		return fail(planner.Failed, fmt.Errorf("open table io: %w", err))
+		return fail(jobs.Failed, fmt.Errorf("open table io: %w", err))
 	}
 
 	data, byPartition, err := scanPositionDeletes(fs, tbl.Metadata(), snap, job.Partitions)
 	if err != nil {
-		return fail(planner.Failed, err)
+		return fail(jobs.Failed, err)
 	}
 	var merges []*deleteMerge
 	for _, p := range job.Partitions {
 		found := byPartition[p.Key]
 		m, err := planDeleteMerge(ctx, fs, tbl, p, found, data, job)
 		if err != nil {
-			return fail(planner.Failed, fmt.Errorf("plan partition %s: %w", p.Key, err))
+			return fail(jobs.Failed, fmt.Errorf("plan partition %s: %w", p.Key, err))
 		}
 		rep.SkippedFiles += len(m.excluded)
 		for _, path := range m.excluded {
@@ -223,7 +223,7 @@ func (e *Executor) rewritePositionDeletesOnce(ctx context.Context, log *slog.Log
 		merges = append(merges, m)
 	}
 	if len(merges) == 0 {
-		return planner.Result{Outcome: planner.Noop}, rep
+		return jobs.Result{Outcome: jobs.Noop}, rep
 	}
 	// Counted as done only once committed (or, in a dry run, as planned).
 	countRemoved := func() {
@@ -243,12 +243,12 @@ func (e *Executor) rewritePositionDeletesOnce(ctx context.Context, log *slog.Log
 		for _, m := range merges {
 			rep.AddedDeleteFiles += m.planned
 		}
-		return planner.Result{Outcome: planner.Succeeded}, rep
+		return jobs.Result{Outcome: jobs.Succeeded}, rep
 	}
 
 	wfs, ok := fs.(iceio.WriteFileIO)
 	if !ok {
-		return fail(planner.Failed, errors.New("table io cannot write files"))
+		return fail(jobs.Failed, errors.New("table io cannot write files"))
 	}
 	written := func() []string {
 		var paths []string
@@ -262,7 +262,7 @@ func (e *Executor) rewritePositionDeletesOnce(ctx context.Context, log *slog.Log
 	e.recoverOutputsBefore(ctx, log, tbl, fs)
 	ctx, outputs, err := e.beginOutputs(ctx, tbl, fs, job, writeID.String())
 	if err != nil {
-		return fail(planner.Failed, err)
+		return fail(jobs.Failed, err)
 	}
 	keepIntent := false
 	defer func() { outputs.finish(log, keepIntent) }()
@@ -279,7 +279,7 @@ func (e *Executor) rewritePositionDeletesOnce(ctx context.Context, log *slog.Log
 		}
 		if err := write(ctx, tbl, wfs, m, writeID); err != nil {
 			cleanUp()
-			return fail(planner.Failed, fmt.Errorf("write merged position deletes of %s: %w", m.part.Key, err))
+			return fail(jobs.Failed, fmt.Errorf("write merged position deletes of %s: %w", m.part.Key, err))
 		}
 		var bytes int64
 		for _, out := range m.outputs {
@@ -292,7 +292,7 @@ func (e *Executor) rewritePositionDeletesOnce(ctx context.Context, log *slog.Log
 
 	if e.crashed("before-commit") {
 		keepIntent = true
-		return fail(planner.Failed, errCrashed)
+		return fail(jobs.Failed, errCrashed)
 	}
 	committed, err := e.commitDeleteMerges(ctx, log, job, tbl, fs, merges, &rep)
 	if err != nil {
@@ -301,19 +301,19 @@ func (e *Executor) rewritePositionDeletesOnce(ctx context.Context, log *slog.Log
 			// the table's next look, which checks them against its history.
 			log.Error("commit outcome unknown; merged delete files left in place for the table's next look", "error", err)
 			keepIntent = true
-			return fail(planner.Failed, err)
+			return fail(jobs.Failed, err)
 		}
 		cleanUp()
 		log.Warn("position-delete rewrite abandoned; its output files were deleted", "error", err)
 		if conflict.IsRetryable(err) {
-			return fail(planner.GaveUp, fmt.Errorf("gave up after %d attempts in %s: %w", rep.Attempts, job.Settings.CommitRetryTime, err))
+			return fail(jobs.GaveUp, fmt.Errorf("gave up after %d attempts in %s: %w", rep.Attempts, job.Settings.CommitRetryTime, err))
 		}
 		if errors.Is(err, ErrNewDeletes) {
 			// A race with a writer, not a fault: rewritePositionDeletes
 			// plans again.
-			return fail(planner.GaveUp, fmt.Errorf("position-delete rewrite abandoned: %w", err))
+			return fail(jobs.GaveUp, fmt.Errorf("position-delete rewrite abandoned: %w", err))
 		}
-		return fail(planner.Failed, fmt.Errorf("position-delete rewrite abandoned: %w", err))
+		return fail(jobs.Failed, fmt.Errorf("position-delete rewrite abandoned: %w", err))
 	}
 	rep.Commits = 1
 	rep.CommittedSnapshotID = committed.CurrentSnapshot().SnapshotID
@@ -328,5 +328,5 @@ func (e *Executor) rewritePositionDeletesOnce(ctx context.Context, log *slog.Log
 		"rewritten_delete_files", rep.RewrittenDeleteFiles, "added_delete_files", rep.AddedDeleteFiles,
 		"rewritten_bytes", rep.RewrittenDeleteBytes, "added_bytes", rep.AddedDeleteBytes,
 		"dangling_rows", rep.DanglingDeleteRows, "attempts", rep.Attempts, "conflicts", rep.Conflicts)
-	return planner.Result{Outcome: planner.Succeeded, Table: committed}, rep
+	return jobs.Result{Outcome: jobs.Succeeded, Table: committed}, rep
 }

@@ -16,7 +16,7 @@ import (
 	"github.com/icereactor/reactor/conflict"
 	"github.com/icereactor/reactor/executor/internal/commit"
 	"github.com/icereactor/reactor/executor/internal/datapath"
-	"github.com/icereactor/reactor/planner"
+	"github.com/icereactor/reactor/jobs"
 )
 
 // commitDeleteMerges replaces every partition's sources with its outputs in
@@ -43,7 +43,7 @@ import (
 // high (a later compaction finds deletes dead only below their sequence
 // number), so the sequence number is given per partition. iceberg-go accepts
 // any sequence number of a removed file, which ours is.
-func (e *Executor) commitDeleteMerges(ctx context.Context, log *slog.Logger, job planner.Job, planned *table.Table, fs iceio.IO,
+func (e *Executor) commitDeleteMerges(ctx context.Context, log *slog.Logger, job jobs.Job, planned *table.Table, fs iceio.IO,
 	merges []*deleteMerge, rep *Report) (*table.Table, error) {
 	if v := planned.Metadata().Version(); v == 2 || v == 3 {
 		return e.commitDeleteMergesStaged(ctx, log, job, planned, fs, merges, rep)
@@ -54,7 +54,7 @@ func (e *Executor) commitDeleteMerges(ctx context.Context, log *slog.Logger, job
 			sources[src.file.FilePath()] = true
 		}
 	}
-	props := iceberg.Properties{planner.SnapshotJobProperty: job.ID}
+	props := iceberg.Properties{jobs.SnapshotJobProperty: job.ID}
 	validatedID := planned.CurrentSnapshot().SnapshotID
 	var (
 		committed    *table.Table

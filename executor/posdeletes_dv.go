@@ -15,7 +15,7 @@ import (
 
 	"github.com/icereactor/reactor/executor/internal/commit"
 	"github.com/icereactor/reactor/executor/internal/datapath"
-	"github.com/icereactor/reactor/planner"
+	"github.com/icereactor/reactor/jobs"
 )
 
 // mergedDVSuffix ends the name of every Puffin file the position-delete
@@ -63,7 +63,7 @@ type dvTarget struct {
 // a Parquet source names data files of another partition or a delete file
 // is neither Parquet nor a deletion vector: a new deletion vector must
 // replace every position-delete file that may apply to its data file.
-func planDVMerge(ctx context.Context, fs iceio.IO, p planner.Partition, found partitionDeletes,
+func planDVMerge(ctx context.Context, fs iceio.IO, p jobs.Partition, found partitionDeletes,
 	data map[string]liveDataFile) (*deleteMerge, error) {
 	m := &deleteMerge{part: p, dv: true}
 	if len(found.sources) == 0 && len(found.dvFiles) == 0 {

@@ -12,19 +12,18 @@ import (
 	"github.com/apache/iceberg-go"
 	iceio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
-
-	"github.com/icereactor/reactor/planner"
+	"github.com/icereactor/reactor/jobs"
 )
 
 // scanPositionDeletes reads the current snapshot's manifests once: every
 // live data file of the table (a delete row may name any of them), and the
 // live position-delete files of the job's partitions.
-func scanPositionDeletes(fs iceio.IO, meta table.Metadata, snap *table.Snapshot, parts []planner.Partition) (map[string]liveDataFile, map[string]partitionDeletes, error) {
+func scanPositionDeletes(fs iceio.IO, meta table.Metadata, snap *table.Snapshot, parts []jobs.Partition) (map[string]liveDataFile, map[string]partitionDeletes, error) {
 	want := make(map[string]int32, len(parts))
 	for _, p := range parts {
 		want[p.Key] = p.SpecID
 	}
-	keys := planner.NewKeyer(meta)
+	keys := jobs.NewKeyer(meta)
 	data := map[string]liveDataFile{}
 	byPartition := map[string]partitionDeletes{}
 	manifests, err := snap.Manifests(fs)
@@ -77,8 +76,8 @@ func scanPositionDeletes(fs iceio.IO, meta table.Metadata, snap *table.Snapshot,
 // are never reused), and so are rows whose data file is newer than their
 // delete file: they apply to nothing today, and at the merged file's higher
 // sequence number they would.
-func planDeleteMerge(ctx context.Context, fs iceio.IO, tbl *table.Table, p planner.Partition, found partitionDeletes,
-	data map[string]liveDataFile, job planner.Job) (*deleteMerge, error) {
+func planDeleteMerge(ctx context.Context, fs iceio.IO, tbl *table.Table, p jobs.Partition, found partitionDeletes,
+	data map[string]liveDataFile, job jobs.Job) (*deleteMerge, error) {
 	if tbl.Metadata().Version() >= 3 {
 		return planDVMerge(ctx, fs, p, found, data)
 	}

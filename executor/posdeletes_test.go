@@ -10,7 +10,8 @@ import (
 	"github.com/apache/iceberg-go"
 
 	"github.com/icereactor/reactor/executor"
-	"github.com/icereactor/reactor/planner"
+	"github.com/icereactor/reactor/jobkind"
+	"github.com/icereactor/reactor/jobs"
 	"github.com/icereactor/reactor/streamwriter"
 )
 
@@ -110,7 +111,7 @@ func TestPositionDeleteRewriteMergesOnePartition(t *testing.T) {
 
 	job := pdmJob(f, "defaults: {delete_min_input_files: 5}", "a")
 	res, rep := f.exec.Run(f.ctx, job)
-	if res.Outcome != planner.Succeeded {
+	if res.Outcome != jobs.Succeeded {
 		t.Fatalf("outcome %v, err %v", res.Outcome, res.Err)
 	}
 
@@ -165,10 +166,10 @@ func TestPositionDeleteRewriteMergesOnePartition(t *testing.T) {
 	if rep.CommittedSnapshotID != snap.SnapshotID || res.Table == nil || res.Table.CurrentSnapshot().SnapshotID != snap.SnapshotID {
 		t.Errorf("committed snapshot %d, table is at %d", rep.CommittedSnapshotID, snap.SnapshotID)
 	}
-	if snap.Summary.Properties[planner.SnapshotJobProperty] != job.ID || snap.Summary.Operation != "replace" {
+	if snap.Summary.Properties[jobs.SnapshotJobProperty] != job.ID || snap.Summary.Operation != "replace" {
 		t.Errorf("snapshot summary %v %v: want operation replace and the job id", snap.Summary.Operation, snap.Summary.Properties)
 	}
-	if n := rep.CountMap(planner.KindRewritePositionDeletes)["rewritten_delete_files_count"]; n != 8 {
+	if n := rep.CountMap(jobkind.RewritePositionDeletes)["rewritten_delete_files_count"]; n != 8 {
 		t.Errorf("rewritten_delete_files_count = %d", n)
 	}
 }
@@ -204,7 +205,7 @@ func TestPositionDeleteRewriteTwoPartitionsOneCommit(t *testing.T) {
 	snapBefore := f.load().CurrentSnapshot()
 
 	res, rep := f.exec.Run(f.ctx, pdmJob(f, "defaults: {delete_min_input_files: 5}", "a", "b"))
-	if res.Outcome != planner.Succeeded {
+	if res.Outcome != jobs.Succeeded {
 		t.Fatalf("outcome %v, err %v", res.Outcome, res.Err)
 	}
 	if c := f.contents(); c.Total != f.writer.Written() {
@@ -246,7 +247,7 @@ func TestPositionDeleteRewriteRollsAtTargetSize(t *testing.T) {
 	job.Settings.DeleteTargetFileSize = int64(bytesPerRow*10) + 1
 
 	res, rep := f.exec.Run(f.ctx, job)
-	if res.Outcome != planner.Succeeded {
+	if res.Outcome != jobs.Succeeded {
 		t.Fatalf("outcome %v, err %v", res.Outcome, res.Err)
 	}
 	outputs := pdmAssertMerged(t, f, "a", sources, pdmMaxSeq(sources), rows)
@@ -322,7 +323,7 @@ func TestPositionDeleteRewriteDropsDanglingRows(t *testing.T) {
 	before := f.contents()
 
 	res, rep := f.exec.Run(f.ctx, pdmJob(f, "defaults: {delete_min_input_files: 5}", "a"))
-	if res.Outcome != planner.Succeeded {
+	if res.Outcome != jobs.Succeeded {
 		t.Fatalf("outcome %v, err %v", res.Outcome, res.Err)
 	}
 	if rep.DanglingDeleteRows != 2 {
@@ -352,7 +353,7 @@ func TestPositionDeleteRewriteRemovesDanglingFileBelowMinInputs(t *testing.T) {
 	before := f.contents()
 
 	res, rep := f.exec.Run(f.ctx, pdmJob(f, "defaults: {delete_min_input_files: 50}", "a"))
-	if res.Outcome != planner.Succeeded {
+	if res.Outcome != jobs.Succeeded {
 		t.Fatalf("outcome %v, err %v", res.Outcome, res.Err)
 	}
 	if rep.RewrittenDeleteFiles != 1 || rep.AddedDeleteFiles != 0 || rep.DanglingDeleteRows != 1 {
@@ -421,7 +422,7 @@ func TestPositionDeleteRewriteLeavesCrossPartitionFilesAlone(t *testing.T) {
 	}
 
 	res, rep := f.exec.Run(f.ctx, pdmJob(f, "defaults: {delete_min_input_files: 5}", "a"))
-	if res.Outcome != planner.Succeeded {
+	if res.Outcome != jobs.Succeeded {
 		t.Fatalf("outcome %v, err %v", res.Outcome, res.Err)
 	}
 	after := f.contents()
@@ -463,7 +464,7 @@ func TestPositionDeleteRewriteWithConcurrentDeletes(t *testing.T) {
 	f.icat.beforeNextCommits(func() { pdmDelete(t, f, 4, 15, 59) })
 
 	res, rep := f.exec.Run(f.ctx, pdmJob(f, "defaults: {delete_min_input_files: 5}", "a"))
-	if res.Outcome != planner.Succeeded {
+	if res.Outcome != jobs.Succeeded {
 		t.Fatalf("outcome %v, err %v", res.Outcome, res.Err)
 	}
 	if rep.Conflicts != 1 || rep.Attempts != 2 || rep.Commits != 1 {
@@ -524,7 +525,7 @@ func TestPositionDeleteRewriteAbandonsWhenSourceRemoved(t *testing.T) {
 	})
 
 	res, rep := f.exec.Run(f.ctx, pdmJob(f, "defaults: {delete_min_input_files: 5}", "a"))
-	if res.Outcome == planner.Succeeded || rep.Commits != 0 {
+	if res.Outcome == jobs.Succeeded || rep.Commits != 0 {
 		t.Fatalf("job committed (%v) over a removed source", res.Outcome)
 	}
 	if !errors.Is(res.Err, executor.ErrInputsGone) {
@@ -561,7 +562,7 @@ func TestPositionDeleteRewriteDryRun(t *testing.T) {
 	job := pdmJob(f, "defaults: {delete_min_input_files: 5}", "a")
 	job.DryRun = true
 	res, rep := f.exec.Run(f.ctx, job)
-	if res.Outcome != planner.Succeeded || !rep.DryRun {
+	if res.Outcome != jobs.Succeeded || !rep.DryRun {
 		t.Fatalf("outcome %v (dry run %v), err %v", res.Outcome, rep.DryRun, res.Err)
 	}
 	if rep.RewrittenDeleteFiles != 6 || rep.AddedDeleteFiles != 1 || rep.RewrittenDeleteBytes != pdmTotalSize(sources) {
@@ -593,7 +594,7 @@ func TestPositionDeleteRewriteBelowMinInputsIsNoop(t *testing.T) {
 	}
 	snap := f.load().CurrentSnapshot().SnapshotID
 	res, rep := f.exec.Run(f.ctx, pdmJob(f, "defaults: {delete_min_input_files: 5}", "a"))
-	if res.Outcome != planner.Noop {
+	if res.Outcome != jobs.Noop {
 		t.Fatalf("outcome %v, err %v; want noop", res.Outcome, res.Err)
 	}
 	if rep.RewrittenDeleteFiles != 0 || rep.Attempts != 0 {
@@ -608,7 +609,7 @@ func TestPositionDeleteRewriteBelowMinInputsIsNoop(t *testing.T) {
 	// With one more file the same job merges: the threshold is the only
 	// reason it did nothing.
 	pdmDelete(t, f, 45)
-	if res, _ := f.exec.Run(f.ctx, pdmJob(f, "defaults: {delete_min_input_files: 5}", "a")); res.Outcome != planner.Succeeded {
+	if res, _ := f.exec.Run(f.ctx, pdmJob(f, "defaults: {delete_min_input_files: 5}", "a")); res.Outcome != jobs.Succeeded {
 		t.Errorf("with 5 files: outcome %v, err %v", res.Outcome, res.Err)
 	}
 }

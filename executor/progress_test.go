@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/icereactor/reactor/executor"
-	"github.com/icereactor/reactor/planner"
+	"github.com/icereactor/reactor/jobs"
 )
 
 // progressLog records what a job told its Progress.
@@ -72,7 +72,7 @@ func TestProgressCountsWhatTheJobDid(t *testing.T) {
 				executor.UseIcebergWriter(e)
 			}
 			res, rep := e.Run(f.ctx, f.job("defaults: {target_file_size: 1MiB, small_file_count: 5}", "a", "b"))
-			if res.Outcome != planner.Succeeded {
+			if res.Outcome != jobs.Succeeded {
 				t.Fatalf("outcome %v, err %v", res.Outcome, res.Err)
 			}
 			s := p.step(t, "rewrite")
@@ -87,7 +87,7 @@ func TestProgressCountsWhatTheJobDid(t *testing.T) {
 			p = &progressLog{}
 			e = newExecutor(t, executor.Options{Catalog: f.cat, Metrics: f.met, Progress: p})
 			res, rep = e.Run(f.ctx, f.expireJob("defaults: {snapshot_max_age: 1ms, min_reader_margin: 0s, retain_last: 1}", time.Millisecond))
-			if res.Outcome != planner.Succeeded {
+			if res.Outcome != jobs.Succeeded {
 				t.Fatalf("expiry: %v %v", res.Outcome, res.Err)
 			}
 			p.step(t, "read history")

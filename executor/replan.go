@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/icereactor/reactor/executor/internal/commit"
-	"github.com/icereactor/reactor/planner"
+	"github.com/icereactor/reactor/jobs"
 )
 
 // maxRewriteReplans bounds how often a data rewrite (compaction, sort) or a
@@ -26,8 +26,8 @@ const maxRewriteReplans = 2
 // attempt, lasts. It returns the last run's result and report, the report
 // also counting what the abandoned runs did (addAbandoned), and how many
 // re-plans there were. again may count in the abandoned run's report.
-func (e *Executor) replanned(ctx context.Context, job planner.Job, maxReplans int, once func() (planner.Result, Report),
-	again func(res planner.Result, rep *Report, replan int) bool) (planner.Result, Report, int) {
+func (e *Executor) replanned(ctx context.Context, job jobs.Job, maxReplans int, once func() (jobs.Result, Report),
+	again func(res jobs.Result, rep *Report, replan int) bool) (jobs.Result, Report, int) {
 	var (
 		abandoned Report
 		deadline  time.Time
@@ -64,9 +64,9 @@ func (r *Report) addAbandoned(a Report) {
 // rewrite, under replanned with replanOnNewDeletes: the rewrite plans again
 // after a writer's new deletes against its inputs, and an error after the
 // re-plans ran out says how many there were.
-func (e *Executor) rewriteReplanned(ctx context.Context, log *slog.Logger, job planner.Job, once func() (planner.Result, Report)) (planner.Result, Report) {
+func (e *Executor) rewriteReplanned(ctx context.Context, log *slog.Logger, job jobs.Job, once func() (jobs.Result, Report)) (jobs.Result, Report) {
 	res, rep, replans := e.replanned(ctx, job, maxRewriteReplans, once, e.replanOnNewDeletes(log, job))
-	if replans > 0 && res.Outcome == planner.GaveUp && errors.Is(res.Err, ErrNewDeletes) {
+	if replans > 0 && res.Outcome == jobs.GaveUp && errors.Is(res.Err, ErrNewDeletes) {
 		res.Err = fmt.Errorf("gave up after %d re-plans: %w", replans, res.Err)
 	}
 	return res, rep
@@ -79,9 +79,9 @@ func (e *Executor) rewriteReplanned(ctx context.Context, log *slog.Logger, job p
 // deletes applied. A job with a batch committed keeps it (partial
 // progress, Succeeded) and is not planned again. Each re-plan is a
 // conflict lost to a writer, and counts as one.
-func (e *Executor) replanOnNewDeletes(log *slog.Logger, job planner.Job) func(planner.Result, *Report, int) bool {
-	return func(res planner.Result, rep *Report, replan int) bool {
-		if res.Outcome != planner.GaveUp || rep.Commits > 0 || !errors.Is(res.Err, ErrNewDeletes) {
+func (e *Executor) replanOnNewDeletes(log *slog.Logger, job jobs.Job) func(jobs.Result, *Report, int) bool {
+	return func(res jobs.Result, rep *Report, replan int) bool {
+		if res.Outcome != jobs.GaveUp || rep.Commits > 0 || !errors.Is(res.Err, ErrNewDeletes) {
 			return false
 		}
 		rep.Conflicts++

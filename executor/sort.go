@@ -13,7 +13,7 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
-	"github.com/icereactor/reactor/planner"
+	"github.com/icereactor/reactor/jobs"
 	"github.com/icereactor/reactor/sortorder"
 	"github.com/icereactor/reactor/thresholds"
 )
@@ -33,24 +33,24 @@ const sortWriteBatchRows = 1 << 20
 // written as files of the target size, so the files' column bounds are
 // tight and min/max pruning works). Commits, validation and retries are
 // compaction's.
-func (e *Executor) sort(ctx context.Context, log *slog.Logger, job planner.Job) (planner.Result, Report) {
+func (e *Executor) sort(ctx context.Context, log *slog.Logger, job jobs.Job) (jobs.Result, Report) {
 	tbl, err := e.cat.LoadTable(ctx, job.Table)
 	if err != nil {
-		return planner.Result{Outcome: planner.Failed, Err: fmt.Errorf("load table: %w", err)}, Report{}
+		return jobs.Result{Outcome: jobs.Failed, Err: fmt.Errorf("load table: %w", err)}, Report{}
 	}
 	order, err := ResolveSortOrder(job.Settings, tbl)
 	if err != nil {
-		return planner.Result{Outcome: planner.Failed, Err: err}, Report{}
+		return jobs.Result{Outcome: jobs.Failed, Err: err}, Report{}
 	}
 	bound, err := order.Bind(tbl.Schema())
 	if err != nil {
-		return planner.Result{Outcome: planner.Failed, Err: fmt.Errorf("%w %q on %s: %w", ErrSortOrder, order, job.TableName, err)}, Report{}
+		return jobs.Result{Outcome: jobs.Failed, Err: fmt.Errorf("%w %q on %s: %w", ErrSortOrder, order, job.TableName, err)}, Report{}
 	}
 	log.Info("sorting partitions", "order", order.String(), "max_group_size", job.Settings.MaxGroupSize)
 	var planned []table.CompactionTaskGroup
 	var spilled atomic.Int64
 	res, rep := e.rewrite(ctx, log, job, rewriter{
-		plan: func(ctx context.Context, tbl *table.Table, job planner.Job) ([]table.CompactionTaskGroup, int, error) {
+		plan: func(ctx context.Context, tbl *table.Table, job jobs.Job) ([]table.CompactionTaskGroup, int, error) {
 			groups, skipped, err := planSortGroups(ctx, tbl, job)
 			planned = groups
 			return groups, skipped, err
@@ -68,7 +68,7 @@ func (e *Executor) sort(ctx context.Context, log *slog.Logger, job planner.Job) 
 			}
 			return gr, err
 		},
-		props: iceberg.Properties{planner.SortSnapshotProperty: order.String()},
+		props: iceberg.Properties{jobs.SortSnapshotProperty: order.String()},
 	})
 	res.NothingToDo = idlePartitions(job, planned, "every file is already sorted in "+order.String()+" with nothing applying to it")
 	rep.SpilledRuns = int(spilled.Load())
@@ -100,7 +100,7 @@ func ResolveSortOrder(set thresholds.Effective, tbl *table.Table) (sortorder.Ord
 // max_group_size input bytes (a file larger than that is a group alone).
 // Files are taken in the order of their smallest value of the first sort
 // column where the statistics say, so consecutive groups overlap little.
-func planSortGroups(ctx context.Context, tbl *table.Table, job planner.Job) ([]table.CompactionTaskGroup, int, error) {
+func planSortGroups(ctx context.Context, tbl *table.Table, job jobs.Job) ([]table.CompactionTaskGroup, int, error) {
 	want := make(map[string]bool, len(job.Partitions))
 	for _, p := range job.Partitions {
 		want[p.Key] = true
@@ -109,7 +109,7 @@ func planSortGroups(ctx context.Context, tbl *table.Table, job planner.Job) ([]t
 	if err != nil {
 		return nil, 0, fmt.Errorf("plan files: %w", err)
 	}
-	keys := planner.NewKeyer(tbl.Metadata())
+	keys := jobs.NewKeyer(tbl.Metadata())
 	byPartition := map[string][]table.FileScanTask{}
 	var order []string
 	for _, t := range tasks {
@@ -156,7 +156,7 @@ func planSortGroups(ctx context.Context, tbl *table.Table, job planner.Job) ([]t
 // dropSortedAlone drops the groups whose rewrite would write the same file
 // again: one file, already written by a sort in the job's order, that no
 // delete applies to. It returns the groups kept and the files dropped.
-func dropSortedAlone(ctx context.Context, tbl *table.Table, job planner.Job, groups []table.CompactionTaskGroup) ([]table.CompactionTaskGroup, int, error) {
+func dropSortedAlone(ctx context.Context, tbl *table.Table, job jobs.Job, groups []table.CompactionTaskGroup) ([]table.CompactionTaskGroup, int, error) {
 	alone := map[string]bool{}
 	for _, g := range groups {
 		if rewriteChangesNothing(g.Tasks) {
@@ -214,7 +214,7 @@ func filesSortedBy(ctx context.Context, tbl *table.Table, paths map[string]bool,
 				continue
 			}
 			if s := tbl.Metadata().SnapshotByID(entry.SnapshotID()); s != nil && s.Summary != nil &&
-				s.Summary.Properties[planner.SortSnapshotProperty] == order {
+				s.Summary.Properties[jobs.SortSnapshotProperty] == order {
 				out[path] = true
 			}
 		}

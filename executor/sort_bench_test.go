@@ -17,20 +17,20 @@ import (
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
-
-	"github.com/icereactor/reactor/planner"
+	"github.com/icereactor/reactor/jobkind"
+	"github.com/icereactor/reactor/jobs"
 )
 
 func BenchmarkRewriteStrategies(b *testing.B) {
 	const files, perFile = 40, 5_000
 	for _, c := range []struct {
 		name string
-		kind planner.JobKind
+		kind jobkind.Kind
 		yaml string
 	}{
-		{"binpack", planner.KindCompact, "defaults: {target_file_size: 256KiB, small_file_count: 5, min_input_files: 2, partial_progress_max_commits: 1}"},
-		{"sort", planner.KindSort, "defaults: {target_file_size: 256KiB, strategy: sort, sort_order: 'x'}"},
-		{"zorder", planner.KindSort, "defaults: {target_file_size: 256KiB, strategy: zorder, sort_order: 'zorder(x, y)'}"},
+		{"binpack", jobkind.Compact, "defaults: {target_file_size: 256KiB, small_file_count: 5, min_input_files: 2, partial_progress_max_commits: 1}"},
+		{"sort", jobkind.Sort, "defaults: {target_file_size: 256KiB, strategy: sort, sort_order: 'x'}"},
+		{"zorder", jobkind.Sort, "defaults: {target_file_size: 256KiB, strategy: zorder, sort_order: 'zorder(x, y)'}"},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			var inBytes int64
@@ -46,7 +46,7 @@ func BenchmarkRewriteStrategies(b *testing.B) {
 				b.StartTimer()
 				res, rep := s.exec.Run(s.ctx, job)
 				b.StopTimer()
-				if res.Outcome != planner.Succeeded {
+				if res.Outcome != jobs.Succeeded {
 					b.Fatalf("outcome %v: %v", res.Outcome, res.Err)
 				}
 				inBytes += rep.RewrittenBytes

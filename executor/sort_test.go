@@ -23,8 +23,9 @@ import (
 
 	"github.com/icereactor/reactor/embedded"
 	"github.com/icereactor/reactor/executor"
+	"github.com/icereactor/reactor/jobkind"
+	"github.com/icereactor/reactor/jobs"
 	"github.com/icereactor/reactor/metrics"
-	"github.com/icereactor/reactor/planner"
 	"github.com/icereactor/reactor/sortorder"
 	"github.com/icereactor/reactor/thresholds"
 )
@@ -147,7 +148,7 @@ func (s *sortTable) appendRows(rows []sortRow) {
 }
 
 // job builds a job of kind over partition a with the thresholds yaml.
-func (s *sortTable) job(kind planner.JobKind, yaml string) planner.Job {
+func (s *sortTable) job(kind jobkind.Kind, yaml string) jobs.Job {
 	s.t.Helper()
 	cfg, err := thresholds.Parse([]byte(yaml))
 	if err != nil {
@@ -155,8 +156,8 @@ func (s *sortTable) job(kind planner.JobKind, yaml string) planner.Job {
 	}
 	tbl := s.load()
 	set := cfg.For("db.events", tbl.Properties())
-	return planner.Job{ID: "test-" + s.t.Name(), Kind: kind, Table: ident, TableName: "db.events", Settings: set,
-		SortOrder: set.SortOrder, Partitions: []planner.Partition{{Key: "category=a"}}}
+	return jobs.Job{ID: "test-" + s.t.Name(), Kind: kind, Table: ident, TableName: "db.events", Settings: set,
+		SortOrder: set.SortOrder, Partitions: []jobs.Partition{{Key: "category=a"}}}
 }
 
 // files returns the live data files, each with its rows in file order,
@@ -254,12 +255,12 @@ func TestSortAndZOrderRestorePruning(t *testing.T) {
 	var before outcome
 	for _, c := range []struct {
 		name string
-		kind planner.JobKind
+		kind jobkind.Kind
 		yaml string
 	}{
-		{"binpack", planner.KindCompact, "defaults: {target_file_size: 40KiB, small_file_count: 5, min_input_files: 2}"},
-		{"sort", planner.KindSort, "defaults: {target_file_size: 40KiB, strategy: sort, sort_order: 'x ASC'}"},
-		{"zorder", planner.KindSort, "defaults: {target_file_size: 40KiB, strategy: zorder, sort_order: 'zorder(x, y)'}"},
+		{"binpack", jobkind.Compact, "defaults: {target_file_size: 40KiB, small_file_count: 5, min_input_files: 2}"},
+		{"sort", jobkind.Sort, "defaults: {target_file_size: 40KiB, strategy: sort, sort_order: 'x ASC'}"},
+		{"zorder", jobkind.Sort, "defaults: {target_file_size: 40KiB, strategy: zorder, sort_order: 'zorder(x, y)'}"},
 	} {
 		s := newSortTable(t, iceberg.Properties{table.WriteTargetFileSizeBytesKey: "40960"})
 		r := rand.New(rand.NewPCG(1, 2)) // the same rows for every strategy
@@ -274,7 +275,7 @@ func TestSortAndZOrderRestorePruning(t *testing.T) {
 		rowsBefore := allRows(s.files())
 
 		res, rep := s.exec.Run(s.ctx, s.job(c.kind, c.yaml))
-		if res.Outcome != planner.Succeeded {
+		if res.Outcome != jobs.Succeeded {
 			t.Fatalf("%s: outcome %v, err %v", c.name, res.Outcome, res.Err)
 		}
 		if got := allRows(s.files()); !slices.Equal(got, rowsBefore) {
@@ -321,8 +322,8 @@ func TestSortRewriteOrdersRowsWithinFiles(t *testing.T) {
 	}
 	before := allRows(s.files())
 	const order = "y ASC NULLS LAST, name DESC"
-	res, rep := s.exec.Run(s.ctx, s.job(planner.KindSort, "defaults: {target_file_size: 8KiB, strategy: sort, sort_order: '"+order+"'}"))
-	if res.Outcome != planner.Succeeded {
+	res, rep := s.exec.Run(s.ctx, s.job(jobkind.Sort, "defaults: {target_file_size: 8KiB, strategy: sort, sort_order: '"+order+"'}"))
+	if res.Outcome != jobs.Succeeded {
 		t.Fatalf("outcome %v, err %v", res.Outcome, res.Err)
 	}
 	after := s.files()
@@ -364,8 +365,8 @@ func TestSortRewriteOrdersRowsWithinFiles(t *testing.T) {
 			}
 		}
 	}
-	if snap := tbl.CurrentSnapshot(); snap.Summary.Properties[planner.SortSnapshotProperty] == "" {
-		t.Errorf("sort snapshot lacks %s: %v", planner.SortSnapshotProperty, snap.Summary.Properties)
+	if snap := tbl.CurrentSnapshot(); snap.Summary.Properties[jobs.SortSnapshotProperty] == "" {
+		t.Errorf("sort snapshot lacks %s: %v", jobs.SortSnapshotProperty, snap.Summary.Properties)
 	}
 }
 
@@ -387,8 +388,8 @@ func TestSortRespectsMaxGroupSize(t *testing.T) {
 	}
 	before := allRows(s.files())
 	yaml := fmt.Sprintf("defaults: {strategy: sort, sort_order: x, max_group_size: %d}", total/3)
-	res, rep := s.exec.Run(s.ctx, s.job(planner.KindSort, yaml))
-	if res.Outcome != planner.Succeeded {
+	res, rep := s.exec.Run(s.ctx, s.job(jobkind.Sort, yaml))
+	if res.Outcome != jobs.Succeeded {
 		t.Fatalf("outcome %v, err %v", res.Outcome, res.Err)
 	}
 	if rep.Groups < 3 || rep.RewrittenDataFiles != 8 {
@@ -428,13 +429,13 @@ func TestInvalidSortOrders(t *testing.T) {
 		if strings.HasPrefix(order, "zorder") {
 			strategy = "zorder"
 		}
-		res, _ := s.exec.Run(s.ctx, s.job(planner.KindSort, fmt.Sprintf("defaults: {strategy: %s, sort_order: '%s'}", strategy, order)))
-		if res.Outcome != planner.Failed || !errors.Is(res.Err, executor.ErrSortOrder) || !strings.Contains(res.Err.Error(), want) {
+		res, _ := s.exec.Run(s.ctx, s.job(jobkind.Sort, fmt.Sprintf("defaults: {strategy: %s, sort_order: '%s'}", strategy, order)))
+		if res.Outcome != jobs.Failed || !errors.Is(res.Err, executor.ErrSortOrder) || !strings.Contains(res.Err.Error(), want) {
 			t.Errorf("order %q: outcome %v, err %v; want a failure naming %s", order, res.Outcome, res.Err, want)
 		}
 	}
-	res, _ := s.exec.Run(s.ctx, s.job(planner.KindSort, "defaults: {strategy: sort}"))
-	if res.Outcome != planner.Failed || !strings.Contains(fmt.Sprint(res.Err), "default order") {
+	res, _ := s.exec.Run(s.ctx, s.job(jobkind.Sort, "defaults: {strategy: sort}"))
+	if res.Outcome != jobs.Failed || !strings.Contains(fmt.Sprint(res.Err), "default order") {
 		t.Errorf("no sort_order and no table order: %v %v", res.Outcome, res.Err)
 	}
 }
@@ -445,16 +446,16 @@ func TestSortLeavesAFileItSortedAlone(t *testing.T) {
 	s := newSortTable(t, nil)
 	s.appendRows(randomRows(rand.New(rand.NewPCG(5, 6)), 0, 300))
 	yaml := "defaults: {target_file_size: 1MiB, strategy: sort, sort_order: 'y ASC'}"
-	if res, _ := s.exec.Run(s.ctx, s.job(planner.KindSort, yaml)); res.Outcome != planner.Succeeded {
+	if res, _ := s.exec.Run(s.ctx, s.job(jobkind.Sort, yaml)); res.Outcome != jobs.Succeeded {
 		t.Fatalf("first sort: outcome %v, err %v", res.Outcome, res.Err)
 	}
-	res, rep := s.exec.Run(s.ctx, s.job(planner.KindSort, yaml))
-	if res.Outcome != planner.Noop || rep.Commits != 0 || len(res.NothingToDo) == 0 {
+	res, rep := s.exec.Run(s.ctx, s.job(jobkind.Sort, yaml))
+	if res.Outcome != jobs.Noop || rep.Commits != 0 || len(res.NothingToDo) == 0 {
 		t.Fatalf("second sort in the same order: outcome %v (err %v), %d commits, nothing-to-do %v; want a no-op",
 			res.Outcome, res.Err, rep.Commits, res.NothingToDo)
 	}
 	other := "defaults: {target_file_size: 1MiB, strategy: sort, sort_order: 'name ASC'}"
-	if res, rep := s.exec.Run(s.ctx, s.job(planner.KindSort, other)); res.Outcome != planner.Succeeded || rep.Commits != 1 {
+	if res, rep := s.exec.Run(s.ctx, s.job(jobkind.Sort, other)); res.Outcome != jobs.Succeeded || rep.Commits != 1 {
 		t.Fatalf("sort in another order: outcome %v (err %v), %d commits", res.Outcome, res.Err, rep.Commits)
 	}
 }

@@ -14,7 +14,7 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
-	"github.com/icereactor/reactor/planner"
+	"github.com/icereactor/reactor/jobs"
 	"github.com/icereactor/reactor/streamwriter"
 )
 
@@ -131,7 +131,7 @@ func TestStagedCommitFollowsInputsIntoRewrittenManifests(t *testing.T) {
 		}
 	})
 	res, rep := f.exec.Run(f.ctx, applyDeletes(f.job("defaults: {target_file_size: 1MiB, small_file_count: 5}", "a")))
-	if res.Outcome != planner.Succeeded || rep.Conflicts != 1 {
+	if res.Outcome != jobs.Succeeded || rep.Conflicts != 1 {
 		t.Fatalf("outcome %v (%v), %d conflicts; want success after one", res.Outcome, res.Err, rep.Conflicts)
 	}
 	if got := f.contents(); got.Total != f.writer.Written() {
@@ -194,7 +194,7 @@ func TestStagedCommitKeepsADeleteALowSequenceFileMayNeed(t *testing.T) {
 		}
 	})
 	res, rep := f.exec.Run(f.ctx, applyDeletes(f.job("defaults: {target_file_size: 1MiB, small_file_count: 5}", "a")))
-	if res.Outcome != planner.Succeeded || rep.Conflicts != 1 {
+	if res.Outcome != jobs.Succeeded || rep.Conflicts != 1 {
 		t.Fatalf("outcome %v (%v), %d conflicts; want success after one", res.Outcome, res.Err, rep.Conflicts)
 	}
 	// The rewrite's own snapshot keeps the equality delete. (The
@@ -203,7 +203,7 @@ func TestStagedCommitKeepsADeleteALowSequenceFileMayNeed(t *testing.T) {
 	tbl := f.load()
 	var rewrite *table.Snapshot
 	for _, snap := range tbl.Metadata().Snapshots() {
-		if snap.Summary != nil && snap.Summary.Properties[planner.SnapshotJobProperty] != "" &&
+		if snap.Summary != nil && snap.Summary.Properties[jobs.SnapshotJobProperty] != "" &&
 			snap.Summary.Properties.GetInt("deleted-data-files", 0) > 0 {
 			rewrite = &snap
 		}
@@ -246,7 +246,7 @@ func TestStagedCommitLeavesADeleteSomeoneElseRemoved(t *testing.T) {
 		}
 	})
 	res, rep := f.exec.Run(f.ctx, applyDeletes(f.job("defaults: {target_file_size: 1MiB, small_file_count: 5}", "a")))
-	if res.Outcome != planner.Succeeded || rep.Conflicts != 1 {
+	if res.Outcome != jobs.Succeeded || rep.Conflicts != 1 {
 		t.Fatalf("outcome %v (%v), %d conflicts; want success after one", res.Outcome, res.Err, rep.Conflicts)
 	}
 	if rep.RemovedDeleteFiles != 1 {
@@ -307,12 +307,12 @@ func TestUnknownCommitStateNeverDeletesWhatMayBeLive(t *testing.T) {
 				t.Errorf("%d Parquet files on disk, want %d (inputs and the output)", got, before+1)
 			}
 			if land {
-				if res.Outcome != planner.Succeeded || len(f.dataFiles("a")) != 1 {
+				if res.Outcome != jobs.Succeeded || len(f.dataFiles("a")) != 1 {
 					t.Errorf("outcome %v (%v), %d files in a; want the landed commit found", res.Outcome, res.Err, len(f.dataFiles("a")))
 				}
 				return
 			}
-			if res.Outcome != planner.Failed || !strings.Contains(fmt.Sprint(res.Err), "commit outcome unknown") {
+			if res.Outcome != jobs.Failed || !strings.Contains(fmt.Sprint(res.Err), "commit outcome unknown") {
 				t.Errorf("outcome %v (%v), want failed with an unknown outcome", res.Outcome, res.Err)
 			}
 			if left := unreferencedMetadata(t, f); len(left) == 0 {

@@ -13,7 +13,7 @@ package executor_test
 import (
 	"testing"
 
-	"github.com/icereactor/reactor/planner"
+	"github.com/icereactor/reactor/jobs"
 )
 
 func v3DeleteBenchTable(b *testing.B) *fixture {
@@ -33,7 +33,7 @@ func BenchmarkV3PositionDeletesToDVs(b *testing.B) {
 			job := mergeJob(f)
 			b.StartTimer()
 			res, rep := f.exec.Run(f.ctx, job)
-			if res.Outcome != planner.Succeeded || rep.RewrittenDeleteFiles != delBenchDeletes || rep.AddedDeleteFiles != delBenchFiles {
+			if res.Outcome != jobs.Succeeded || rep.RewrittenDeleteFiles != delBenchDeletes || rep.AddedDeleteFiles != delBenchFiles {
 				b.Fatalf("outcome %v (%v): %d delete files into %d vectors", res.Outcome, res.Err, rep.RewrittenDeleteFiles, rep.AddedDeleteFiles)
 			}
 		}
@@ -45,7 +45,7 @@ func BenchmarkV3PositionDeletesToDVs(b *testing.B) {
 			job := applyDeletes(f.job(delBenchYAML, "a"))
 			b.StartTimer()
 			res, rep := f.exec.Run(f.ctx, job)
-			if res.Outcome != planner.Succeeded || rep.RemovedDeleteFiles != delBenchDeletes {
+			if res.Outcome != jobs.Succeeded || rep.RemovedDeleteFiles != delBenchDeletes {
 				b.Fatalf("outcome %v (%v): removed %d delete files", res.Outcome, res.Err, rep.RemovedDeleteFiles)
 			}
 		}

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/icereactor/reactor/executor"
-	"github.com/icereactor/reactor/planner"
+	"github.com/icereactor/reactor/jobs"
 )
 
 // A v3 table whose rows were deleted through deletion vectors compacts
@@ -28,7 +28,7 @@ func TestV3CompactionAppliesDeletionVectorsAndKeepsLineage(t *testing.T) {
 	before, lineage := f.contents(), v3RowLineage(t, f)
 
 	res, rep := f.exec.Run(f.ctx, applyDeletes(f.job("defaults: {target_file_size: 1MiB, small_file_count: 5, min_input_files: 1}", "a", "b")))
-	if res.Outcome != planner.Succeeded {
+	if res.Outcome != jobs.Succeeded {
 		t.Fatalf("compaction: %v %v", res.Outcome, res.Err)
 	}
 	t.Logf("report: %+v", rep)
@@ -59,7 +59,7 @@ func TestV3CompactionWithConcurrentDeletes(t *testing.T) {
 	// A delete before each re-plan's commit too: the job gives up.
 	f.icat.beforeNextCommits(func() { pdmDelete(t, f, 30, 31) }, func() { pdmDelete(t, f, 32) }, func() { pdmDelete(t, f, 33) })
 	res, _ := f.exec.Run(f.ctx, job)
-	if res.Outcome != planner.GaveUp || !errors.Is(res.Err, executor.ErrNewDeletes) {
+	if res.Outcome != jobs.GaveUp || !errors.Is(res.Err, executor.ErrNewDeletes) {
 		t.Fatalf("outcome %v, err %v; want the rewrite to give up on ErrNewDeletes", res.Outcome, res.Err)
 	}
 	if got := f.contents(); got.Total != f.writer.Written() {
@@ -69,7 +69,7 @@ func TestV3CompactionWithConcurrentDeletes(t *testing.T) {
 
 	f.icat.beforeNextCommits(func() { pdmDelete(t, f, 65) })
 	res, rep := f.exec.Run(f.ctx, job)
-	if res.Outcome != planner.Succeeded || rep.Conflicts != 1 {
+	if res.Outcome != jobs.Succeeded || rep.Conflicts != 1 {
 		t.Fatalf("outcome %v (%v), conflicts %d; want success after one conflict", res.Outcome, res.Err, rep.Conflicts)
 	}
 	if got := f.contents(); got.Total != f.writer.Written() {

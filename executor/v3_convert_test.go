@@ -4,7 +4,7 @@ import (
 	"maps"
 	"testing"
 
-	"github.com/icereactor/reactor/planner"
+	"github.com/icereactor/reactor/jobs"
 )
 
 // convert_equality_deletes on a format v3 table writes deletion vectors:
@@ -27,7 +27,7 @@ func TestV3ConversionWritesDeletionVectors(t *testing.T) {
 	nextRowID := f.load().Metadata().NextRowID()
 
 	res, rep := f.exec.Run(f.ctx, convJob(f, "a", "b"))
-	if res.Outcome != planner.Succeeded {
+	if res.Outcome != jobs.Succeeded {
 		t.Fatalf("conversion: %v %v", res.Outcome, res.Err)
 	}
 	if rep.Conversion.EqualityDeleteFilesRemoved != 2 || rep.Conversion.PositionDeleteFilesAdded != 3 || rep.RemovedDeleteFiles != 4 {
@@ -53,7 +53,7 @@ func TestV3ConversionWritesDeletionVectors(t *testing.T) {
 		t.Errorf("the vectors delete %d rows, want 5 (3, 5, 25, 44, 45)", deleted)
 	}
 	v3AssertDVRules(t, f)
-	if res, _ := f.exec.Run(f.ctx, convJob(f, "a", "b")); res.Outcome != planner.Noop {
+	if res, _ := f.exec.Run(f.ctx, convJob(f, "a", "b")); res.Outcome != jobs.Noop {
 		t.Errorf("second run: %v %v, want noop", res.Outcome, res.Err)
 	}
 }

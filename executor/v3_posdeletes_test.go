@@ -10,7 +10,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icereactor/reactor/executor"
-	"github.com/icereactor/reactor/planner"
+	"github.com/icereactor/reactor/jobs"
 	"github.com/icereactor/reactor/streamwriter"
 )
 
@@ -32,7 +32,7 @@ func TestV3PositionDeleteRewriteMergesDuplicateDVs(t *testing.T) {
 
 	nextRowID := f.load().Metadata().NextRowID()
 	res, rep := f.exec.Run(f.ctx, pdmJob(f, "", "a"))
-	if res.Outcome != planner.Succeeded {
+	if res.Outcome != jobs.Succeeded {
 		t.Fatalf("rewrite: %v %v", res.Outcome, res.Err)
 	}
 	if rep.RewrittenDeleteFiles != 2 || rep.AddedDeleteFiles != 1 {
@@ -54,7 +54,7 @@ func TestV3PositionDeleteRewriteMergesDuplicateDVs(t *testing.T) {
 		t.Errorf("row lineage changed:\n got %v\nwant %v", got, lineage)
 	}
 	v3AssertDVRules(t, f)
-	if res, _ := f.exec.Run(f.ctx, pdmJob(f, "", "a")); res.Outcome != planner.Noop {
+	if res, _ := f.exec.Run(f.ctx, pdmJob(f, "", "a")); res.Outcome != jobs.Noop {
 		t.Errorf("second run: %v %v, want noop", res.Outcome, res.Err)
 	}
 }
@@ -104,7 +104,7 @@ func TestV3PositionDeleteRewriteRefusesBadDeletionVectors(t *testing.T) {
 			snap := f.load().CurrentSnapshot().SnapshotID
 			damage(t, trimFileScheme(dup.FilePath()))
 			res, rep := f.exec.Run(f.ctx, pdmJob(f, "", "a"))
-			if res.Outcome != planner.Failed || !errors.Is(res.Err, executor.ErrBadDeletionVector) {
+			if res.Outcome != jobs.Failed || !errors.Is(res.Err, executor.ErrBadDeletionVector) {
 				t.Fatalf("outcome %v, err %v; want Failed with ErrBadDeletionVector", res.Outcome, res.Err)
 			}
 			t.Logf("job error: %v", res.Err)
@@ -130,7 +130,7 @@ func TestV3PositionDeleteRewriteWithConcurrentDeletes(t *testing.T) {
 		f, _, want, lineage, _ := v3DuplicateSetup(t)
 		f.icat.beforeNextCommits(func() { pdmDelete(t, f, 30) })
 		res, rep := f.exec.Run(f.ctx, pdmJob(f, "", "a"))
-		if res.Outcome != planner.Succeeded || rep.Conflicts != 1 {
+		if res.Outcome != jobs.Succeeded || rep.Conflicts != 1 {
 			t.Fatalf("outcome %v (err %v), %d conflicts; want success after one conflict", res.Outcome, res.Err, rep.Conflicts)
 		}
 		sameContents(t, "after the merge", v3Without(want, "a", 30), f.contents())
@@ -146,7 +146,7 @@ func TestV3PositionDeleteRewriteWithConcurrentDeletes(t *testing.T) {
 		// vector to a file that has two.
 		f.icat.beforeNextCommits(func() { v3CommitDeletes(t, f, v3WriteDV(t, f, "a", loc[7].Path, loc[7].Pos)) })
 		res, rep := f.exec.Run(f.ctx, pdmJob(f, "", "a"))
-		if res.Outcome != planner.Succeeded || rep.Conflicts != 2 || rep.OutputFilesCleanedUp == 0 {
+		if res.Outcome != jobs.Succeeded || rep.Conflicts != 2 || rep.OutputFilesCleanedUp == 0 {
 			t.Fatalf("outcome %v (err %v), %d conflicts, %d outputs cleaned up; want success after a re-plan (2 conflicts, outputs deleted)",
 				res.Outcome, res.Err, rep.Conflicts, rep.OutputFilesCleanedUp)
 		}
@@ -168,7 +168,7 @@ func TestV3PositionDeleteRewriteWithConcurrentDeletes(t *testing.T) {
 		}
 		f.icat.beforeNextCommits(hooks...)
 		res, _ := f.exec.Run(f.ctx, pdmJob(f, "", "a"))
-		if res.Outcome != planner.GaveUp || !errors.Is(res.Err, executor.ErrNewDeletes) {
+		if res.Outcome != jobs.GaveUp || !errors.Is(res.Err, executor.ErrNewDeletes) {
 			t.Fatalf("outcome %v, err %v; want gave_up with ErrNewDeletes", res.Outcome, res.Err)
 		}
 		if left := leftOnDisk(t, f, onDisk); len(left) != 0 {
@@ -181,7 +181,7 @@ func TestV3PositionDeleteRewriteWithConcurrentDeletes(t *testing.T) {
 			t.Errorf("%d deletion vectors, want %d", got, want)
 		}
 		res, _ = f.exec.Run(f.ctx, pdmJob(f, "", "a"))
-		if res.Outcome != planner.Succeeded {
+		if res.Outcome != jobs.Succeeded {
 			t.Fatalf("next run: %v %v", res.Outcome, res.Err)
 		}
 		sameContents(t, "after the next run", v3Without(want, "a", 7), f.contents())
@@ -243,7 +243,7 @@ func TestV3PositionDeleteRewriteAfterUpgrade(t *testing.T) {
 			}
 
 			res, rep := f.exec.Run(f.ctx, pdmJob(f, "", "a", "b"))
-			if res.Outcome != planner.Succeeded {
+			if res.Outcome != jobs.Succeeded {
 				t.Fatalf("rewrite: %v %v", res.Outcome, res.Err)
 			}
 			t.Logf("rewrote %d delete files into %d deletion vectors", rep.RewrittenDeleteFiles, rep.AddedDeleteFiles)
@@ -272,11 +272,11 @@ func TestV3PositionDeleteRewriteAfterUpgrade(t *testing.T) {
 			if lineage != nil && !maps.Equal(got, lineage) {
 				t.Errorf("row lineage changed:\n got %v\nwant %v", got, lineage)
 			}
-			if res, _ := f.exec.Run(f.ctx, pdmJob(f, "", "a", "b")); res.Outcome != planner.Noop {
+			if res, _ := f.exec.Run(f.ctx, pdmJob(f, "", "a", "b")); res.Outcome != jobs.Noop {
 				t.Errorf("second run: %v %v, want noop", res.Outcome, res.Err)
 			}
 			res, _ = f.exec.Run(f.ctx, applyDeletes(f.job("defaults: {target_file_size: 1MiB, small_file_count: 5, min_input_files: 1}", "a", "b")))
-			if res.Outcome != planner.Succeeded {
+			if res.Outcome != jobs.Succeeded {
 				t.Fatalf("compaction: %v %v", res.Outcome, res.Err)
 			}
 			sameContents(t, "after compaction", before, f.contents())
@@ -302,7 +302,7 @@ func TestV3PositionDeleteRewriteRemovesDanglingDVs(t *testing.T) {
 		t.Fatalf("%d deletion vectors, want 3", len(v3DVs(t, f)))
 	}
 	res, rep := f.exec.Run(f.ctx, pdmJob(f, "", "a"))
-	if res.Outcome != planner.Succeeded || rep.RewrittenDeleteFiles != 1 || rep.AddedDeleteFiles != 0 || rep.DanglingDeleteRows != 2 {
+	if res.Outcome != jobs.Succeeded || rep.RewrittenDeleteFiles != 1 || rep.AddedDeleteFiles != 0 || rep.DanglingDeleteRows != 2 {
 		t.Fatalf("outcome %v (err %v), %d removed %d added %d dangling rows; want the dangling vector removed alone",
 			res.Outcome, res.Err, rep.RewrittenDeleteFiles, rep.AddedDeleteFiles, rep.DanglingDeleteRows)
 	}

@@ -7,7 +7,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/icereactor/reactor/planner"
+	"github.com/icereactor/reactor/jobs"
 	"github.com/icereactor/reactor/streamwriter"
 )
 
@@ -104,7 +104,7 @@ func v3PropertyRun(t *testing.T, seed uint64) {
 
 	t.Logf("ops: %v", ops)
 	res, _ := f.exec.Run(f.ctx, pdmJob(f, "", "a", "b"))
-	if res.Outcome == planner.Failed || res.Outcome == planner.GaveUp {
+	if res.Outcome == jobs.Failed || res.Outcome == jobs.GaveUp {
 		t.Fatalf("job: %v %v\nops: %v", res.Outcome, res.Err, ops)
 	}
 	sameContents(t, fmt.Sprintf("after the job (ops %v)", ops), want, f.contents())
@@ -114,12 +114,12 @@ func v3PropertyRun(t *testing.T, seed uint64) {
 	for _, p := range v3RuleBreaks(t, f.ctx, f.load()) {
 		t.Errorf("%s (ops %v)", p, ops)
 	}
-	if res.Outcome == planner.Succeeded {
+	if res.Outcome == jobs.Succeeded {
 		if got := f.load().Metadata().NextRowID(); got != nextRowID {
 			t.Errorf("next-row-id %d after the job, want %d", got, nextRowID)
 		}
 	}
-	if again, _ := f.exec.Run(f.ctx, pdmJob(f, "", "a", "b")); again.Outcome != planner.Noop {
+	if again, _ := f.exec.Run(f.ctx, pdmJob(f, "", "a", "b")); again.Outcome != jobs.Noop {
 		t.Errorf("second run: %v %v, want noop (ops %v)", again.Outcome, again.Err, ops)
 	}
 }

@@ -86,16 +86,6 @@ func TestDocumentedMetricsAreExported(t *testing.T) {
 	}
 }
 
-func TestJobKindsArePlannersKinds(t *testing.T) {
-	var want []string
-	for _, k := range planner.Kinds() {
-		want = append(want, string(k))
-	}
-	if !slices.Equal(metrics.JobKinds, want) {
-		t.Errorf("metrics.JobKinds = %v, planner.Kinds() = %v", metrics.JobKinds, want)
-	}
-}
-
 func TestObjectOutcomesArePlannersOutcomes(t *testing.T) {
 	for _, o := range []planner.ObjectOutcome{planner.ObjectCommit, planner.ObjectTracked, planner.ObjectConfirmed,
 		planner.ObjectRemoved, planner.ObjectIgnored, planner.ObjectRefused, planner.ObjectHeld, planner.ObjectOutside,

@@ -1,10 +1,6 @@
 package metrics
 
-// JobKinds are the values of the kind label of the job metrics, planner's
-// job kinds (metrics cannot import planner, which records through it;
-// exported_test.go keeps the two lists equal).
-var JobKinds = []string{"compact", "convert_equality_deletes", "rewrite_position_deletes", "sort", "expire_snapshots", "delete_expired_files",
-	"rewrite_manifests", "remove_orphans"}
+import "github.com/icereactor/reactor/jobkind"
 
 // ObjectOutcomes are the values of reactor_objects_total's outcome label,
 // planner's object outcomes (exported_test.go keeps them equal).
@@ -39,7 +35,9 @@ func (m *Metrics) startAtZero() {
 	for _, outcome := range ObjectOutcomes {
 		m.Objects.WithLabelValues(outcome)
 	}
-	for _, kind := range JobKinds {
+	// The kind label's values are the job kinds (jobkind.All).
+	for _, k := range jobkind.All() {
+		kind := k.String()
 		m.JobsScheduled.WithLabelValues(kind)
 		for _, outcome := range []string{JobSucceeded, JobNoop, JobGaveUp, JobFailed} {
 			m.Jobs.WithLabelValues(kind, outcome)

@@ -19,6 +19,8 @@ import (
 
 	"github.com/icereactor/reactor/embedded"
 	"github.com/icereactor/reactor/executor"
+	"github.com/icereactor/reactor/jobkind"
+	"github.com/icereactor/reactor/jobs"
 	"github.com/icereactor/reactor/metrics"
 	"github.com/icereactor/reactor/objectio"
 	"github.com/icereactor/reactor/planner"
@@ -121,7 +123,7 @@ func TestCompactionRequests(t *testing.T) {
 	// Expiry deletes the replaced files, several at once on S3, each
 	// exactly once, and the rows stay.
 	testFront.reset()
-	res, rep = runJob(t, cat, ident, planner.KindExpireSnapshots, planner.ManualOptions{OlderThan: time.Millisecond, RetainLast: 1})
+	res, rep = runJob(t, cat, ident, jobkind.ExpireSnapshots, planner.ManualOptions{OlderThan: time.Millisecond, RetainLast: 1})
 	if res.Err != nil || rep.Expiry.DeletedDataFiles != files {
 		t.Fatalf("expiry: %v, deleted %d data files, want %d", res.Err, rep.Expiry.DeletedDataFiles, files)
 	}
@@ -135,12 +137,12 @@ func TestCompactionRequests(t *testing.T) {
 }
 
 // compact runs a compaction of every small file of ident.
-func compact(t *testing.T, cat catalog.Catalog, ident table.Identifier) (planner.Result, executor.Report) {
+func compact(t *testing.T, cat catalog.Catalog, ident table.Identifier) (jobs.Result, executor.Report) {
 	t.Helper()
-	return runJob(t, cat, ident, planner.KindCompact, planner.ManualOptions{})
+	return runJob(t, cat, ident, jobkind.Compact, planner.ManualOptions{})
 }
 
-func runJob(t *testing.T, cat catalog.Catalog, ident table.Identifier, kind planner.JobKind, mo planner.ManualOptions) (planner.Result, executor.Report) {
+func runJob(t *testing.T, cat catalog.Catalog, ident table.Identifier, kind jobkind.Kind, mo planner.ManualOptions) (jobs.Result, executor.Report) {
 	t.Helper()
 	ctx := context.Background()
 	cfg, err := thresholds.Parse([]byte("defaults:\n  target_file_size: 64MiB\n  min_input_files: 2\n  small_file_count: 2\n  min_reader_margin: 0s\n"))

@@ -9,6 +9,7 @@ import (
 
 	"github.com/icereactor/reactor/embedded"
 	"github.com/icereactor/reactor/events"
+	"github.com/icereactor/reactor/jobs"
 	"github.com/icereactor/reactor/streamwriter"
 	"github.com/icereactor/reactor/thresholds"
 )
@@ -34,7 +35,7 @@ func TestCommitObservedHearsEachNewCommitOnce(t *testing.T) {
 		mu    sync.Mutex
 		heard []string
 	)
-	p := New(Options{Catalog: cat, Config: cfg, Dispatch: func(Job) {}, CommitObserved: func(name string) {
+	p := New(Options{Catalog: cat, Config: cfg, Dispatch: func(jobs.Job) {}, CommitObserved: func(name string) {
 		mu.Lock()
 		defer mu.Unlock()
 		heard = append(heard, name)

@@ -109,33 +109,3 @@ func (i instant) time() time.Time {
 	}
 	return time.Unix(0, int64(i))
 }
-
-// kindSet is a set of job kinds in one byte.
-type kindSet uint8
-
-// setKinds are the kinds a kindSet can hold, by bit (a new kind goes here;
-// TestKindSet checks every kind the planner schedules).
-var setKinds = [...]JobKind{KindCompact, KindRewritePositionDeletes, KindSort, KindExpireSnapshots,
-	KindRewriteManifests, KindDeleteExpiredFiles, KindRemoveOrphans, KindConvertEqualityDeletes}
-
-func (s kindSet) with(k JobKind) kindSet {
-	for i, known := range setKinds {
-		if known == k {
-			return s | 1<<i
-		}
-	}
-	return s // unreachable for the kinds above
-}
-
-func (s kindSet) kinds() []JobKind {
-	if s == 0 {
-		return nil
-	}
-	var out []JobKind
-	for i, k := range setKinds {
-		if s&(1<<i) != 0 {
-			out = append(out, k)
-		}
-	}
-	return out
-}

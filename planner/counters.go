@@ -5,6 +5,7 @@ import (
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
+	"github.com/icereactor/reactor/jobs"
 )
 
 // Counters describe the live files of one partition: its data files and
@@ -18,8 +19,8 @@ type Counters struct {
 	// rewrites).
 	SmallBytes int64
 	TinyFiles  int
-	// Tiers counts the small files per size tier (see SelectTiered).
-	Tiers TierCounts `json:"-"`
+	// Tiers counts the small files per size tier (see jobs.Tiers).
+	Tiers jobs.TierCounts `json:"-"`
 	// Delete files by kind, and the delete rows they hold (their record
 	// counts: positions for position deletes and deletion vectors, keys for
 	// equality deletes; not the data rows they end up deleting).
@@ -97,7 +98,7 @@ func (c *Counters) count(df iceberg.DataFile, sz fileSizes, sign int) {
 	if df.FileSizeBytes() < sz.small {
 		c.SmallFiles += sign
 		c.SmallBytes += int64(sign) * df.FileSizeBytes()
-		c.Tiers[tierOf(df.FileSizeBytes(), sz.small, sz.fanIn)] += int32(sign)
+		c.Tiers[jobs.Tiers{SmallFileSize: sz.small, FanIn: sz.fanIn}.Of(df.FileSizeBytes())] += int32(sign)
 	}
 	if df.FileSizeBytes() < sz.tiny {
 		c.TinyFiles += sign

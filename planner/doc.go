@@ -4,6 +4,10 @@
 // against them, and the jobs scheduled from them — one at a time per
 // table, in the order of docs/design.md#job-order.
 //
+// The jobs it schedules are package jobs' vocabulary (Job, Partition,
+// Reason, Result; the kinds in package jobkind), shared with every other
+// layer; nothing imports the planner for them.
+//
 // It reads table metadata and manifests through iceberg-go but never writes
 // to a table: running jobs is the executor's business, receiving events the
 // triggers'.
@@ -18,17 +22,13 @@
 //     brings a table in without an event, [Planner.Discover] every table of
 //     the watched namespaces (at start), and [Planner.Forget] drops the
 //     tables this replica no longer owns.
-//   - Table state (state.go, snapshots.go, counters.go, tiers.go,
-//     compact.go): a table's counters advanced snapshot by snapshot from the
+//   - Table state (state.go, snapshots.go, counters.go, compact.go): a table's counters advanced snapshot by snapshot from the
 //     manifests each one added (rebuilt from the current snapshot when the
 //     gap cannot be bridged); [Counters] per partition — data files, bytes,
-//     rows, small files per size tier ([TierCounts]), delete files and rows
+//     rows, small files per size tier (jobs.TierCounts), delete files and rows
 //     of each kind, sorted files, last write; the snapshot summary expiry is
 //     scheduled from; compact.go holds the memory-compact forms (partition
 //     tuples, instants, hash sets) an idle table is kept in.
-//   - Partitions (partition.go): [Keyer] renders partition tuples as the
-//     stable, readable keys ("category=books") the planner and the executor
-//     share.
 //   - Evaluation and scheduling (evaluate.go, explain.go, manifests.go):
 //     which partitions are over a threshold (small files by tier, delete
 //     files and rows, sort cadence) and free to run (quiet period,
@@ -38,20 +38,15 @@
 //     metadata over its bounds first, and a timer for the next deadline
 //     instead of polling. [Explain] is the same evaluation for
 //     `reactor plan`, per threshold ([Check], [Plan]).
-//   - Tiers (tiers.go): the tier rule, [SelectTiered], which picks the merge
-//     a partition's small files are due; the executor plans with the same
-//     function, so the planner schedules exactly when a merge exists.
+//   - Tiers (tiers.go): tierCheck, the due rule of the tier rule
+//     (jobs.Tiers): a partition is over exactly when the executor's
+//     planning, which selects with the same jobs.Tiers, finds a merge.
 //   - The quiet merge (quiet.go): once a partition has had no commit for
 //     compact_when_quiet_after and a merge at the target size would reduce
 //     its files ([QuietMerge]), one compaction of all its small files, once
 //     per quiet spell, armed on the table's wake-up timer like every other
 //     deadline (clock.go: [Timer], and Options.AfterFunc for a test's
 //     clock).
-//   - Jobs (job.go): [Job], its [JobKind] (compact, sort,
-//     rewrite_position_deletes, expire_snapshots, delete_expired_files,
-//     rewrite_manifests, remove_orphans), [Reason], its priority, and the
-//     [Result] a finished job reports; [SnapshotJobProperty] marks
-//     reactor's own snapshots so they never count as writes.
 //   - Finished jobs (finished.go): [Planner.Finished] applies cool-downs,
 //     settles partitions a job found nothing to do in, and records the
 //     state of what the job committed.
@@ -65,12 +60,9 @@
 //     object event into a commit (a new metadata file), a tracked
 //     unconfirmed data file, or a removal; [Planner.OrphanCandidates] lists
 //     tracked files no snapshot came to reference.
-//   - Orphan hygiene (hidden.go, history.go): [HiddenPath] says which files
-//     are never orphan candidates, as Iceberg Java's remove_orphan_files
-//     sees them (a path component starting with "." or "_": .crc sidecars,
-//     _temporary, _SUCCESS, reactor's own _reactor/ lists; partition
-//     directories such as "_c=1" excepted); history.go collects the
-//     locations a table's history references.
+//   - Orphan hygiene (history.go): the locations a table's history
+//     references; which files are never orphan candidates is
+//     jobs.HiddenPath.
 //   - Health (health.go): [Health], the per-table report after every job
 //     and on demand ([CheckHealth] for `reactor health`).
 package planner

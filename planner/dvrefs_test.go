@@ -10,6 +10,7 @@ import (
 	"github.com/apache/iceberg-go/table/dv"
 
 	"github.com/icereactor/reactor/embedded"
+	"github.com/icereactor/reactor/jobkind"
 	"github.com/icereactor/reactor/streamwriter"
 	"github.com/icereactor/reactor/thresholds"
 )
@@ -152,7 +153,7 @@ func TestStateCountsDuplicateDeletionVectors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	job, err := ManualJob(ctx, load(), cfg, KindRewritePositionDeletes, ManualOptions{}, time.Now())
+	job, err := ManualJob(ctx, load(), cfg, jobkind.RewritePositionDeletes, ManualOptions{}, time.Now())
 	if err != nil || len(job.Partitions) != 1 {
 		t.Errorf("manual rewrite-deletes: %d partitions (%v), want the one with deletion vectors", len(job.Partitions), err)
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icereactor/reactor/embedded"
+	"github.com/icereactor/reactor/jobkind"
 	"github.com/icereactor/reactor/streamwriter"
 	"github.com/icereactor/reactor/thresholds"
 )
@@ -23,19 +24,19 @@ func TestDeletionVectorRules(t *testing.T) {
 		name     string
 		c        Counters
 		due      bool
-		kind     JobKind
+		kind     jobkind.Kind
 		measured int64
 	}{
 		{name: "v3, one vector per data file", c: Counters{v3: true, DataFiles: 10, Rows: 100000, DeletionVectors: 3, DeletionVectorRows: 30}},
 		{name: "v3, a Parquet position delete left from v2",
 			c:   Counters{v3: true, DataFiles: 10, Rows: 100000, PositionDeleteFiles: 1, PositionDeleteRows: 2, DeleteBytes: 2000},
-			due: true, kind: KindRewritePositionDeletes, measured: 1},
+			due: true, kind: jobkind.RewritePositionDeletes, measured: 1},
 		{name: "v3, more vectors than data files (duplicate or dangling)",
 			c:   Counters{v3: true, DataFiles: 2, Rows: 100000, DeletionVectors: 3, DeletionVectorRows: 30},
-			due: true, kind: KindRewritePositionDeletes, measured: 1},
+			due: true, kind: jobkind.RewritePositionDeletes, measured: 1},
 		{name: "v3, vectors of a partition whose data files are all gone",
 			c:   Counters{v3: true, DeletionVectors: 2, DeletionVectorRows: 2},
-			due: true, kind: KindRewritePositionDeletes, measured: 2},
+			due: true, kind: jobkind.RewritePositionDeletes, measured: 2},
 		{name: "v2, one Parquet position delete: below delete_min_input_files",
 			c: Counters{DataFiles: 10, Rows: 100000, PositionDeleteFiles: 1, PositionDeleteRows: 2, DeleteBytes: 2000}},
 	}
@@ -65,11 +66,11 @@ func TestDeletionVectorRules(t *testing.T) {
 			}
 			// The rewrite finding nothing hands the partition to a
 			// compaction applying the deletes, then leaves it alone.
-			_, kind, _, apply, due = partitionDue(tt.c, set, time.Now(), KindRewritePositionDeletes)
-			if !due || kind != KindCompact || !apply {
+			_, kind, _, apply, due = partitionDue(tt.c, set, time.Now(), jobkind.RewritePositionDeletes)
+			if !due || kind != jobkind.Compact || !apply {
 				t.Errorf("after the rewrite settled: %q apply=%v due=%v, want a compaction applying deletes", kind, apply, due)
 			}
-			if _, kind, _, _, due := partitionDue(tt.c, set, time.Now(), KindRewritePositionDeletes, KindCompact); due {
+			if _, kind, _, _, due := partitionDue(tt.c, set, time.Now(), jobkind.RewritePositionDeletes, jobkind.Compact); due {
 				t.Errorf("both settled: still due for %q", kind)
 			}
 		})
@@ -138,7 +139,7 @@ func TestExplainDeletionVectorRulesAfterUpgrade(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := explain()
-	if !shown(p) || len(p.Jobs) != 1 || p.Jobs[0].Kind != KindRewritePositionDeletes ||
+	if !shown(p) || len(p.Jobs) != 1 || p.Jobs[0].Kind != jobkind.RewritePositionDeletes ||
 		p.Jobs[0].Reasons[0].Threshold != "deletion_vector_rules" {
 		t.Fatalf("v3: jobs %+v (check shown %v); want rewrite_position_deletes for deletion_vector_rules", p.Jobs, shown(p))
 	}

@@ -13,6 +13,8 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/icereactor/reactor/deletions"
+	"github.com/icereactor/reactor/jobkind"
+	"github.com/icereactor/reactor/jobs"
 	"github.com/icereactor/reactor/location"
 )
 
@@ -26,8 +28,8 @@ func (p *Planner) evaluateLocked(st *tableState) {
 	now := p.now()
 	set := st.settings
 	var (
-		parts   []Partition
-		reasons []Reason
+		parts   []jobs.Partition
+		reasons []jobs.Reason
 		wake    time.Time
 	)
 	deferUntil := func(t time.Time) {
@@ -49,13 +51,13 @@ func (p *Planner) evaluateLocked(st *tableState) {
 	sort.Strings(keys)
 	// Partitions due for a position-delete rewrite wait for the table's
 	// compaction (if any) to finish: one job per table at a time.
-	var deleteParts, sortParts, convertParts []Partition
-	var deleteReasons, sortReasons, convertReasons []Reason
+	var deleteParts, sortParts, convertParts []jobs.Partition
+	var deleteReasons, sortReasons, convertReasons []jobs.Reason
 	for _, k := range keys {
 		ps := st.counters.partitions[k]
-		var settled []JobKind
+		var settled []jobkind.Kind
 		if ps.settledWrite == instantOf(ps.LastWrite) {
-			settled = ps.settledKinds.kinds()
+			settled = ps.settledKinds.Kinds()
 		}
 		_, kind, reason, applyDeletes, due := partitionDue(st.counters.evaluated(ps), set, now, settled...)
 		if !due && set.Strategy.Sorts() && ps.DataFiles > ps.SortedFiles && !ps.LastWrite.IsZero() {
@@ -68,7 +70,7 @@ func (p *Planner) evaluateLocked(st *tableState) {
 			// Nothing else to do here: what the tier rule left, once the
 			// partition has been quiet long enough (quiet.go).
 			reason, due = quietLocked(ps, set, now, deferUntil)
-			kind, quiet = KindCompact, due
+			kind, quiet = jobkind.Compact, due
 		}
 		if !due || ps.inJob {
 			continue
@@ -114,18 +116,18 @@ func (p *Planner) evaluateLocked(st *tableState) {
 			part.Quiet = true
 			ps.quietMerged = spellOf(ps)
 			p.log.Info("partition quiet: merging what the tier rule left", "table", st.name, "partition", ps.Key,
-				"reason", quietThreshold, "note", reason.Note)
+				"reason", jobs.CompactWhenQuietAfter, "note", reason.Note)
 		}
 		switch kind {
-		case KindConvertEqualityDeletes:
+		case jobkind.ConvertEqualityDeletes:
 			convertParts = append(convertParts, part)
 			convertReasons = append(convertReasons, reason)
 			continue
-		case KindRewritePositionDeletes:
+		case jobkind.RewritePositionDeletes:
 			deleteParts = append(deleteParts, part)
 			deleteReasons = append(deleteReasons, reason)
 			continue
-		case KindSort:
+		case jobkind.Sort:
 			sortParts = append(sortParts, part)
 			sortReasons = append(sortReasons, reason)
 			continue
@@ -137,7 +139,7 @@ func (p *Planner) evaluateLocked(st *tableState) {
 		for _, part := range convertParts {
 			st.counters.partitions[part.Key].inJob = true
 		}
-		p.scheduleLocked(st, KindConvertEqualityDeletes, convertParts, convertReasons, now)
+		p.scheduleLocked(st, jobkind.ConvertEqualityDeletes, convertParts, convertReasons, now)
 		return
 	}
 	if len(parts) == 0 && len(deleteParts) > 0 {
@@ -145,21 +147,21 @@ func (p *Planner) evaluateLocked(st *tableState) {
 		for _, part := range parts {
 			st.counters.partitions[part.Key].inJob = true
 		}
-		p.scheduleLocked(st, KindRewritePositionDeletes, parts, reasons, now)
+		p.scheduleLocked(st, jobkind.RewritePositionDeletes, parts, reasons, now)
 		return
 	}
 	if len(parts) == 0 && len(sortParts) > 0 {
 		for _, part := range sortParts {
 			st.counters.partitions[part.Key].inJob = true
 		}
-		p.scheduleLocked(st, KindSort, sortParts, sortReasons, now, func(j *Job) { j.SortOrder = set.SortOrder })
+		p.scheduleLocked(st, jobkind.Sort, sortParts, sortReasons, now, func(j *jobs.Job) { j.SortOrder = set.SortOrder })
 		return
 	}
 	if len(parts) > 0 {
 		for _, part := range parts {
 			st.counters.partitions[part.Key].inJob = true
 		}
-		p.scheduleLocked(st, KindCompact, parts, reasons, now)
+		p.scheduleLocked(st, jobkind.Compact, parts, reasons, now)
 		return
 	}
 	// Table-wide jobs come after compaction: it changes what they see.
@@ -197,8 +199,8 @@ func (p *Planner) tableWideLocked(st *tableState, now time.Time, deferUntil func
 	// its own hysteresis); age-based expiry waits it out, or a table whose
 	// snapshots age out one commit at a time would expire once per commit.
 	switch {
-	case due && (reason.Threshold == "snapshot_count" || !now.Before(st.expireCooldownUntil)):
-		p.scheduleLocked(st, KindExpireSnapshots, nil, []Reason{reason}, now, func(j *Job) {
+	case due && (reason.Threshold == jobs.SnapshotCount || !now.Before(st.expireCooldownUntil)):
+		p.scheduleLocked(st, jobkind.ExpireSnapshots, nil, []jobs.Reason{reason}, now, func(j *jobs.Job) {
 			j.ExpireOlderThan, j.ExpireRetainLast = olderThan, retainLast
 		})
 		return true
@@ -209,7 +211,7 @@ func (p *Planner) tableWideLocked(st *tableState, now time.Time, deferUntil func
 	}
 	if !metadataOnly {
 		if job := p.deletionPassLocked(st, now, deferUntil); job != nil {
-			p.scheduleLocked(st, KindDeleteExpiredFiles, nil, job.Reasons, now, func(j *Job) { j.PendingDeletes = job.PendingDeletes })
+			p.scheduleLocked(st, jobkind.DeleteExpiredFiles, nil, job.Reasons, now, func(j *jobs.Job) { j.PendingDeletes = job.PendingDeletes })
 			return true
 		}
 	}
@@ -217,7 +219,7 @@ func (p *Planner) tableWideLocked(st *tableState, now time.Time, deferUntil func
 		if now.Before(st.manifestCooldownUntil) {
 			deferUntil(st.manifestCooldownUntil)
 		} else {
-			p.scheduleLocked(st, KindRewriteManifests, nil, []Reason{{Partition: tableWide, Threshold: "manifest_count",
+			p.scheduleLocked(st, jobkind.RewriteManifests, nil, []jobs.Reason{{Partition: jobs.TableWide, Threshold: jobs.ManifestCount,
 				Measured: int64(st.counters.dataManifests), Limit: int64(set.ManifestCount)}}, now)
 			return true
 		}
@@ -231,7 +233,7 @@ func (p *Planner) tableWideLocked(st *tableState, now time.Time, deferUntil func
 		return false
 	}
 	if job := p.orphanJobLocked(st, now, deferUntil); job != nil {
-		p.scheduleLocked(st, KindRemoveOrphans, nil, job.Reasons, now, func(j *Job) {
+		p.scheduleLocked(st, jobkind.RemoveOrphans, nil, job.Reasons, now, func(j *jobs.Job) {
 			j.OrphanSource, j.OrphanCandidates = job.OrphanSource, job.OrphanCandidates
 		})
 		return true
@@ -241,7 +243,7 @@ func (p *Planner) tableWideLocked(st *tableState, now time.Time, deferUntil func
 
 // deletionPassLocked returns the job that deletes the pending batches due
 // by now, or nil (arming the earliest due time).
-func (p *Planner) deletionPassLocked(st *tableState, now time.Time, deferUntil func(time.Time)) *Job {
+func (p *Planner) deletionPassLocked(st *tableState, now time.Time, deferUntil func(time.Time)) *jobs.Job {
 	if len(st.pending) == 0 {
 		return nil
 	}
@@ -261,7 +263,7 @@ func (p *Planner) deletionPassLocked(st *tableState, now time.Time, deferUntil f
 		return nil
 	}
 	margin := st.settings.MinReaderMargin
-	return &Job{PendingDeletes: due, Reasons: []Reason{{Partition: tableWide, Threshold: "min_reader_margin",
+	return &jobs.Job{PendingDeletes: due, Reasons: []jobs.Reason{{Partition: jobs.TableWide, Threshold: jobs.MinReaderMargin,
 		Measured: int64(now.Sub(due[0].Due.Add(-margin)) / time.Second), Limit: int64(margin / time.Second),
 		Note: fmt.Sprintf("%d batches of files expiry unlinked, past the reader margin", len(due))}}}
 }
@@ -306,7 +308,7 @@ func mergeRefs(list, refs []deletions.Ref) []deletions.Ref {
 // the margin (no listing needed), or a full listing when its interval has
 // passed or tracking is incomplete. It returns nil when nothing is due and
 // arms the next deadline through deferUntil.
-func (p *Planner) orphanJobLocked(st *tableState, now time.Time, deferUntil func(time.Time)) *Job {
+func (p *Planner) orphanJobLocked(st *tableState, now time.Time, deferUntil func(time.Time)) *jobs.Job {
 	if st.gcDisabled {
 		return nil
 	}
@@ -320,17 +322,17 @@ func (p *Planner) orphanJobLocked(st *tableState, now time.Time, deferUntil func
 		st.nextListing = now.Add(time.Duration(rand.Int64N(int64(set.OrphanListingInterval))))
 	}
 	if !now.Before(st.nextListing) || st.trackingIncomplete {
-		return &Job{OrphanSource: OrphansFromListing, Reasons: []Reason{{Partition: tableWide, Threshold: "orphan_listing_interval",
+		return &jobs.Job{OrphanSource: jobs.OrphansFromListing, Reasons: []jobs.Reason{{Partition: jobs.TableWide, Threshold: jobs.OrphanListingInterval,
 			Measured: int64(now.Sub(st.nextListing.Add(-set.OrphanListingInterval)) / time.Second),
 			Limit:    int64(set.OrphanListingInterval / time.Second),
 			Note:     fmt.Sprintf("full listing (tracking complete: %v)", !st.trackingIncomplete)}}}
 	}
 	deferUntil(st.nextListing)
 	cutoff := now.Add(-set.OrphanMargin)
-	var cands []OrphanCandidate
+	var cands []jobs.OrphanCandidate
 	for _, f := range st.unconfirmed {
 		if f.created.Before(cutoff) {
-			cands = append(cands, OrphanCandidate{Location: f.location, Size: f.size, Created: f.created})
+			cands = append(cands, jobs.OrphanCandidate{Location: f.location, Size: f.size, Created: f.created})
 		} else {
 			deferUntil(f.created.Add(set.OrphanMargin))
 		}
@@ -348,14 +350,14 @@ func (p *Planner) orphanJobLocked(st *tableState, now time.Time, deferUntil func
 		}
 	}
 	sort.Slice(cands, func(i, j int) bool { return cands[i].Created.Before(cands[j].Created) })
-	return &Job{OrphanSource: OrphansFromTracking, OrphanCandidates: cands, Reasons: []Reason{{Partition: tableWide,
-		Threshold: "orphan_margin", Measured: int64(len(cands)), Limit: int64(set.OrphanMargin / time.Second),
+	return &jobs.Job{OrphanSource: jobs.OrphansFromTracking, OrphanCandidates: cands, Reasons: []jobs.Reason{{Partition: jobs.TableWide,
+		Threshold: jobs.OrphanMargin, Measured: int64(len(cands)), Limit: int64(set.OrphanMargin / time.Second),
 		Note: fmt.Sprintf("%d tracked files unreferenced for longer than %s", len(cands), set.OrphanMargin)}}}
 }
 
 // scheduleLocked creates the job, records it as the table's running one and
 // dispatches it. with sets kind-specific fields before anyone sees the job.
-func (p *Planner) scheduleLocked(st *tableState, kind JobKind, parts []Partition, reasons []Reason, now time.Time, with ...func(*Job)) {
+func (p *Planner) scheduleLocked(st *tableState, kind jobkind.Kind, parts []jobs.Partition, reasons []jobs.Reason, now time.Time, with ...func(*jobs.Job)) {
 	if !p.ownsTable(st.name) {
 		// Its lease moved on; the new owner schedules it.
 		for _, part := range parts {
@@ -365,7 +367,7 @@ func (p *Planner) scheduleLocked(st *tableState, kind JobKind, parts []Partition
 		}
 		return
 	}
-	job := Job{
+	job := jobs.Job{
 		ID:             uuid.NewString(),
 		Kind:           kind,
 		Table:          st.ident,
@@ -374,7 +376,7 @@ func (p *Planner) scheduleLocked(st *tableState, kind JobKind, parts []Partition
 		Reasons:        reasons,
 		Settings:       st.settings,
 		ScheduledAt:    now,
-		Priority:       priorityOf(kind, reasons),
+		Priority:       jobs.PriorityOf(kind, reasons),
 		BaseSnapshotID: st.counters.snapshotID,
 	}
 	job.InputFiles, job.InputBytes = st.counters.input(parts)
@@ -382,7 +384,7 @@ func (p *Planner) scheduleLocked(st *tableState, kind JobKind, parts []Partition
 		f(&job)
 	}
 	st.running = &job
-	p.met.JobsScheduled.WithLabelValues(string(job.Kind)).Inc()
+	p.met.JobsScheduled.WithLabelValues(job.Kind.String()).Inc()
 	p.log.Info("job scheduled", "table", st.name, "job_id", job.ID, "kind", job.Kind,
 		"partitions", job.PartitionKeys(), "reason", job.ReasonText())
 	p.dispatch(job)

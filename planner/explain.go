@@ -9,15 +9,17 @@ import (
 
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/icereactor/reactor/jobkind"
+	"github.com/icereactor/reactor/jobs"
 	"github.com/icereactor/reactor/tablename"
 	"github.com/icereactor/reactor/thresholds"
 )
 
 // Check is one threshold measured against its limit.
 type Check struct {
-	Threshold string `json:"threshold"`
-	Measured  int64  `json:"measured"`
-	Limit     int64  `json:"limit"`
+	Threshold jobs.Threshold `json:"threshold"`
+	Measured  int64          `json:"measured"`
+	Limit     int64          `json:"limit"`
 	// Unit says how to read Measured and Limit: files, manifests,
 	// snapshots or seconds.
 	Unit string `json:"unit"`
@@ -51,10 +53,10 @@ type Plan struct {
 
 // PlannedJob is a job Explain found due.
 type PlannedJob struct {
-	Kind       JobKind  `json:"kind"`
-	Partitions []string `json:"partitions,omitempty"`
-	Reasons    []Reason `json:"reasons"`
-	// InputFiles and InputBytes are the job's input (see Job).
+	Kind       jobkind.Kind  `json:"kind"`
+	Partitions []string      `json:"partitions,omitempty"`
+	Reasons    []jobs.Reason `json:"reasons"`
+	// InputFiles and InputBytes are the job's input (see jobs.Job).
 	InputFiles int   `json:"input_files"`
 	InputBytes int64 `json:"input_bytes"`
 	// Backend and BackendWhy say where the job would run and why; Explain
@@ -63,11 +65,11 @@ type PlannedJob struct {
 	Backend    string `json:"backend,omitempty"`
 	BackendWhy string `json:"backend_why,omitempty"`
 
-	job Job
+	job jobs.Job
 }
 
 // Job is the job a running reactor would schedule for it (without an id).
-func (j PlannedJob) Job() Job { return j.job }
+func (j PlannedJob) Job() jobs.Job { return j.job }
 
 // percent is n/d as a whole percentage (0 when d is 0).
 func percent(n, d int64) int64 {
@@ -83,7 +85,7 @@ func percent(n, d int64) int64 {
 // data row.
 func deleteChecks(c Counters, set thresholds.Effective) (files, rows Check) {
 	n := c.DeleteFiles()
-	files = Check{Threshold: "delete_file_ratio", Measured: percent(int64(n), int64(c.DataFiles)),
+	files = Check{Threshold: jobs.DeleteFileRatio, Measured: percent(int64(n), int64(c.DataFiles)),
 		Limit: int64(set.DeleteFileRatio * 100), Unit: "percent",
 		Over: n >= set.DeleteMinInputFiles && float64(n) >= set.DeleteFileRatio*float64(c.DataFiles),
 		Note: fmt.Sprintf("%d delete files (%d position, %d equality, %d deletion vectors) for %d data files; at least %d",
@@ -92,7 +94,7 @@ func deleteChecks(c Counters, set thresholds.Effective) (files, rows Check) {
 		files.Measured = 100 * int64(n) // every delete is dangling
 	}
 	deleted := c.DeleteRows()
-	rows = Check{Threshold: "deleted_row_ratio", Measured: percent(deleted, c.Rows),
+	rows = Check{Threshold: jobs.DeletedRowRatio, Measured: percent(deleted, c.Rows),
 		Limit: int64(set.DeletedRowRatio * 100), Unit: "percent",
 		Over: deleted > 0 && c.Rows > 0 && float64(deleted) >= set.DeletedRowRatio*float64(c.Rows),
 		Note: fmt.Sprintf("%d delete rows for %d data rows", deleted, c.Rows)}
@@ -102,7 +104,7 @@ func deleteChecks(c Counters, set thresholds.Effective) (files, rows Check) {
 // equalityCheck is the conversion trigger: equality_delete_file_count
 // equality delete files in the partition (0: never).
 func equalityCheck(c Counters, set thresholds.Effective) Check {
-	return Check{Threshold: "equality_delete_file_count", Measured: int64(c.EqualityDeleteFiles), Limit: int64(set.EqualityDeleteFileCount),
+	return Check{Threshold: jobs.EqualityDeleteFileCount, Measured: int64(c.EqualityDeleteFiles), Limit: int64(set.EqualityDeleteFileCount),
 		Unit: "files", Over: set.EqualityDeleteFileCount > 0 && c.EqualityDeleteFiles >= set.EqualityDeleteFileCount,
 		Note: fmt.Sprintf("%d equality delete files (%d rows)", c.EqualityDeleteFiles, c.EqualityDeleteRows)}
 }
@@ -119,7 +121,7 @@ func equalityCheck(c Counters, set thresholds.Effective) Check {
 func dvRulesCheck(c Counters) Check {
 	bad := max(c.DuplicateDeletionVectors+c.DanglingDeletionVectors, c.DeletionVectors-c.DataFiles, 0)
 	n := int64(c.PositionDeleteFiles + bad)
-	return Check{Threshold: "deletion_vector_rules", Measured: n, Limit: 1, Unit: "files", Over: n >= 1,
+	return Check{Threshold: jobs.DeletionVectorRules, Measured: n, Limit: 1, Unit: "files", Over: n >= 1,
 		Note: fmt.Sprintf("format v3: %d Parquet position-delete files to rewrite into deletion vectors; %d deletion vectors for %d data files, "+
 			"%d duplicate, %d dangling", c.PositionDeleteFiles, c.DeletionVectors, c.DataFiles, c.DuplicateDeletionVectors, c.DanglingDeletionVectors)}
 }
@@ -129,19 +131,19 @@ func dvRulesCheck(c Counters) Check {
 // it cannot remove equality deletes, drop deleted rows from the data files,
 // or merge deletion vectors; then only a compaction that applies the
 // deletes helps. The note says why, for the log and plan.
-func deleteRemedy(c Counters, rows Check, set thresholds.Effective) (JobKind, string) {
+func deleteRemedy(c Counters, rows Check, set thresholds.Effective) (jobkind.Kind, string) {
 	switch {
 	case c.EqualityDeleteFiles > 0:
-		return KindCompact, fmt.Sprintf("%d equality delete files: only a compaction applying them removes them", c.EqualityDeleteFiles)
+		return jobkind.Compact, fmt.Sprintf("%d equality delete files: only a compaction applying them removes them", c.EqualityDeleteFiles)
 	case rows.Over:
-		return KindCompact, fmt.Sprintf("%d%% of rows deleted: rewriting the data drops them", rows.Measured)
+		return jobkind.Compact, fmt.Sprintf("%d%% of rows deleted: rewriting the data drops them", rows.Measured)
 	case c.PositionDeleteFiles < set.DeleteMinInputFiles:
-		return KindCompact, fmt.Sprintf("%d deletion vectors cannot be merged: compaction applies them", c.DeletionVectors)
+		return jobkind.Compact, fmt.Sprintf("%d deletion vectors cannot be merged: compaction applies them", c.DeletionVectors)
 	case c.DeleteBytes/int64(c.PositionDeleteFiles) >= set.DeleteTargetFileSize/2:
-		return KindCompact, fmt.Sprintf("position-delete files already average %s (target %s): compaction applies them",
+		return jobkind.Compact, fmt.Sprintf("position-delete files already average %s (target %s): compaction applies them",
 			thresholds.Size(c.DeleteBytes/int64(c.PositionDeleteFiles)), thresholds.Size(set.DeleteTargetFileSize))
 	}
-	return KindRewritePositionDeletes, fmt.Sprintf("position deletes only, %d%% of rows deleted: merging %d delete files (%s) is cheaper than rewriting %s of data",
+	return jobkind.RewritePositionDeletes, fmt.Sprintf("position deletes only, %d%% of rows deleted: merging %d delete files (%s) is cheaper than rewriting %s of data",
 		rows.Measured, c.PositionDeleteFiles, thresholds.Size(c.DeleteBytes), thresholds.Size(c.Bytes))
 }
 
@@ -154,7 +156,7 @@ func sortCheck(c Counters, set thresholds.Effective, now time.Time) Check {
 	if c.LastWrite.IsZero() {
 		quiet = set.SortQuietPeriod // only reactor wrote it: quiet enough
 	}
-	return Check{Threshold: "sort_quiet_period", Measured: int64(quiet / time.Second), Limit: int64(set.SortQuietPeriod / time.Second),
+	return Check{Threshold: jobs.SortQuietPeriod, Measured: int64(quiet / time.Second), Limit: int64(set.SortQuietPeriod / time.Second),
 		Unit: "seconds", Over: unsorted > 0 && quiet >= set.SortQuietPeriod,
 		Note: fmt.Sprintf("%d of %d data files not written by a %s rewrite", unsorted, c.DataFiles, set.Strategy)}
 }
@@ -166,7 +168,7 @@ func sortCheck(c Counters, set thresholds.Effective, now time.Time) Check {
 // precedence (the cheap fixes first; the sort comes on its own cadence).
 // A kind in settled found nothing to do since the partition's last write
 // and is passed over for the next one.
-func partitionDue(c Counters, set thresholds.Effective, now time.Time, settled ...JobKind) (checks []Check, kind JobKind, reason Reason, applyDeletes, due bool) {
+func partitionDue(c Counters, set thresholds.Effective, now time.Time, settled ...jobkind.Kind) (checks []Check, kind jobkind.Kind, reason jobs.Reason, applyDeletes, due bool) {
 	// The scheduler and Explain share tierCheck, so plan shows exactly
 	// what run acts on, and run only what the executor will merge.
 	small := tierCheck(c, set)
@@ -177,41 +179,41 @@ func partitionDue(c Counters, set thresholds.Effective, now time.Time, settled .
 		checks = append(checks, eq)
 	}
 	type candidate struct {
-		kind         JobKind
-		reason       Reason
+		kind         jobkind.Kind
+		reason       jobs.Reason
 		applyDeletes bool
 	}
 	var candidates []candidate
 	if small.Over {
-		r := Reason{Threshold: small.Threshold, Measured: small.Measured, Limit: small.Limit}
+		r := jobs.Reason{Threshold: small.Threshold, Measured: small.Measured, Limit: small.Limit}
 		if files.Over || rows.Over || eq.Over {
 			// Compacting anyway: apply the deletes while at it.
 			r.Note = "also over a delete threshold: deletes applied"
 		}
-		candidates = append(candidates, candidate{KindCompact, r, files.Over || rows.Over || eq.Over})
+		candidates = append(candidates, candidate{jobkind.Compact, r, files.Over || rows.Over || eq.Over})
 	}
 	if c.v3 {
 		dvr := dvRulesCheck(c)
 		checks = append(checks, dvr)
 		if dvr.Over {
-			r := Reason{Threshold: dvr.Threshold, Measured: dvr.Measured, Limit: dvr.Limit,
+			r := jobs.Reason{Threshold: dvr.Threshold, Measured: dvr.Measured, Limit: dvr.Limit,
 				Note: "rewriting the position deletes into one deletion vector per data file reads and writes only the deletes"}
-			candidates = append(candidates, candidate{KindRewritePositionDeletes, r, false})
+			candidates = append(candidates, candidate{jobkind.RewritePositionDeletes, r, false})
 			// Once the rewrite found nothing it may change (a Parquet file
 			// naming data files of another partition), only a compaction
 			// applying the deletes removes them.
-			candidates = append(candidates, candidate{KindCompact, Reason{Threshold: dvr.Threshold, Measured: dvr.Measured,
+			candidates = append(candidates, candidate{jobkind.Compact, jobs.Reason{Threshold: dvr.Threshold, Measured: dvr.Measured,
 				Limit: dvr.Limit, Note: "the position-delete rewrite found nothing to change: compaction applies the deletes"}, true})
 		}
 	}
 	if eq.Over && !rows.Over {
-		r := Reason{Threshold: eq.Threshold, Measured: eq.Measured, Limit: eq.Limit}
+		r := jobs.Reason{Threshold: eq.Threshold, Measured: eq.Measured, Limit: eq.Limit}
 		r.Note = fmt.Sprintf("%d equality delete files: converting reads at most %s (the equality columns only; file sizes bound it) "+
 			"and rewrites no data, where a compaction reads and rewrites all %s", c.EqualityDeleteFiles, thresholds.Size(c.Bytes), thresholds.Size(c.Bytes))
-		candidates = append(candidates, candidate{KindConvertEqualityDeletes, r, false})
+		candidates = append(candidates, candidate{jobkind.ConvertEqualityDeletes, r, false})
 		// Once the conversion found nothing to do (a format it does not
 		// write), only a compaction applying the deletes removes them.
-		candidates = append(candidates, candidate{KindCompact, Reason{Threshold: eq.Threshold, Measured: eq.Measured, Limit: eq.Limit,
+		candidates = append(candidates, candidate{jobkind.Compact, jobs.Reason{Threshold: eq.Threshold, Measured: eq.Measured, Limit: eq.Limit,
 			Note: "the equality-delete conversion found nothing to convert: compaction applies the deletes"}, true})
 	}
 	if files.Over || rows.Over {
@@ -220,13 +222,13 @@ func partitionDue(c Counters, set thresholds.Effective, now time.Time, settled .
 			trigger = rows
 		}
 		k, note := deleteRemedy(c, rows, set)
-		candidates = append(candidates, candidate{k, Reason{Threshold: trigger.Threshold, Measured: trigger.Measured,
-			Limit: trigger.Limit, Note: note}, k == KindCompact})
-		if k == KindRewritePositionDeletes {
+		candidates = append(candidates, candidate{k, jobs.Reason{Threshold: trigger.Threshold, Measured: trigger.Measured,
+			Limit: trigger.Limit, Note: note}, k == jobkind.Compact})
+		if k == jobkind.RewritePositionDeletes {
 			// Once the delete rewrite found nothing to merge (files of
 			// other partitions, already merged), only a compaction
 			// applying the deletes can still remove them.
-			candidates = append(candidates, candidate{KindCompact, Reason{Threshold: trigger.Threshold, Measured: trigger.Measured,
+			candidates = append(candidates, candidate{jobkind.Compact, jobs.Reason{Threshold: trigger.Threshold, Measured: trigger.Measured,
 				Limit: trigger.Limit, Note: "the position-delete rewrite found nothing to merge: compaction applies the deletes"}, true})
 		}
 	}
@@ -234,7 +236,7 @@ func partitionDue(c Counters, set thresholds.Effective, now time.Time, settled .
 		sorted := sortCheck(c, set, now)
 		checks = append(checks, sorted)
 		if sorted.Over {
-			candidates = append(candidates, candidate{KindSort, Reason{Threshold: sorted.Threshold, Measured: sorted.Measured,
+			candidates = append(candidates, candidate{jobkind.Sort, jobs.Reason{Threshold: sorted.Threshold, Measured: sorted.Measured,
 				Limit: sorted.Limit, Note: sorted.Note}, false})
 		}
 	}
@@ -243,7 +245,7 @@ func partitionDue(c Counters, set thresholds.Effective, now time.Time, settled .
 			return checks, cand.kind, cand.reason, cand.applyDeletes, true
 		}
 	}
-	return checks, "", Reason{}, false, false
+	return checks, 0, jobs.Reason{}, false, false
 }
 
 // Explain reads tbl's current snapshot (every live manifest once) and
@@ -267,7 +269,7 @@ func Explain(ctx context.Context, tbl *table.Table, cfg *thresholds.Config, now 
 func explain(tc *tableCounters, snaps snapshotSummary, ident table.Identifier, set thresholds.Effective, now time.Time) Plan {
 	name := tablename.Format(ident)
 	plan := Plan{Table: name, SnapshotID: tc.snapshotID, Settings: set}
-	jobs := map[JobKind]*PlannedJob{}
+	planned := map[jobkind.Kind]*PlannedJob{}
 	for _, ps := range tc.sortedPartitions() {
 		checks, kind, reason, applyDeletes, due := partitionDue(tc.evaluated(ps), set, now)
 		quietChk, quietDue, quietAt := quietCheck(ps.Counters, set, now)
@@ -276,7 +278,7 @@ func explain(tc *tableCounters, snaps snapshotSummary, ident table.Identifier, s
 		quiet := false
 		switch {
 		case !due && quietDue:
-			kind, reason, due, quiet = KindCompact, quietReason(quietChk), true, true
+			kind, reason, due, quiet = jobkind.Compact, quietReason(quietChk), true, true
 		case !due && !quietAt.IsZero():
 			pp.Wait = quietChk.Note
 		}
@@ -286,10 +288,10 @@ func explain(tc *tableCounters, snaps snapshotSummary, ident table.Identifier, s
 					now.Sub(ps.LastWrite).Round(time.Millisecond), set.QuietPeriod, set.MaxQuietWait)
 			} else {
 				pp.Due = true
-				j := jobs[kind]
+				j := planned[kind]
 				if j == nil {
 					j = &PlannedJob{Kind: kind}
-					jobs[kind] = j
+					planned[kind] = j
 				}
 				reason.Partition = ps.Key
 				j.Partitions = append(j.Partitions, ps.Key)
@@ -302,46 +304,46 @@ func explain(tc *tableCounters, snaps snapshotSummary, ident table.Identifier, s
 		plan.Partitions = append(plan.Partitions, pp)
 	}
 	// The order reactor runs them in.
-	for _, kind := range Kinds() {
-		if j := jobs[kind]; j != nil {
+	for _, kind := range jobkind.All() {
+		if j := planned[kind]; j != nil {
 			plan.Jobs = append(plan.Jobs, *j)
 		}
 	}
 
 	due, reason, olderThan, retainLast, next := snaps.expiry(now, set)
-	ageCheck := Check{Threshold: "snapshot_max_age", Limit: int64(set.SnapshotMaxAge / time.Second), Unit: "seconds"}
+	ageCheck := Check{Threshold: jobs.SnapshotMaxAge, Limit: int64(set.SnapshotMaxAge / time.Second), Unit: "seconds"}
 	if n := snaps.count(); n > 0 {
 		ageCheck.Measured = int64(now.Sub(snaps.at(n-1)) / time.Second)
 	}
-	ageCheck.Over = due && reason.Threshold == "snapshot_max_age"
-	countCheck := Check{Threshold: "snapshot_count", Measured: int64(snaps.count()), Limit: int64(set.SnapshotCount),
-		Unit: "snapshots", Over: due && reason.Threshold == "snapshot_count"}
+	ageCheck.Over = due && reason.Threshold == jobs.SnapshotMaxAge
+	countCheck := Check{Threshold: jobs.SnapshotCount, Measured: int64(snaps.count()), Limit: int64(set.SnapshotCount),
+		Unit: "snapshots", Over: due && reason.Threshold == jobs.SnapshotCount}
 	switch {
 	case due:
 		note := fmt.Sprintf("expire snapshots older than %s beyond the newest %d; their files are deleted %s after the expiry (min_reader_margin)",
 			olderThan.Round(time.Second), retainLast, set.MinReaderMargin)
 		ageCheck.Note, countCheck.Note = note, note
-		plan.Jobs = append(plan.Jobs, PlannedJob{Kind: KindExpireSnapshots, Reasons: []Reason{reason},
-			job: Job{ExpireOlderThan: olderThan, ExpireRetainLast: retainLast}})
+		plan.Jobs = append(plan.Jobs, PlannedJob{Kind: jobkind.ExpireSnapshots, Reasons: []jobs.Reason{reason},
+			job: jobs.Job{ExpireOlderThan: olderThan, ExpireRetainLast: retainLast}})
 	case !next.IsZero():
 		ageCheck.Note = fmt.Sprintf("next snapshot becomes expirable in %s", next.Sub(now).Round(time.Second))
 	default:
 		ageCheck.Note = fmt.Sprintf("nothing to expire beyond retain_last %d and branch/tag heads", set.RetainLast)
 	}
 	manifests := manifestCheck(tc.dataManifests, tc.manifestFloor(), set.ManifestCount)
-	plan.TableWide = append(plan.TableWide, ageCheck, countCheck, manifests, Check{Threshold: "orphan_margin",
+	plan.TableWide = append(plan.TableWide, ageCheck, countCheck, manifests, Check{Threshold: jobs.OrphanMargin,
 		Limit: int64(set.OrphanMargin / time.Second), Unit: "seconds",
 		Note: fmt.Sprintf("not assessed here: needs a listing (reactor orphans --dry-run); run lists every %s, dry run: %v",
 			set.OrphanListingInterval, !set.OrphanDelete)})
 	if manifests.Over {
-		plan.Jobs = append(plan.Jobs, PlannedJob{Kind: KindRewriteManifests, Reasons: []Reason{{Partition: tableWide,
+		plan.Jobs = append(plan.Jobs, PlannedJob{Kind: jobkind.RewriteManifests, Reasons: []jobs.Reason{{Partition: jobs.TableWide,
 			Threshold: manifests.Threshold, Measured: manifests.Measured, Limit: manifests.Limit}}})
 	}
 	for i := range plan.Jobs {
 		j := &plan.Jobs[i]
 		j.job.Kind, j.job.Table, j.job.TableName, j.job.Reasons = j.Kind, ident, name, j.Reasons
 		j.job.Settings, j.job.ScheduledAt, j.job.BaseSnapshotID = set, now, tc.snapshotID
-		j.job.Priority = priorityOf(j.Kind, j.Reasons)
+		j.job.Priority = jobs.PriorityOf(j.Kind, j.Reasons)
 		j.job.InputFiles, j.job.InputBytes = tc.input(j.job.Partitions)
 		j.InputFiles, j.InputBytes = j.job.InputFiles, j.job.InputBytes
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icereactor/reactor/embedded"
+	"github.com/icereactor/reactor/jobkind"
 	"github.com/icereactor/reactor/streamwriter"
 	"github.com/icereactor/reactor/thresholds"
 )
@@ -23,36 +24,36 @@ func TestPartitionDue(t *testing.T) {
 		name         string
 		c            Counters
 		due          bool
-		kind         JobKind
+		kind         jobkind.Kind
 		threshold    string
 		applyDeletes bool
 		note         string
 	}{
 		{name: "healthy", c: Counters{DataFiles: 20, Rows: 1000, Bytes: 20 * 512 * mb}},
-		{name: "small files", c: Counters{DataFiles: 12, SmallFiles: 12, Rows: 100}, due: true, kind: KindCompact, threshold: "small_file_count"},
+		{name: "small files", c: Counters{DataFiles: 12, SmallFiles: 12, Rows: 100}, due: true, kind: jobkind.Compact, threshold: "small_file_count"},
 		{name: "small files and delete debt: deletes applied",
 			c:   Counters{DataFiles: 12, SmallFiles: 12, Rows: 1000, PositionDeleteFiles: 6, PositionDeleteRows: 6},
-			due: true, kind: KindCompact, threshold: "small_file_count", applyDeletes: true},
+			due: true, kind: jobkind.Compact, threshold: "small_file_count", applyDeletes: true},
 		{name: "many small position deletes, few rows deleted: merge them",
 			c:   Counters{DataFiles: 10, Rows: 100000, Bytes: 10 * 512 * mb, PositionDeleteFiles: 8, PositionDeleteRows: 80, DeleteBytes: 8 * 4096},
-			due: true, kind: KindRewritePositionDeletes, threshold: "delete_file_ratio", note: "cheaper than rewriting"},
+			due: true, kind: jobkind.RewritePositionDeletes, threshold: "delete_file_ratio", note: "cheaper than rewriting"},
 		{name: "equality deletes: only compaction removes them",
 			c:   Counters{DataFiles: 10, Rows: 100000, PositionDeleteFiles: 3, EqualityDeleteFiles: 3, EqualityDeleteRows: 30},
-			due: true, kind: KindCompact, threshold: "delete_file_ratio", applyDeletes: true, note: "equality delete"},
+			due: true, kind: jobkind.Compact, threshold: "delete_file_ratio", applyDeletes: true, note: "equality delete"},
 		{name: "a third of the rows deleted: compaction drops them",
 			c:   Counters{DataFiles: 4, Rows: 1000, PositionDeleteFiles: 1, PositionDeleteRows: 400},
-			due: true, kind: KindCompact, threshold: "deleted_row_ratio", applyDeletes: true, note: "40% of rows deleted"},
+			due: true, kind: jobkind.Compact, threshold: "deleted_row_ratio", applyDeletes: true, note: "40% of rows deleted"},
 		{name: "deletion vectors cannot be merged",
 			c:   Counters{DataFiles: 6, Rows: 100000, DeletionVectors: 6, DeletionVectorRows: 60},
-			due: true, kind: KindCompact, threshold: "delete_file_ratio", applyDeletes: true, note: "deletion vectors"},
+			due: true, kind: jobkind.Compact, threshold: "delete_file_ratio", applyDeletes: true, note: "deletion vectors"},
 		{name: "large delete files: merging would not help",
 			c:   Counters{DataFiles: 10, Rows: 100000, PositionDeleteFiles: 6, PositionDeleteRows: 600, DeleteBytes: 6 * 40 * mb},
-			due: true, kind: KindCompact, threshold: "delete_file_ratio", applyDeletes: true, note: "already average"},
+			due: true, kind: jobkind.Compact, threshold: "delete_file_ratio", applyDeletes: true, note: "already average"},
 		{name: "below delete_min_input_files", c: Counters{DataFiles: 1, Rows: 1000, PositionDeleteFiles: 4, PositionDeleteRows: 4}},
 		{name: "ratio below limit", c: Counters{DataFiles: 20, Rows: 1000, PositionDeleteFiles: 6, PositionDeleteRows: 6}},
 		{name: "only dangling deletes left",
 			c:   Counters{PositionDeleteFiles: 5, PositionDeleteRows: 5, DeleteBytes: 5000},
-			due: true, kind: KindRewritePositionDeletes, threshold: "delete_file_ratio"},
+			due: true, kind: jobkind.RewritePositionDeletes, threshold: "delete_file_ratio"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -60,7 +61,7 @@ func TestPartitionDue(t *testing.T) {
 			if len(checks) != 3 {
 				t.Errorf("%d checks, want small files, delete files and deleted rows", len(checks))
 			}
-			if due != tt.due || kind != tt.kind || reason.Threshold != tt.threshold || applyDeletes != tt.applyDeletes ||
+			if due != tt.due || kind != tt.kind || string(reason.Threshold) != tt.threshold || applyDeletes != tt.applyDeletes ||
 				!strings.Contains(reason.Note, tt.note) {
 				t.Errorf("due=%v kind=%q reason=%+v applyDeletes=%v; want due=%v kind=%q threshold=%q applyDeletes=%v note~%q",
 					due, kind, reason, applyDeletes, tt.due, tt.kind, tt.threshold, tt.applyDeletes, tt.note)
@@ -99,7 +100,7 @@ func TestManualJobPartitions(t *testing.T) {
 		{[]string{"category=b", "category=d"}, []string{"category=b", "category=d"}},
 		{nil, []string{"category=a", "category=b", "category=c", "category=d"}},
 	} {
-		job, err := ManualJob(ctx, tbl, thresholds.Default(), KindCompact, ManualOptions{Partitions: tt.ask}, time.Now())
+		job, err := ManualJob(ctx, tbl, thresholds.Default(), jobkind.Compact, ManualOptions{Partitions: tt.ask}, time.Now())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -107,7 +108,7 @@ func TestManualJobPartitions(t *testing.T) {
 			t.Errorf("--partition %v selected %v, want %v", tt.ask, got, tt.want)
 		}
 	}
-	if _, err := ManualJob(ctx, tbl, thresholds.Default(), KindCompact, ManualOptions{Partitions: []string{"category=z"}}, time.Now()); !errors.Is(err, ErrUnknownPartition) {
+	if _, err := ManualJob(ctx, tbl, thresholds.Default(), jobkind.Compact, ManualOptions{Partitions: []string{"category=z"}}, time.Now()); !errors.Is(err, ErrUnknownPartition) {
 		t.Errorf("unknown partition: %v", err)
 	}
 }

@@ -5,13 +5,15 @@ package planner
 import (
 	"context"
 
+	"github.com/icereactor/reactor/jobkind"
+	"github.com/icereactor/reactor/jobs"
 	"github.com/icereactor/reactor/location"
 )
 
 // Finished records a job's result: cool-downs, and when it committed, the
 // committed table's state (so reactor's own commit is accounted for without
 // waiting for the next event, and cannot schedule itself again).
-func (p *Planner) Finished(ctx context.Context, job Job, res Result) {
+func (p *Planner) Finished(ctx context.Context, job jobs.Job, res jobs.Result) {
 	if !p.ownsTable(job.TableName) {
 		p.log.Info("job finished for a table this replica no longer owns; its owner plans it afresh",
 			"table", job.TableName, "job_id", job.ID, "kind", job.Kind, "outcome", res.Outcome.String())
@@ -24,22 +26,22 @@ func (p *Planner) Finished(ctx context.Context, job Job, res Result) {
 		st.running = nil
 	}
 	now := p.now()
-	if job.Kind == KindExpireSnapshots {
+	if job.Kind == jobkind.ExpireSnapshots {
 		// An expiry waits a cool-down before the next age-based one (the
 		// snapshot bound does not wait); one that found nothing settles
 		// until the next commit.
 		switch res.Outcome {
-		case GaveUp:
+		case jobs.GaveUp:
 			st.expireCooldownUntil = now.Add(job.Settings.ConflictCooldown)
-		case Failed, Succeeded:
+		case jobs.Failed, jobs.Succeeded:
 			st.expireCooldownUntil = now.Add(job.Settings.Cooldown)
-		case Noop:
+		case jobs.Noop:
 			st.expireSettledAt = st.counters.snapshotID
 		}
 		st.pending = mergeRefs(st.pending, res.PendingDeletes)
 	}
-	if job.Kind == KindDeleteExpiredFiles {
-		if res.Outcome == Failed {
+	if job.Kind == jobkind.DeleteExpiredFiles {
+		if res.Outcome == jobs.Failed {
 			st.pendingRetryAt = now.Add(job.Settings.Cooldown)
 		}
 		// The pass's batches are done, but for what it left (a failure,
@@ -56,12 +58,12 @@ func (p *Planner) Finished(ctx context.Context, job Job, res Result) {
 		}
 		st.pending = mergeRefs(kept, res.PendingDeletes)
 	}
-	if job.Kind == KindRemoveOrphans {
+	if job.Kind == jobkind.RemoveOrphans {
 		st.orphanCooldownUntil = now.Add(job.Settings.Cooldown)
-		if job.OrphanSource == OrphansFromListing && res.Outcome != Failed {
+		if job.OrphanSource == jobs.OrphansFromListing && res.Outcome != jobs.Failed {
 			st.nextListing = now.Add(job.Settings.OrphanListingInterval)
 		}
-		if !job.Settings.OrphanDelete && res.Outcome != Failed {
+		if !job.Settings.OrphanDelete && res.Outcome != jobs.Failed {
 			if st.dryRunReported == nil {
 				st.dryRunReported = map[string]bool{}
 			}
@@ -75,12 +77,12 @@ func (p *Planner) Finished(ctx context.Context, job Job, res Result) {
 		}
 		p.deferOrphansLocked(st, res.Deferred)
 	}
-	if job.Kind == KindRewriteManifests {
+	if job.Kind == jobkind.RewriteManifests {
 		st.manifestCooldownUntil = now.Add(job.Settings.Cooldown)
-		if res.Outcome == GaveUp {
+		if res.Outcome == jobs.GaveUp {
 			st.manifestCooldownUntil = now.Add(job.Settings.ConflictCooldown)
 		}
-		if res.Outcome == Noop {
+		if res.Outcome == jobs.Noop {
 			st.manifestSettledAt = st.counters.dataManifests
 		}
 	}
@@ -90,12 +92,12 @@ func (p *Planner) Finished(ctx context.Context, job Job, res Result) {
 			continue
 		}
 		ps.inJob = false
-		if part.Quiet && (res.Outcome == Failed || res.Outcome == GaveUp) {
+		if part.Quiet && (res.Outcome == jobs.Failed || res.Outcome == jobs.GaveUp) {
 			// The spell's merge did not happen: try again after the
 			// cool-down below, if the partition is still quiet.
 			ps.quietMerged = 0
 		}
-		if why, idle := res.NothingToDo[part.Key]; idle && res.Outcome == Succeeded {
+		if why, idle := res.NothingToDo[part.Key]; idle && res.Outcome == jobs.Succeeded {
 			// The job changed other partitions but found nothing to do
 			// in this one: settle it like a no-op.
 			p.settleLocked(st, ps, job, why)
@@ -103,13 +105,13 @@ func (p *Planner) Finished(ctx context.Context, job Job, res Result) {
 			continue
 		}
 		switch {
-		case job.Kind == KindSort && res.Outcome == Failed:
+		case job.Kind == jobkind.Sort && res.Outcome == jobs.Failed:
 			// An order that does not fit the schema fails every time:
 			// try again on the sort cadence, not every cool-down.
 			ps.cooldownUntil = instantOf(now.Add(max(job.Settings.Cooldown, job.Settings.SortQuietPeriod)))
-		case res.Outcome == GaveUp:
+		case res.Outcome == jobs.GaveUp:
 			ps.cooldownUntil = instantOf(now.Add(job.Settings.ConflictCooldown))
-		case res.Outcome == Noop:
+		case res.Outcome == jobs.Noop:
 			why := res.NothingToDo[part.Key]
 			if why == "" {
 				why = "the job found nothing to do"
@@ -120,7 +122,7 @@ func (p *Planner) Finished(ctx context.Context, job Job, res Result) {
 			ps.cooldownUntil = instantOf(now.Add(job.Settings.Cooldown))
 		}
 	}
-	st.counters.markOffloaded(res.OwnSnapshots, job.Kind == KindSort)
+	st.counters.markOffloaded(res.OwnSnapshots, job.Kind == jobkind.Sort)
 	if res.Table != nil {
 		if err := p.observeLocked(ctx, st, res.Table); err != nil {
 			p.log.Warn("could not apply reactor's own commit to table state; the next event will",
@@ -135,12 +137,12 @@ func (p *Planner) Finished(ctx context.Context, job Job, res Result) {
 // until it is written again, and says so: a partition over a threshold
 // that no job of this kind can fix is left alone rather than rewritten
 // into the same files every cool-down.
-func (p *Planner) settleLocked(st *tableState, ps *partitionState, job Job, why string) {
+func (p *Planner) settleLocked(st *tableState, ps *partitionState, job jobs.Job, why string) {
 	if ps.settledWrite != instantOf(ps.LastWrite) {
 		ps.settledKinds = 0
 	}
 	ps.settledWrite = instantOf(ps.LastWrite)
-	ps.settledKinds = ps.settledKinds.with(job.Kind)
+	ps.settledKinds = ps.settledKinds.With(job.Kind)
 	p.log.Info("partition settled: not scheduled for this kind again until it is written", "table", st.name,
 		"partition", ps.Key, "kind", job.Kind, "job_id", job.ID, "reason", why)
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/icereactor/reactor/jobs"
 	"github.com/icereactor/reactor/metrics"
 	"github.com/icereactor/reactor/planner"
 	"github.com/icereactor/reactor/thresholds"
@@ -44,7 +45,7 @@ func BenchmarkIdleTableHeap(b *testing.B) {
 				var before runtime.MemStats
 				runtime.ReadMemStats(&before)
 				p := planner.New(planner.Options{Catalog: bt.cat, Config: cfg, Metrics: metrics.New(),
-					Dispatch: func(planner.Job) {}, Logger: discardLogger()})
+					Dispatch: func(jobs.Job) {}, Logger: discardLogger()})
 				b.StartTimer()
 				start := time.Now()
 				for i := range n {

@@ -1,6 +1,10 @@
 package planner
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/icereactor/reactor/jobs"
+)
 
 // manifestFloor is the fewest data manifests a rewrite clustered by
 // partition can leave: one per partition holding data files.
@@ -19,7 +23,7 @@ func (tc *tableCounters) manifestFloor() int {
 // rewrite can merge them into (N partitions give N manifests again: a
 // manifest_count at or below N would rewrite N into N forever).
 func manifestCheck(manifests, floor, limit int) Check {
-	c := Check{Threshold: "manifest_count", Measured: int64(manifests), Limit: int64(limit), Unit: "manifests",
+	c := Check{Threshold: jobs.ManifestCount, Measured: int64(manifests), Limit: int64(limit), Unit: "manifests",
 		Over: manifests >= limit && manifests > floor}
 	if manifests >= limit && manifests <= floor {
 		c.Note = fmt.Sprintf("a rewrite clustered by partition cannot go below %d manifests (one per partition): "+

@@ -10,6 +10,8 @@ import (
 	"github.com/apache/iceberg-go/table"
 	"github.com/google/uuid"
 
+	"github.com/icereactor/reactor/jobkind"
+	"github.com/icereactor/reactor/jobs"
 	"github.com/icereactor/reactor/tablename"
 	"github.com/icereactor/reactor/thresholds"
 )
@@ -39,24 +41,24 @@ type ManualOptions struct {
 // scheduler would build, for what the operator asked instead of what the
 // thresholds select. The executor applies every safety rule to it as to a
 // scheduled job (min_reader_margin, orphan margins, commit validation).
-func ManualJob(ctx context.Context, tbl *table.Table, cfg *thresholds.Config, kind JobKind, opts ManualOptions, now time.Time) (Job, error) {
+func ManualJob(ctx context.Context, tbl *table.Table, cfg *thresholds.Config, kind jobkind.Kind, opts ManualOptions, now time.Time) (jobs.Job, error) {
 	name := tablename.Format(tbl.Identifier())
 	set := cfg.For(name, tbl.Properties())
-	job := Job{
+	job := jobs.Job{
 		ID: uuid.NewString(), Kind: kind, Table: tbl.Identifier(), TableName: name, Settings: set,
-		ScheduledAt: now, Priority: priorityOf(kind, nil), DryRun: opts.DryRun,
+		ScheduledAt: now, Priority: jobs.PriorityOf(kind, nil), DryRun: opts.DryRun,
 	}
 	if s := tbl.CurrentSnapshot(); s != nil {
 		job.BaseSnapshotID = s.SnapshotID
 	}
-	if kind == KindCompact {
+	if kind == jobkind.Compact {
 		// Asked for now: the tier rule's count trigger is min_input_files.
 		job.Settings.SmallFileCount = job.Settings.MinInputFiles
 	}
-	manual := Reason{Partition: tableWide, Threshold: "manual"}
+	manual := jobs.Reason{Partition: jobs.TableWide, Threshold: jobs.Manual}
 	switch kind {
-	case KindCompact, KindRewritePositionDeletes, KindConvertEqualityDeletes, KindSort:
-		if kind == KindSort {
+	case jobkind.Compact, jobkind.RewritePositionDeletes, jobkind.ConvertEqualityDeletes, jobkind.Sort:
+		if kind == jobkind.Sort {
 			if opts.Strategy != "" {
 				job.Settings.Strategy = opts.Strategy
 			}
@@ -67,7 +69,7 @@ func ManualJob(ctx context.Context, tbl *table.Table, cfg *thresholds.Config, ki
 		}
 		var tc tableCounters
 		if _, err := tc.advance(ctx, tbl, sizesOf(set)); err != nil {
-			return Job{}, fmt.Errorf("read %s: %w", name, err)
+			return jobs.Job{}, fmt.Errorf("read %s: %w", name, err)
 		}
 		want, missing := map[string]bool{}, map[string]bool{}
 		for _, k := range opts.Partitions {
@@ -80,17 +82,17 @@ func ManualJob(ctx context.Context, tbl *table.Table, cfg *thresholds.Config, ki
 				continue
 			}
 			delete(missing, ps.Key)
-			reason := Reason{Partition: ps.Key, Threshold: "manual",
+			reason := jobs.Reason{Partition: ps.Key, Threshold: jobs.Manual,
 				Measured: int64(ps.SmallFiles), Limit: int64(set.MinInputFiles),
 				Note: fmt.Sprintf("%s, rewritten in groups of at least min_input_files %d", plural(int64(ps.SmallFiles), "small file"), set.MinInputFiles)}
-			if kind == KindConvertEqualityDeletes {
+			if kind == jobkind.ConvertEqualityDeletes {
 				if ps.EqualityDeleteFiles == 0 && len(opts.Partitions) == 0 {
 					continue
 				}
 				reason.Measured, reason.Limit = int64(ps.EqualityDeleteFiles), 1
 				reason.Note = plural(int64(ps.EqualityDeleteFiles), "equality delete file")
 			}
-			if kind == KindRewritePositionDeletes {
+			if kind == jobkind.RewritePositionDeletes {
 				// Deletion vectors only exist on v3, where the rewrite
 				// merges duplicates and drops dangling ones.
 				if ps.PositionDeleteFiles == 0 && ps.DeletionVectors == 0 && len(opts.Partitions) == 0 {
@@ -103,10 +105,10 @@ func ManualJob(ctx context.Context, tbl *table.Table, cfg *thresholds.Config, ki
 			job.Reasons = append(job.Reasons, reason)
 		}
 		for k := range missing {
-			return Job{}, fmt.Errorf("%w: %s has no live files in partition %q (partitions: %s)",
+			return jobs.Job{}, fmt.Errorf("%w: %s has no live files in partition %q (partitions: %s)",
 				ErrUnknownPartition, name, k, strings.Join(known, ", "))
 		}
-	case KindExpireSnapshots:
+	case jobkind.ExpireSnapshots:
 		// Any horizon is safe here: files expiry unlinks wait out
 		// min_reader_margin before they are deleted, however young the
 		// snapshots were.
@@ -119,26 +121,26 @@ func ManualJob(ctx context.Context, tbl *table.Table, cfg *thresholds.Config, ki
 		}
 		manual.Limit = int64(job.ExpireOlderThan / time.Second)
 		manual.Note = fmt.Sprintf("snapshots older than %s beyond the newest %d", seconds(manual.Limit), job.ExpireRetainLast)
-		job.Reasons = []Reason{manual}
-	case KindRemoveOrphans:
+		job.Reasons = []jobs.Reason{manual}
+	case jobkind.RemoveOrphans:
 		if opts.OlderThan > 0 {
 			// The built-in floor for a manual run, or the table's own
 			// floor if the configuration raised it.
 			if floor := max(thresholds.DefaultOrphanMarginFloor, set.OrphanMarginFloor); opts.OlderThan < floor {
-				return Job{}, fmt.Errorf("%w: older than %s is below the orphan margin floor %s: a file that young may belong to a commit in progress",
+				return jobs.Job{}, fmt.Errorf("%w: older than %s is below the orphan margin floor %s: a file that young may belong to a commit in progress",
 					ErrUnsafeOption, opts.OlderThan, floor)
 			}
 			job.Settings.OrphanMargin = opts.OlderThan
 		}
 		job.Settings.OrphanDelete = opts.OrphanDelete && !opts.DryRun
-		job.OrphanSource = OrphansFromListing
+		job.OrphanSource = jobs.OrphansFromListing
 		manual.Limit = int64(job.Settings.OrphanMargin / time.Second)
 		manual.Note = "files older than " + seconds(manual.Limit)
-		job.Reasons = []Reason{manual}
-	case KindRewriteManifests:
-		job.Reasons = []Reason{manual}
+		job.Reasons = []jobs.Reason{manual}
+	case jobkind.RewriteManifests:
+		job.Reasons = []jobs.Reason{manual}
 	default:
-		return Job{}, fmt.Errorf("no one-shot form for job kind %q", kind)
+		return jobs.Job{}, fmt.Errorf("no one-shot form for job kind %q", kind)
 	}
 	return job, nil
 }
@@ -148,3 +150,23 @@ var (
 	ErrUnknownPartition = errors.New("unknown partition")
 	ErrUnsafeOption     = errors.New("unsafe option")
 )
+
+// plural is "1 file", "2 files" (as jobs.Reason words them).
+func plural(n int64, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
+}
+
+// seconds is a count of seconds as a short duration: 45s, 1m12s, 72h.
+func seconds(n int64) string {
+	s := (time.Duration(n) * time.Second).String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}

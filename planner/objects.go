@@ -12,6 +12,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icereactor/reactor/events"
+	"github.com/icereactor/reactor/jobs"
 	"github.com/icereactor/reactor/location"
 )
 
@@ -56,14 +57,6 @@ type unconfirmedFile struct {
 	// the object store's LastModified and, when that is younger, the
 	// planner moves created to it.
 	created time.Time
-}
-
-// OrphanCandidate is a data file no snapshot has referenced for longer
-// than the table's orphan margin.
-type OrphanCandidate struct {
-	Location string
-	Size     int64
-	Created  time.Time
 }
 
 // ApplyObject applies one bucket notification. A new metadata file under a
@@ -205,7 +198,7 @@ func (p *Planner) trackData(tl tableLocation, ev events.ObjectEvent) ObjectOutco
 	default:
 		return ObjectIgnored
 	}
-	if _, key, ok := objectPath(loc); ok && hiddenRelative(strings.TrimPrefix(key, tl.prefix)) {
+	if _, key, ok := objectPath(loc); ok && jobs.HiddenRelative(strings.TrimPrefix(key, tl.prefix)) {
 		return ObjectIgnored // a .crc sidecar or _temporary file: never an orphan candidate
 	}
 	// Notifications can arrive out of order (versitygw publishes each from
@@ -284,7 +277,7 @@ func (st *tableState) confirmLocked(paths []string) {
 // once): a notification can arrive after the commit that references its
 // file was applied by a rebuild, and a file referenced by any snapshot is
 // never a candidate.
-func (p *Planner) OrphanCandidates(ctx context.Context, name string, asOf time.Time) ([]OrphanCandidate, bool, error) {
+func (p *Planner) OrphanCandidates(ctx context.Context, name string, asOf time.Time) ([]jobs.OrphanCandidate, bool, error) {
 	p.mu.Lock()
 	st, ok := p.tables[name]
 	p.mu.Unlock()
@@ -307,14 +300,14 @@ func (p *Planner) OrphanCandidates(ctx context.Context, name string, asOf time.T
 	defer st.mu.Unlock()
 	margin := p.cfg.Load().For(name, tbl.Properties()).OrphanMargin
 	cutoff := asOf.Add(-margin)
-	var out []OrphanCandidate
+	var out []jobs.OrphanCandidate
 	for loc, f := range st.unconfirmed {
 		if referenced[loc] {
 			delete(st.unconfirmed, loc)
 			continue
 		}
 		if f.created.Before(cutoff) {
-			out = append(out, OrphanCandidate{Location: f.location, Size: f.size, Created: f.created})
+			out = append(out, jobs.OrphanCandidate{Location: f.location, Size: f.size, Created: f.created})
 		}
 	}
 	p.met.UnconfirmedFiles.WithLabelValues(name).Set(float64(len(st.unconfirmed)))

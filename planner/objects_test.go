@@ -11,6 +11,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icereactor/reactor/events"
+	"github.com/icereactor/reactor/jobs"
 	"github.com/icereactor/reactor/location"
 )
 
@@ -18,7 +19,7 @@ import (
 // s3://b/wh/db/t, and will not rebuild (there is no catalog behind it).
 func newIndexedPlanner(t testing.TB) *Planner {
 	t.Helper()
-	p := New(Options{Dispatch: func(Job) {}, LocationRebuildInterval: time.Hour, MissRefreshInterval: time.Hour})
+	p := New(Options{Dispatch: func(jobs.Job) {}, LocationRebuildInterval: time.Hour, MissRefreshInterval: time.Hour})
 	p.locations.set(map[string][]tableLocation{
 		"b": {{bucket: "b", prefix: "wh/db/t/", ident: table.Identifier{"db", "t"}, name: "db.t"}},
 	})

@@ -10,6 +10,7 @@ import (
 
 	"github.com/icereactor/reactor/deletions"
 	"github.com/icereactor/reactor/embedded"
+	"github.com/icereactor/reactor/jobkind"
 	"github.com/icereactor/reactor/streamwriter"
 )
 
@@ -60,7 +61,7 @@ func TestRecordedOffloadedSnapshotsSurviveARestart(t *testing.T) {
 	cur := tbl.CurrentSnapshot()
 	keys := deletions.EphemeralKeyring()
 	recs := keys.Records(fs, deletions.RefOf(tbl))
-	rec := deletions.OwnSnapshots{Table: "db.t", JobID: "spark-sort-1", Kind: string(KindSort), Sort: true, SnapshotIDs: []int64{cur.SnapshotID}}
+	rec := deletions.OwnSnapshots{Table: "db.t", JobID: "spark-sort-1", Kind: jobkind.Sort.String(), Sort: true, SnapshotIDs: []int64{cur.SnapshotID}}
 	if _, err := recs.WriteOwnSnapshots(rec); err != nil {
 		t.Fatal(err)
 	}

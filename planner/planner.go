@@ -17,6 +17,7 @@ import (
 	"github.com/icereactor/reactor/deletions"
 	"github.com/icereactor/reactor/events"
 	"github.com/icereactor/reactor/history"
+	"github.com/icereactor/reactor/jobs"
 	"github.com/icereactor/reactor/location"
 	"github.com/icereactor/reactor/metrics"
 	"github.com/icereactor/reactor/scope"
@@ -40,7 +41,7 @@ var (
 
 // Dispatcher receives scheduled jobs. It must not block and must not call
 // back into the planner synchronously: the planner holds the table's lock.
-type Dispatcher func(Job)
+type Dispatcher func(jobs.Job)
 
 // Options configure a Planner.
 type Options struct {
@@ -116,7 +117,7 @@ type tableState struct {
 	name     string
 	counters tableCounters
 	settings thresholds.Effective
-	running  *Job
+	running  *jobs.Job
 	timer    Timer
 	wakeAt   time.Time
 

@@ -31,6 +31,7 @@ import (
 
 	"github.com/icereactor/reactor/embedded"
 	"github.com/icereactor/reactor/events"
+	"github.com/icereactor/reactor/jobs"
 	"github.com/icereactor/reactor/planner"
 	"github.com/icereactor/reactor/streamwriter"
 	"github.com/icereactor/reactor/thresholds"
@@ -268,7 +269,7 @@ func newBenchPlanner(b *testing.B, cat catalog.Catalog, log slog.Handler) *plann
 	p := planner.New(planner.Options{
 		Catalog:  cat,
 		Config:   cfg,
-		Dispatch: func(planner.Job) { b.Error("no job expected") },
+		Dispatch: func(jobs.Job) { b.Error("no job expected") },
 		Logger:   slog.New(log),
 	})
 	b.Cleanup(p.Close)

@@ -15,6 +15,8 @@ import (
 	"github.com/icereactor/reactor/deletions"
 	"github.com/icereactor/reactor/embedded"
 	"github.com/icereactor/reactor/events"
+	"github.com/icereactor/reactor/jobkind"
+	"github.com/icereactor/reactor/jobs"
 	"github.com/icereactor/reactor/streamwriter"
 	"github.com/icereactor/reactor/thresholds"
 )
@@ -30,7 +32,7 @@ type schedFixture struct {
 	p      *Planner
 	mu     sync.Mutex
 	now    time.Time
-	jobs   []Job
+	jobs   []jobs.Job
 }
 
 func newSchedFixture(t *testing.T, yaml string) *schedFixture {
@@ -57,7 +59,7 @@ func newSchedFixture(t *testing.T, yaml string) *schedFixture {
 			defer f.mu.Unlock()
 			return f.now
 		},
-		Dispatch: func(j Job) {
+		Dispatch: func(j jobs.Job) {
 			f.mu.Lock()
 			defer f.mu.Unlock()
 			f.jobs = append(f.jobs, j)
@@ -114,7 +116,7 @@ func (f *schedFixture) expire() *table.Table {
 	return tbl
 }
 
-func (f *schedFixture) takeJobs() []Job {
+func (f *schedFixture) takeJobs() []jobs.Job {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	j := f.jobs
@@ -141,8 +143,8 @@ func TestSchedulingDecisions(t *testing.T) {
 		f := newSchedFixture(t, schedYAML)
 		f.commit("a", 4)
 		f.at(5 * time.Hour)
-		if jobs := f.takeJobs(); len(jobs) != 0 {
-			t.Errorf("scheduled %d jobs below the threshold", len(jobs))
+		if got := f.takeJobs(); len(got) != 0 {
+			t.Errorf("scheduled %d jobs below the threshold", len(got))
 		}
 	})
 
@@ -151,23 +153,23 @@ func TestSchedulingDecisions(t *testing.T) {
 		f.commit("b", 2)
 		f.commit("a", 6)
 		f.at(10 * time.Minute)
-		if jobs := f.takeJobs(); len(jobs) != 0 {
-			t.Fatalf("scheduled within the quiet period: %+v", jobs)
+		if got := f.takeJobs(); len(got) != 0 {
+			t.Fatalf("scheduled within the quiet period: %+v", got)
 		}
 		f.at(61 * time.Minute)
-		jobs := f.takeJobs()
-		if len(jobs) != 1 || len(jobs[0].Partitions) != 1 || jobs[0].Partitions[0].Key != "category=a" {
-			t.Fatalf("jobs = %+v, want one job for category=a", jobs)
+		got := f.takeJobs()
+		if len(got) != 1 || len(got[0].Partitions) != 1 || got[0].Partitions[0].Key != "category=a" {
+			t.Fatalf("jobs = %+v, want one job for category=a", got)
 		}
-		r := jobs[0].Reasons[0]
+		r := got[0].Reasons[0]
 		if r.Threshold != "small_file_count" || r.Measured != 6 || r.Limit != 5 {
 			t.Errorf("reason = %+v", r)
 		}
 		// De-duplicated: while it runs, nothing more for the table.
 		f.commit("a", 3)
 		f.at(2 * time.Hour)
-		if jobs := f.takeJobs(); len(jobs) != 0 {
-			t.Errorf("a second job while the first runs: %+v", jobs)
+		if got := f.takeJobs(); len(got) != 0 {
+			t.Errorf("a second job while the first runs: %+v", got)
 		}
 	})
 
@@ -178,13 +180,13 @@ func TestSchedulingDecisions(t *testing.T) {
 		f.commit("a", 6)
 		f.at(time.Minute) // starts waiting
 		f.at(2 * time.Hour)
-		if jobs := f.takeJobs(); len(jobs) != 0 {
-			t.Fatalf("scheduled before max_quiet_wait: %+v", jobs)
+		if got := f.takeJobs(); len(got) != 0 {
+			t.Fatalf("scheduled before max_quiet_wait: %+v", got)
 		}
 		f.at(3*time.Hour + 2*time.Minute)
-		jobs := f.takeJobs()
-		if len(jobs) != 1 || !strings.Contains(jobs[0].Reasons[0].Note, "max_quiet_wait") {
-			t.Fatalf("jobs = %+v, want one job noting max_quiet_wait", jobs)
+		got := f.takeJobs()
+		if len(got) != 1 || !strings.Contains(got[0].Reasons[0].Note, "max_quiet_wait") {
+			t.Fatalf("jobs = %+v, want one job noting max_quiet_wait", got)
 		}
 	})
 
@@ -192,28 +194,28 @@ func TestSchedulingDecisions(t *testing.T) {
 		f := newSchedFixture(t, schedYAML)
 		f.commit("a", 6)
 		f.at(2 * time.Hour)
-		jobs := f.takeJobs()
-		if len(jobs) != 1 {
-			t.Fatalf("jobs = %d, want 1", len(jobs))
+		got := f.takeJobs()
+		if len(got) != 1 {
+			t.Fatalf("jobs = %d, want 1", len(got))
 		}
-		f.p.Finished(f.ctx, jobs[0], Result{Outcome: GaveUp})
+		f.p.Finished(f.ctx, got[0], jobs.Result{Outcome: jobs.GaveUp})
 		f.at(2*time.Hour + 9*time.Hour) // within the 10h conflict cool-down (from the clock at Finished)
-		if jobs := f.takeJobs(); len(jobs) != 0 {
-			t.Fatalf("scheduled within the conflict cool-down: %+v", jobs)
+		if got := f.takeJobs(); len(got) != 0 {
+			t.Fatalf("scheduled within the conflict cool-down: %+v", got)
 		}
 		f.at(2*time.Hour + 11*time.Hour)
-		jobs = f.takeJobs()
-		if len(jobs) != 1 {
-			t.Fatalf("jobs after the conflict cool-down = %d, want 1", len(jobs))
+		got = f.takeJobs()
+		if len(got) != 1 {
+			t.Fatalf("jobs after the conflict cool-down = %d, want 1", len(got))
 		}
-		f.p.Finished(f.ctx, jobs[0], Result{Outcome: Failed})
+		f.p.Finished(f.ctx, got[0], jobs.Result{Outcome: jobs.Failed})
 		f.at(13*time.Hour + time.Hour) // within the 2h cool-down
-		if jobs := f.takeJobs(); len(jobs) != 0 {
-			t.Fatalf("scheduled within the cool-down: %+v", jobs)
+		if got := f.takeJobs(); len(got) != 0 {
+			t.Fatalf("scheduled within the cool-down: %+v", got)
 		}
 		f.at(13*time.Hour + 3*time.Hour)
-		if jobs := f.takeJobs(); len(jobs) != 1 {
-			t.Fatalf("jobs after the cool-down = %d, want 1", len(jobs))
+		if got := f.takeJobs(); len(got) != 1 {
+			t.Fatalf("jobs after the cool-down = %d, want 1", len(got))
 		}
 	})
 
@@ -221,19 +223,19 @@ func TestSchedulingDecisions(t *testing.T) {
 		f := newSchedFixture(t, schedYAML)
 		f.commit("a", 6)
 		f.at(2 * time.Hour)
-		jobs := f.takeJobs()
-		if len(jobs) != 1 {
-			t.Fatalf("jobs = %d, want 1", len(jobs))
+		got := f.takeJobs()
+		if len(got) != 1 {
+			t.Fatalf("jobs = %d, want 1", len(got))
 		}
-		f.p.Finished(f.ctx, jobs[0], Result{Outcome: Noop})
+		f.p.Finished(f.ctx, got[0], jobs.Result{Outcome: jobs.Noop})
 		f.at(20 * time.Hour)
-		if jobs := f.takeJobs(); len(jobs) != 0 {
-			t.Fatalf("rescheduled a no-op partition without a new write: %+v", jobs)
+		if got := f.takeJobs(); len(got) != 0 {
+			t.Fatalf("rescheduled a no-op partition without a new write: %+v", got)
 		}
 		f.commit("a", 1)
 		f.at(20 * time.Hour)
-		if jobs := f.takeJobs(); len(jobs) != 1 {
-			t.Fatalf("jobs after a new write = %d, want 1", len(jobs))
+		if got := f.takeJobs(); len(got) != 1 {
+			t.Fatalf("jobs after a new write = %d, want 1", len(got))
 		}
 	})
 }
@@ -247,20 +249,20 @@ func TestManifestRewriteBeforeCompaction(t *testing.T) {
 	f := newSchedFixture(t, schedYAML+"  manifest_count: 4\n")
 	f.commit("a", 6)
 	f.at(2 * time.Hour)
-	jobs := f.takeJobs()
-	if len(jobs) != 1 || jobs[0].Kind != KindRewriteManifests || jobs[0].Reasons[0].Threshold != "manifest_count" ||
-		jobs[0].Reasons[0].Measured != 6 || jobs[0].Reasons[0].Limit != 4 {
-		t.Fatalf("first job = %+v, want a manifest rewrite for 6 >= 4 manifests", jobs)
+	got := f.takeJobs()
+	if len(got) != 1 || got[0].Kind != jobkind.RewriteManifests || got[0].Reasons[0].Threshold != "manifest_count" ||
+		got[0].Reasons[0].Measured != 6 || got[0].Reasons[0].Limit != 4 {
+		t.Fatalf("first job = %+v, want a manifest rewrite for 6 >= 4 manifests", got)
 	}
-	f.p.Finished(f.ctx, jobs[0], Result{Outcome: Noop})
-	jobs = f.takeJobs()
-	if len(jobs) != 1 || jobs[0].Kind != KindCompact {
-		t.Fatalf("after the manifest rewrite = %+v, want compaction", jobs)
+	f.p.Finished(f.ctx, got[0], jobs.Result{Outcome: jobs.Noop})
+	got = f.takeJobs()
+	if len(got) != 1 || got[0].Kind != jobkind.Compact {
+		t.Fatalf("after the manifest rewrite = %+v, want compaction", got)
 	}
-	f.p.Finished(f.ctx, jobs[0], Result{Outcome: Noop})
+	f.p.Finished(f.ctx, got[0], jobs.Result{Outcome: jobs.Noop})
 	f.at(10 * time.Hour)
-	if jobs := f.takeJobs(); len(jobs) != 0 {
-		t.Fatalf("a no-op manifest rewrite was repeated: %+v", jobs)
+	if got := f.takeJobs(); len(got) != 0 {
+		t.Fatalf("a no-op manifest rewrite was repeated: %+v", got)
 	}
 }
 
@@ -270,14 +272,14 @@ func TestExpiryScheduling(t *testing.T) {
 		f := newSchedFixture(t, yaml)
 		f.commit("a", 3)
 		f.at(2 * time.Hour)
-		if jobs := f.takeJobs(); len(jobs) != 0 {
-			t.Fatalf("expiry before snapshot_max_age: %+v", jobs)
+		if got := f.takeJobs(); len(got) != 0 {
+			t.Fatalf("expiry before snapshot_max_age: %+v", got)
 		}
 		f.at(4 * time.Hour)
-		jobs := f.takeJobs()
-		if len(jobs) != 1 || jobs[0].Kind != KindExpireSnapshots || jobs[0].ExpireOlderThan != 3*time.Hour ||
-			jobs[0].ExpireRetainLast != 1 || jobs[0].Reasons[0].Threshold != "snapshot_max_age" {
-			t.Fatalf("jobs = %+v, want one expiry with a 3h horizon", jobs)
+		got := f.takeJobs()
+		if len(got) != 1 || got[0].Kind != jobkind.ExpireSnapshots || got[0].ExpireOlderThan != 3*time.Hour ||
+			got[0].ExpireRetainLast != 1 || got[0].Reasons[0].Threshold != "snapshot_max_age" {
+			t.Fatalf("jobs = %+v, want one expiry with a 3h horizon", got)
 		}
 	})
 	t.Run("by count, keeping the newest half, inside the reader margin", func(t *testing.T) {
@@ -287,31 +289,31 @@ func TestExpiryScheduling(t *testing.T) {
 		f := newSchedFixture(t, yaml+"  snapshot_count: 6\n")
 		f.commit("a", 5)
 		f.at(time.Minute)
-		if jobs := f.takeJobs(); len(jobs) != 0 {
-			t.Fatalf("expiry below snapshot_count: %+v", jobs)
+		if got := f.takeJobs(); len(got) != 0 {
+			t.Fatalf("expiry below snapshot_count: %+v", got)
 		}
 		f.commit("a", 1)
 		f.at(2 * time.Minute)
-		jobs := f.takeJobs()
-		if len(jobs) != 1 || jobs[0].Kind != KindExpireSnapshots || jobs[0].ExpireRetainLast != 3 ||
-			jobs[0].Reasons[0].Threshold != "snapshot_count" || jobs[0].Reasons[0].Measured != 6 {
-			t.Fatalf("jobs = %+v, want one expiry by snapshot_count (6 snapshots) keeping 3", jobs)
+		got := f.takeJobs()
+		if len(got) != 1 || got[0].Kind != jobkind.ExpireSnapshots || got[0].ExpireRetainLast != 3 ||
+			got[0].Reasons[0].Threshold != "snapshot_count" || got[0].Reasons[0].Measured != 6 {
+			t.Fatalf("jobs = %+v, want one expiry by snapshot_count (6 snapshots) keeping 3", got)
 		}
-		if jobs[0].ExpireOlderThan > 2*time.Minute+time.Second {
-			t.Errorf("horizon %s: older than the third newest snapshot, not the reader margin", jobs[0].ExpireOlderThan)
+		if got[0].ExpireOlderThan > 2*time.Minute+time.Second {
+			t.Errorf("horizon %s: older than the third newest snapshot, not the reader margin", got[0].ExpireOlderThan)
 		}
 	})
 	t.Run("metadata over its bound comes before compaction", func(t *testing.T) {
 		f := newSchedFixture(t, strings.Replace(yaml, "quiet_period: 1h", "quiet_period: 0s", 1)+"  snapshot_count: 6\n")
 		f.commit("a", 6) // six small files and six snapshots
 		f.at(time.Minute)
-		jobs := f.takeJobs()
-		if len(jobs) != 1 || jobs[0].Kind != KindExpireSnapshots {
-			t.Fatalf("jobs = %+v, want the expiry first", jobs)
+		got := f.takeJobs()
+		if len(got) != 1 || got[0].Kind != jobkind.ExpireSnapshots {
+			t.Fatalf("jobs = %+v, want the expiry first", got)
 		}
-		f.p.Finished(f.ctx, jobs[0], Result{Outcome: Noop})
-		if jobs := f.takeJobs(); len(jobs) != 1 || jobs[0].Kind != KindCompact {
-			t.Fatalf("after the expiry, jobs = %+v, want the compaction", jobs)
+		f.p.Finished(f.ctx, got[0], jobs.Result{Outcome: jobs.Noop})
+		if got := f.takeJobs(); len(got) != 1 || got[0].Kind != jobkind.Compact {
+			t.Fatalf("after the expiry, jobs = %+v, want the compaction", got)
 		}
 	})
 }
@@ -325,21 +327,21 @@ func TestJobOrderWhenEverythingIsDue(t *testing.T) {
 	f := newSchedFixture(t, yaml)
 	f.commit("a", 6)
 	f.at(10 * time.Hour)
-	var kinds []JobKind
+	var kinds []jobkind.Kind
 	for range 5 {
-		jobs := f.takeJobs()
-		if len(jobs) == 0 {
+		got := f.takeJobs()
+		if len(got) == 0 {
 			// The first full listing is spread over its 1h interval.
 			f.at(12 * time.Hour)
-			jobs = f.takeJobs()
+			got = f.takeJobs()
 		}
-		if len(jobs) != 1 {
+		if len(got) != 1 {
 			break
 		}
-		kinds = append(kinds, jobs[0].Kind)
-		f.p.Finished(f.ctx, jobs[0], Result{Outcome: Noop})
+		kinds = append(kinds, got[0].Kind)
+		f.p.Finished(f.ctx, got[0], jobs.Result{Outcome: jobs.Noop})
 	}
-	want := []JobKind{KindExpireSnapshots, KindRewriteManifests, KindCompact, KindRemoveOrphans}
+	want := []jobkind.Kind{jobkind.ExpireSnapshots, jobkind.RewriteManifests, jobkind.Compact, jobkind.RemoveOrphans}
 	if fmt.Sprint(kinds) != fmt.Sprint(want) {
 		t.Errorf("jobs ran in the order %v, want %v", kinds, want)
 	}
@@ -351,26 +353,26 @@ func TestDeletionPassIsScheduledWhenDue(t *testing.T) {
 	f := newSchedFixture(t, schedYAML+"  snapshot_max_age: 3h\n  min_reader_margin: 1h\n")
 	f.commit("a", 2)
 	f.at(4 * time.Hour)
-	jobs := f.takeJobs()
-	if len(jobs) != 1 || jobs[0].Kind != KindExpireSnapshots {
-		t.Fatalf("jobs = %+v, want an expiry", jobs)
+	got := f.takeJobs()
+	if len(got) != 1 || got[0].Kind != jobkind.ExpireSnapshots {
+		t.Fatalf("jobs = %+v, want an expiry", got)
 	}
 	due := f.now.Add(time.Hour)
 	ref := deletions.Ref{Location: "file:///x/metadata/_reactor/pending-deletes/1-job.json", Due: due}
-	f.p.Finished(f.ctx, jobs[0], Result{Outcome: Succeeded, Table: f.expire(), PendingDeletes: []deletions.Ref{ref}})
+	f.p.Finished(f.ctx, got[0], jobs.Result{Outcome: jobs.Succeeded, Table: f.expire(), PendingDeletes: []deletions.Ref{ref}})
 	f.at(4*time.Hour + 30*time.Minute)
-	if jobs := f.takeJobs(); len(jobs) != 0 {
-		t.Fatalf("the pass ran before its batch was due: %+v", jobs)
+	if got := f.takeJobs(); len(got) != 0 {
+		t.Fatalf("the pass ran before its batch was due: %+v", got)
 	}
 	f.at(5*time.Hour + time.Minute)
-	jobs = f.takeJobs()
-	if len(jobs) != 1 || jobs[0].Kind != KindDeleteExpiredFiles || len(jobs[0].PendingDeletes) != 1 || jobs[0].PendingDeletes[0] != ref {
-		t.Fatalf("jobs = %+v, want the pass with the batch", jobs)
+	got = f.takeJobs()
+	if len(got) != 1 || got[0].Kind != jobkind.DeleteExpiredFiles || len(got[0].PendingDeletes) != 1 || got[0].PendingDeletes[0] != ref {
+		t.Fatalf("jobs = %+v, want the pass with the batch", got)
 	}
-	f.p.Finished(f.ctx, jobs[0], Result{Outcome: Succeeded})
+	f.p.Finished(f.ctx, got[0], jobs.Result{Outcome: jobs.Succeeded})
 	f.at(9 * time.Hour)
 	for _, j := range f.takeJobs() {
-		if j.Kind == KindDeleteExpiredFiles {
+		if j.Kind == jobkind.DeleteExpiredFiles {
 			t.Errorf("the pass ran twice")
 		}
 	}
@@ -384,14 +386,14 @@ func TestSortScheduling(t *testing.T) {
 	f := newSchedFixture(t, schedYAML+"  strategy: sort\n  sort_order: id DESC\n  sort_quiet_period: 24h\n  snapshot_max_age: 1000h\n")
 	f.commit("a", 2) // below small_file_count: no compaction
 	f.at(2 * time.Hour)
-	if jobs := f.takeJobs(); len(jobs) != 0 {
-		t.Fatalf("a partition written 2h ago was scheduled: %+v", jobs)
+	if got := f.takeJobs(); len(got) != 0 {
+		t.Fatalf("a partition written 2h ago was scheduled: %+v", got)
 	}
 	f.at(25 * time.Hour)
-	jobs := f.takeJobs()
-	if len(jobs) != 1 || jobs[0].Kind != KindSort || jobs[0].SortOrder != "id DESC" || len(jobs[0].Partitions) != 1 ||
-		jobs[0].Reasons[0].Threshold != "sort_quiet_period" || jobs[0].Reasons[0].Limit != 24*3600 {
-		t.Fatalf("after 25h quiet: %+v, want a sort job for category=a", jobs)
+	got := f.takeJobs()
+	if len(got) != 1 || got[0].Kind != jobkind.Sort || got[0].SortOrder != "id DESC" || len(got[0].Partitions) != 1 ||
+		got[0].Reasons[0].Threshold != "sort_quiet_period" || got[0].Reasons[0].Limit != 24*3600 {
+		t.Fatalf("after 25h quiet: %+v, want a sort job for category=a", got)
 	}
 
 	// The job's commit: both files replaced by one written by the sort.
@@ -410,7 +412,7 @@ func TestSortScheduling(t *testing.T) {
 		t.Fatal(err)
 	}
 	txn := tbl.NewTransaction()
-	rw := txn.NewRewrite(iceberg.Properties{SnapshotJobProperty: jobs[0].ID, SortSnapshotProperty: "id DESC"})
+	rw := txn.NewRewrite(iceberg.Properties{jobs.SnapshotJobProperty: got[0].ID, jobs.SortSnapshotProperty: "id DESC"})
 	for _, task := range tasks {
 		rw.DeleteFile(task.File)
 	}
@@ -422,13 +424,13 @@ func TestSortScheduling(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.p.Finished(f.ctx, jobs[0], Result{Outcome: Succeeded, Table: committed})
+	f.p.Finished(f.ctx, got[0], jobs.Result{Outcome: jobs.Succeeded, Table: committed})
 	if _, parts := f.p.TableCounters("db.t"); len(parts) != 1 || parts[0].SortedFiles != 1 || parts[0].DataFiles != 1 {
 		t.Fatalf("after the sort: %+v, want one sorted file", parts)
 	}
 	f.at(100 * time.Hour)
-	if jobs := f.takeJobs(); len(jobs) != 0 {
-		t.Fatalf("a sorted partition was scheduled again: %+v", jobs)
+	if got := f.takeJobs(); len(got) != 0 {
+		t.Fatalf("a sorted partition was scheduled again: %+v", got)
 	}
 
 	// A restart (a fresh planner rebuilding from the snapshot) still knows
@@ -443,12 +445,12 @@ func TestSortScheduling(t *testing.T) {
 
 	f.commit("a", 1)
 	f.at(time.Hour)
-	if jobs := f.takeJobs(); len(jobs) != 0 {
-		t.Fatalf("a partition written an hour ago was sorted: %+v", jobs)
+	if got := f.takeJobs(); len(got) != 0 {
+		t.Fatalf("a partition written an hour ago was sorted: %+v", got)
 	}
 	f.at(30 * time.Hour) // past the sort job's cool-down too
-	if jobs := f.takeJobs(); len(jobs) != 1 || jobs[0].Kind != KindSort {
-		t.Fatalf("new unsorted file, quiet for 30h: %+v, want a sort job", jobs)
+	if got := f.takeJobs(); len(got) != 1 || got[0].Kind != jobkind.Sort {
+		t.Fatalf("new unsorted file, quiet for 30h: %+v, want a sort job", got)
 	}
 }
 
@@ -459,17 +461,17 @@ func TestNoopCompactionDoesNotBlockSort(t *testing.T) {
 	f := newSchedFixture(t, yaml+"  strategy: zorder\n  sort_order: zorder(id, payload)\n  sort_quiet_period: 24h\n  snapshot_max_age: 1000h\n")
 	f.commit("a", 2)
 	f.at(2 * time.Hour)
-	jobs := f.takeJobs()
-	if len(jobs) != 1 || jobs[0].Kind != KindCompact {
-		t.Fatalf("first job %+v, want compaction", jobs)
+	got := f.takeJobs()
+	if len(got) != 1 || got[0].Kind != jobkind.Compact {
+		t.Fatalf("first job %+v, want compaction", got)
 	}
-	f.p.Finished(f.ctx, jobs[0], Result{Outcome: Noop})
+	f.p.Finished(f.ctx, got[0], jobs.Result{Outcome: jobs.Noop})
 	f.at(5 * time.Hour)
-	if jobs := f.takeJobs(); len(jobs) != 0 {
-		t.Fatalf("a no-op compaction was repeated: %+v", jobs)
+	if got := f.takeJobs(); len(got) != 0 {
+		t.Fatalf("a no-op compaction was repeated: %+v", got)
 	}
 	f.at(25 * time.Hour)
-	if jobs := f.takeJobs(); len(jobs) != 1 || jobs[0].Kind != KindSort || jobs[0].SortOrder != "zorder(id, payload)" {
-		t.Fatalf("after 25h quiet: %+v, want the z-order job", jobs)
+	if got := f.takeJobs(); len(got) != 1 || got[0].Kind != jobkind.Sort || got[0].SortOrder != "zorder(id, payload)" {
+		t.Fatalf("after 25h quiet: %+v, want the z-order job", got)
 	}
 }

@@ -4,6 +4,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/icereactor/reactor/jobkind"
+	"github.com/icereactor/reactor/jobs"
 )
 
 // The planner ranks the jobs it schedules: the ones that answer writes and
@@ -15,22 +18,22 @@ func TestScheduledJobPriority(t *testing.T) {
 		f := newSchedFixture(t, yaml)
 		f.commit("a", 3)
 		f.at(4 * time.Hour)
-		jobs := f.takeJobs()
-		if len(jobs) != 1 || jobs[0].Kind != KindExpireSnapshots || jobs[0].Priority != PriorityBackground {
-			t.Fatalf("jobs = %+v, want one background expiry", jobs)
+		got := f.takeJobs()
+		if len(got) != 1 || got[0].Kind != jobkind.ExpireSnapshots || got[0].Priority != jobkind.PriorityBackground {
+			t.Fatalf("jobs = %+v, want one background expiry", got)
 		}
 	})
 	t.Run("expiry by count, then compaction", func(t *testing.T) {
 		f := newSchedFixture(t, strings.Replace(yaml, "quiet_period: 1h", "quiet_period: 0s", 1)+"  snapshot_count: 6\n")
 		f.commit("a", 6)
 		f.at(time.Minute)
-		jobs := f.takeJobs()
-		if len(jobs) != 1 || jobs[0].Kind != KindExpireSnapshots || jobs[0].Priority != PriorityUrgent {
-			t.Fatalf("jobs = %+v, want one urgent expiry", jobs)
+		got := f.takeJobs()
+		if len(got) != 1 || got[0].Kind != jobkind.ExpireSnapshots || got[0].Priority != jobkind.PriorityUrgent {
+			t.Fatalf("jobs = %+v, want one urgent expiry", got)
 		}
-		f.p.Finished(f.ctx, jobs[0], Result{Outcome: Noop})
-		if jobs := f.takeJobs(); len(jobs) != 1 || jobs[0].Kind != KindCompact || jobs[0].Priority != PriorityUrgent {
-			t.Fatalf("after the expiry, jobs = %+v, want an urgent compaction", jobs)
+		f.p.Finished(f.ctx, got[0], jobs.Result{Outcome: jobs.Noop})
+		if got := f.takeJobs(); len(got) != 1 || got[0].Kind != jobkind.Compact || got[0].Priority != jobkind.PriorityUrgent {
+			t.Fatalf("after the expiry, jobs = %+v, want an urgent compaction", got)
 		}
 	})
 }

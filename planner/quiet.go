@@ -20,11 +20,9 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/icereactor/reactor/jobs"
 	"github.com/icereactor/reactor/thresholds"
 )
-
-// quietThreshold is the threshold's name in checks, reasons and logs.
-const quietThreshold = "compact_when_quiet_after"
 
 // QuietMerge says what merging every small file of a partition into files
 // of the target size leaves: after is the partition's data file count then,
@@ -81,7 +79,7 @@ func quietState(c Counters, set thresholds.Effective, now time.Time) (quiet, wai
 // when it has not (zero when it never will without a write).
 func quietCheck(c Counters, set thresholds.Effective, now time.Time) (chk Check, due bool, at time.Time) {
 	quiet, wait, after, ideal, reduces := quietState(c, set, now)
-	chk = Check{Threshold: quietThreshold, Measured: int64(quiet / time.Second), Limit: int64(wait / time.Second), Unit: "seconds"}
+	chk = Check{Threshold: jobs.CompactWhenQuietAfter, Measured: int64(quiet / time.Second), Limit: int64(wait / time.Second), Unit: "seconds"}
 	switch {
 	case wait == 0:
 		chk.Note = "off"
@@ -98,26 +96,26 @@ func quietCheck(c Counters, set thresholds.Effective, now time.Time) (chk Check,
 	return chk, due, at
 }
 
-// quietReason is the Reason of a quiet merge that is due.
-func quietReason(chk Check) Reason {
-	return Reason{Threshold: chk.Threshold, Measured: chk.Measured, Limit: chk.Limit, Note: chk.Note}
+// quietReason is the jobs.Reason of a quiet merge that is due.
+func quietReason(chk Check) jobs.Reason {
+	return jobs.Reason{Threshold: chk.Threshold, Measured: chk.Measured, Limit: chk.Limit, Note: chk.Note}
 }
 
 // quietLocked decides the quiet merge of a partition no other job is due
 // in: true when one is due now (once per quiet spell); otherwise it arms
 // the table's timer for when one will be. It formats nothing unless the
 // merge is due.
-func quietLocked(ps *partitionState, set thresholds.Effective, now time.Time, deferUntil func(time.Time)) (Reason, bool) {
+func quietLocked(ps *partitionState, set thresholds.Effective, now time.Time, deferUntil func(time.Time)) (jobs.Reason, bool) {
 	if ps.quietMerged == spellOf(ps) {
-		return Reason{}, false // this spell's merge was scheduled already
+		return jobs.Reason{}, false // this spell's merge was scheduled already
 	}
 	quiet, wait, _, _, reduces := quietState(ps.Counters, set, now)
 	switch {
 	case wait == 0 || !reduces:
-		return Reason{}, false
+		return jobs.Reason{}, false
 	case quiet < wait:
 		deferUntil(ps.LastWrite.Add(wait))
-		return Reason{}, false
+		return jobs.Reason{}, false
 	}
 	chk, _, _ := quietCheck(ps.Counters, set, now)
 	return quietReason(chk), true

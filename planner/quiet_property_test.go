@@ -11,6 +11,8 @@ import (
 
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/icereactor/reactor/jobkind"
+	"github.com/icereactor/reactor/jobs"
 	"github.com/icereactor/reactor/thresholds"
 )
 
@@ -31,7 +33,7 @@ type quietSim struct {
 	files  [][]int64
 	last   []time.Time // last write per partition (zero: none yet)
 	writes []simWrite  // pending, by time
-	queue  []Job
+	queue  []jobs.Job
 	// quiet merges per partition, by the write that began their spell;
 	// spells ends the spells (last write, whether a merge would still
 	// reduce the files when the next write came, or at the end).
@@ -59,7 +61,7 @@ func newQuietSim(t *testing.T, set thresholds.Effective, parts int) *quietSim {
 	for i := range s.quiet {
 		s.quiet[i] = map[time.Time]int{}
 	}
-	s.p = New(Options{Now: s.clk.Now, AfterFunc: s.clk.AfterFunc, Dispatch: func(j Job) { s.queue = append(s.queue, j) },
+	s.p = New(Options{Now: s.clk.Now, AfterFunc: s.clk.AfterFunc, Dispatch: func(j jobs.Job) { s.queue = append(s.queue, j) },
 		Config: thresholds.Default(), Logger: slog.New(slog.DiscardHandler)})
 	t.Cleanup(s.p.Close)
 	s.st = s.p.state(table.Identifier{"db", "t"}, "db.t")
@@ -89,7 +91,7 @@ func (s *quietSim) counters(part int) Counters {
 		if size < s.set.SmallFileSize {
 			c.SmallFiles++
 			c.SmallBytes += size
-			c.Tiers[tierOf(size, s.set.SmallFileSize, s.set.TierFanIn)]++
+			c.Tiers[jobs.TiersOf(s.set).Of(size)]++
 		}
 	}
 	return c
@@ -150,9 +152,9 @@ func (s *quietSim) drain() {
 		s.queue = s.queue[1:]
 		s.jobs++
 		now := s.clk.Now()
-		res := Result{Outcome: Noop}
-		if job.Kind == KindCompact {
-			res.Outcome = Succeeded
+		res := jobs.Result{Outcome: jobs.Noop}
+		if job.Kind == jobkind.Compact {
+			res.Outcome = jobs.Succeeded
 			for _, part := range job.Partitions {
 				var i int
 				if _, err := fmt.Sscanf(part.Key, "category=p%d", &i); err != nil {
@@ -196,7 +198,7 @@ func (s *quietSim) merge(part int, quiet bool) bool {
 			rest = append(rest, size)
 		}
 	}
-	sel, _ := SelectTiered(small, s.set)
+	sel, _ := jobs.TiersOf(s.set).Select(small)
 	if quiet && len(small) >= 2 {
 		sel = sel[:0]
 		for i := range small {
@@ -284,10 +286,10 @@ func TestQuietMergeProperty(t *testing.T) {
 		}
 		sim.runUntil(horizon)
 		sim.check()
-		jobs := sim.jobs
+		before := sim.jobs
 		sim.runUntil(horizon + 2*time.Hour)
-		if sim.jobs != jobs {
-			t.Errorf("seed %d: %d jobs after every spell had run out, want none", seed, sim.jobs-jobs)
+		if sim.jobs != before {
+			t.Errorf("seed %d: %d jobs after every spell had run out, want none", seed, sim.jobs-before)
 		}
 		if t.Failed() {
 			t.Fatalf("seed %d (%d partitions, %d writes, compact_when_quiet_after %s)", seed, parts, writes, set.CompactWhenQuietAfter)

@@ -7,6 +7,8 @@ import (
 
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/icereactor/reactor/jobkind"
+	"github.com/icereactor/reactor/jobs"
 	"github.com/icereactor/reactor/thresholds"
 )
 
@@ -143,7 +145,7 @@ func TestExplainQuietMerge(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(plan.Jobs) != 1 || plan.Jobs[0].Kind != KindCompact || !plan.Jobs[0].Job().Partitions[0].Quiet {
+	if len(plan.Jobs) != 1 || plan.Jobs[0].Kind != jobkind.Compact || !plan.Jobs[0].Job().Partitions[0].Quiet {
 		t.Fatalf("72 s after: jobs %+v, want one quiet compaction", plan.Jobs)
 	}
 	if got := plan.Jobs[0].Reasons[0].String(); got != "category=a: quiet merge, compact_when_quiet_after 1m (quiet for 1m12s, 4 files where 1 would do: merge)" {
@@ -154,14 +156,14 @@ func TestExplainQuietMerge(t *testing.T) {
 // A quiet merge waits behind the jobs that answer writes; a compaction
 // that also merges a partition over its threshold does not.
 func TestQuietMergePriority(t *testing.T) {
-	quiet := Reason{Threshold: quietThreshold}
-	if p := priorityOf(KindCompact, []Reason{quiet, quiet}); p != PriorityBackground {
+	quiet := jobs.Reason{Threshold: jobs.CompactWhenQuietAfter}
+	if p := jobs.PriorityOf(jobkind.Compact, []jobs.Reason{quiet, quiet}); p != jobkind.PriorityBackground {
 		t.Errorf("quiet merges only: %s, want background", p)
 	}
-	if p := priorityOf(KindCompact, []Reason{quiet, {Threshold: "small_file_count"}}); p != PriorityUrgent {
+	if p := jobs.PriorityOf(jobkind.Compact, []jobs.Reason{quiet, {Threshold: "small_file_count"}}); p != jobkind.PriorityUrgent {
 		t.Errorf("with a tier merge: %s, want urgent", p)
 	}
-	if p := priorityOf(KindCompact, nil); p != PriorityUrgent {
+	if p := jobs.PriorityOf(jobkind.Compact, nil); p != jobkind.PriorityUrgent {
 		t.Errorf("no reason: %s, want urgent", p)
 	}
 }

@@ -3,6 +3,9 @@ package planner
 import (
 	"testing"
 	"time"
+
+	"github.com/icereactor/reactor/jobkind"
+	"github.com/icereactor/reactor/jobs"
 )
 
 // A compaction that committed in one partition and found nothing in
@@ -13,22 +16,22 @@ func TestSucceededJobSettlesItsIdlePartitions(t *testing.T) {
 	f.commit("a", 6)
 	f.commit("b", 6)
 	f.at(2 * time.Hour)
-	jobs := f.takeJobs()
-	if len(jobs) != 1 || len(jobs[0].Partitions) != 2 {
-		t.Fatalf("jobs = %+v, want one job for a and b", jobs)
+	got := f.takeJobs()
+	if len(got) != 1 || len(got[0].Partitions) != 2 {
+		t.Fatalf("jobs = %+v, want one job for a and b", got)
 	}
-	f.p.Finished(f.ctx, jobs[0], Result{Outcome: Succeeded, NothingToDo: map[string]string{"category=b": "no group"}})
+	f.p.Finished(f.ctx, got[0], jobs.Result{Outcome: jobs.Succeeded, NothingToDo: map[string]string{"category=b": "no group"}})
 	f.at(5 * time.Hour) // past the cool-down; neither partition changed
-	jobs = f.takeJobs()
-	if len(jobs) != 1 || len(jobs[0].Partitions) != 1 || jobs[0].Partitions[0].Key != "category=a" {
-		t.Fatalf("jobs = %+v, want a again (its files did not change here) and not b", jobs)
+	got = f.takeJobs()
+	if len(got) != 1 || len(got[0].Partitions) != 1 || got[0].Partitions[0].Key != "category=a" {
+		t.Fatalf("jobs = %+v, want a again (its files did not change here) and not b", got)
 	}
-	f.p.Finished(f.ctx, jobs[0], Result{Outcome: Noop})
+	f.p.Finished(f.ctx, got[0], jobs.Result{Outcome: jobs.Noop})
 	f.commit("b", 1)
 	f.at(8 * time.Hour)
-	jobs = f.takeJobs()
-	if len(jobs) != 1 || len(jobs[0].Partitions) != 1 || jobs[0].Partitions[0].Key != "category=b" {
-		t.Fatalf("after a write to b: jobs = %+v, want b", jobs)
+	got = f.takeJobs()
+	if len(got) != 1 || len(got[0].Partitions) != 1 || got[0].Partitions[0].Key != "category=b" {
+		t.Fatalf("after a write to b: jobs = %+v, want b", got)
 	}
 }
 
@@ -40,17 +43,17 @@ func TestDeleteDebtFallsBackToCompaction(t *testing.T) {
 	f := newSchedFixture(t, schedYAML)
 	set := f.p.cfg.Load().For("db.t", nil)
 	_, kind, _, _, due := partitionDue(c, set, time.Now())
-	if !due || kind != KindRewritePositionDeletes {
+	if !due || kind != jobkind.RewritePositionDeletes {
 		t.Fatalf("first remedy %q (due %v), want rewrite_position_deletes", kind, due)
 	}
-	_, kind, reason, apply, due := partitionDue(c, set, time.Now(), KindRewritePositionDeletes)
-	if !due || kind != KindCompact || !apply {
+	_, kind, reason, apply, due := partitionDue(c, set, time.Now(), jobkind.RewritePositionDeletes)
+	if !due || kind != jobkind.Compact || !apply {
 		t.Fatalf("after the delete rewrite settled: %q apply=%v due=%v, want a compaction applying deletes", kind, apply, due)
 	}
 	if reason.Note == "" {
 		t.Error("the fallback does not say why")
 	}
-	if _, kind, _, _, due := partitionDue(c, set, time.Now(), KindRewritePositionDeletes, KindCompact); due {
+	if _, kind, _, _, due := partitionDue(c, set, time.Now(), jobkind.RewritePositionDeletes, jobkind.Compact); due {
 		t.Errorf("both settled: still due for %q", kind)
 	}
 }

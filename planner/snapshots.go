@@ -8,6 +8,7 @@ import (
 
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/icereactor/reactor/jobs"
 	"github.com/icereactor/reactor/thresholds"
 )
 
@@ -70,14 +71,14 @@ func (s snapshotSummary) oldest() time.Time {
 // unlinks files and a later pass deletes them once the margin has passed
 // since they left the table. The answer is an estimate for scheduling
 // (iceberg-go resolves retention per branch).
-func (s snapshotSummary) expiry(now time.Time, set thresholds.Effective) (due bool, reason Reason, olderThan time.Duration, retainLast int, next time.Time) {
+func (s snapshotSummary) expiry(now time.Time, set thresholds.Effective) (due bool, reason jobs.Reason, olderThan time.Duration, retainLast int, next time.Time) {
 	retainLast = max(set.RetainLast, 1)
 	if n := s.count(); n >= set.SnapshotCount && set.SnapshotCount > 0 {
 		keep := max(retainLast, set.SnapshotCount/2)
 		if n > keep {
 			// Everything older than the keep-th newest goes.
 			olderThan = max(now.Sub(s.at(keep-1)), 0)
-			return true, Reason{Partition: tableWide, Threshold: "snapshot_count", Measured: int64(n), Limit: int64(set.SnapshotCount),
+			return true, jobs.Reason{Partition: jobs.TableWide, Threshold: jobs.SnapshotCount, Measured: int64(n), Limit: int64(set.SnapshotCount),
 				Note: fmt.Sprintf("keep the newest %d of %d snapshots (snapshot_count %d, retain_last %d)",
 					keep, n, set.SnapshotCount, set.RetainLast)}, olderThan, keep, time.Time{}
 		}
@@ -90,13 +91,13 @@ func (s snapshotSummary) expiry(now time.Time, set thresholds.Effective) (due bo
 			continue
 		}
 		if s.at(i).Before(horizon) {
-			return true, Reason{Partition: tableWide, Threshold: "snapshot_max_age",
+			return true, jobs.Reason{Partition: jobs.TableWide, Threshold: jobs.SnapshotMaxAge,
 					Measured: int64(now.Sub(s.at(i)) / time.Second), Limit: int64(olderThan / time.Second),
 					Note: fmt.Sprintf("oldest expirable snapshot is %s old; snapshot_max_age %s, retain_last %d",
 						now.Sub(s.at(i)).Round(time.Second), olderThan, set.RetainLast)},
 				olderThan, retainLast, time.Time{}
 		}
-		return false, Reason{}, 0, 0, s.at(i).Add(olderThan)
+		return false, jobs.Reason{}, 0, 0, s.at(i).Add(olderThan)
 	}
-	return false, Reason{}, 0, 0, time.Time{}
+	return false, jobs.Reason{}, 0, 0, time.Time{}
 }

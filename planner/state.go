@@ -10,6 +10,8 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icereactor/reactor/history"
+	"github.com/icereactor/reactor/jobkind"
+	"github.com/icereactor/reactor/jobs"
 	"github.com/icereactor/reactor/objectio"
 )
 
@@ -45,7 +47,7 @@ type tableCounters struct {
 	// dvs follows the live deletion vectors by the data file they name.
 	dvs dvRefs
 	// offloaded are the last snapshots reactor's jobs committed through
-	// Spark (see Result.OwnSnapshots), offloadedSort those a sort wrote.
+	// Spark (see jobs.Result.OwnSnapshots), offloadedSort those a sort wrote.
 	offloaded, offloadedSort recentHashes // snapshot ids, grown on demand
 }
 
@@ -96,7 +98,7 @@ type partitionState struct {
 	SpecID int32
 	inJob  bool
 	// settledKinds: see settledWrite (here, where it packs with SpecID).
-	settledKinds kindSet
+	settledKinds jobkind.Set
 	// values are the partition tuple, compact (a map per partition costs
 	// ten times as much); partition() renders the job's form.
 	values partitionValues
@@ -116,8 +118,8 @@ type partitionState struct {
 }
 
 // partition is the partition as a job names it.
-func (ps *partitionState) partition() Partition {
-	return Partition{Key: ps.Key, SpecID: ps.SpecID, Values: ps.values.asMap()}
+func (ps *partitionState) partition() jobs.Partition {
+	return jobs.Partition{Key: ps.Key, SpecID: ps.SpecID, Values: ps.values.asMap()}
 }
 
 // updateStats reports what an update did.
@@ -187,7 +189,7 @@ func (tc *tableCounters) advance(ctx context.Context, tbl *table.Table, sz fileS
 		return tc.rebuild(ctx, tbl, fs, sz)
 	}
 
-	keys := NewKeyer(meta)
+	keys := jobs.NewKeyer(meta)
 	for i := len(chain) - 1; i >= 0; i-- {
 		snap := chain[i]
 		own := tc.own(snap)
@@ -298,7 +300,7 @@ func (tc *tableCounters) rebuild(ctx context.Context, tbl *table.Table, fs iceio
 	}
 	tc.dataManifests = countDataManifests(manifests)
 	st.snapshots = 1
-	keys := NewKeyer(meta)
+	keys := jobs.NewKeyer(meta)
 	// Whether a snapshot was reactor's own, and when it was written, per
 	// snapshot id: looked up once, not once per file.
 	writtenAt := map[int64]time.Time{}
@@ -362,7 +364,7 @@ func (tc *tableCounters) rebuild(ctx context.Context, tbl *table.Table, fs iceio
 	return st, nil
 }
 
-func (tc *tableCounters) partition(keys *Keyer, df iceberg.DataFile) *partitionState {
+func (tc *tableCounters) partition(keys *jobs.Keyer, df iceberg.DataFile) *partitionState {
 	values := df.Partition()
 	key := keys.Key(df.SpecID(), values)
 	ps, ok := tc.partitions[key]
@@ -379,20 +381,20 @@ func (tc *tableCounters) partition(keys *Keyer, df iceberg.DataFile) *partitionS
 // isSortSnapshot reports whether s was committed by a sort or z-order
 // rewrite: the data files it added are sorted.
 func isSortSnapshot(s *table.Snapshot) bool {
-	return s.Summary != nil && s.Summary.Properties[SortSnapshotProperty] != ""
+	return s.Summary != nil && s.Summary.Properties[jobs.SortSnapshotProperty] != ""
 }
 
 func isOwnSnapshot(s *table.Snapshot) bool {
 	if s.Summary == nil {
 		return false
 	}
-	_, ok := s.Summary.Properties[SnapshotJobProperty]
+	_, ok := s.Summary.Properties[jobs.SnapshotJobProperty]
 	return ok
 }
 
 // input counts the data and delete files of parts and their bytes; with
 // no parts, of the whole table (a table-wide job's input).
-func (tc *tableCounters) input(parts []Partition) (files int, bytes int64) {
+func (tc *tableCounters) input(parts []jobs.Partition) (files int, bytes int64) {
 	add := func(c Counters) {
 		files += c.DataFiles + c.DeleteFiles()
 		bytes += c.Bytes + c.DeleteBytes

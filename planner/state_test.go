@@ -2,7 +2,6 @@ package planner
 
 import (
 	"context"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +10,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icereactor/reactor/embedded"
+	"github.com/icereactor/reactor/jobs"
 	"github.com/icereactor/reactor/location"
 	"github.com/icereactor/reactor/streamwriter"
 	"github.com/icereactor/reactor/thresholds"
@@ -112,7 +112,7 @@ func TestIncrementalCountersMatchRebuild(t *testing.T) {
 		}
 	}
 	txn := tbl.NewTransaction()
-	rw := txn.NewRewrite(iceberg.Properties{SnapshotJobProperty: "job-1"})
+	rw := txn.NewRewrite(iceberg.Properties{jobs.SnapshotJobProperty: "job-1"})
 	for _, df := range old[1:] {
 		rw.DeleteFile(df) // keep one file: the shape of a rewrite, without writing Parquet
 	}
@@ -174,7 +174,7 @@ func TestPartitionKey(t *testing.T) {
 		{map[int]any{1000: "x"}, 7, "spec=7/1000=x"},
 	}
 	for _, tt := range tests {
-		if got := NewKeyer(meta).Key(tt.spec, tt.values); got != tt.want {
+		if got := jobs.NewKeyer(meta).Key(tt.spec, tt.values); got != tt.want {
 			t.Errorf("Key(%v, spec %d) = %q, want %q", tt.values, tt.spec, got, tt.want)
 		}
 	}
@@ -279,19 +279,7 @@ func sameCounters(a, b Counters) bool {
 	return a == b
 }
 
-func TestKindSet(t *testing.T) {
-	all := []JobKind{KindCompact, KindRewritePositionDeletes, KindSort, KindExpireSnapshots,
-		KindRewriteManifests, KindDeleteExpiredFiles, KindRemoveOrphans}
-	var s kindSet
-	for i, k := range all {
-		s = s.with(k)
-		if got := s.kinds(); len(got) != i+1 || !slices.Contains(got, k) {
-			t.Fatalf("after adding %s the set holds %v", k, got)
-		}
-	}
-	if kindSet(0).kinds() != nil {
-		t.Error("an empty set lists no kind")
-	}
+func TestInstant(t *testing.T) {
 	if at := instantOf(time.Time{}); at != 0 || !at.time().IsZero() {
 		t.Error("the zero time is the zero instant and back")
 	}

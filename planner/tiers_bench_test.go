@@ -3,6 +3,7 @@ package planner
 import (
 	"testing"
 
+	"github.com/icereactor/reactor/jobs"
 	"github.com/icereactor/reactor/thresholds"
 )
 
@@ -84,7 +85,7 @@ func BenchmarkTierWriteAmplification(b *testing.B) {
 			set := thresholds.Default().For("db.t", nil)
 			set.SmallFileCount, set.TierFanIn = tc.count, tc.fanIn
 			commits := int(10 * set.TargetFileSize / commit)
-			sel := func(sizes []int64) []int { s, _ := SelectTiered(sizes, set); return s }
+			sel := func(sizes []int64) []int { s, _ := jobs.TiersOf(set).Select(sizes); return s }
 			if tc.previousRules {
 				sel = mergeAllSmall(set)
 			}

@@ -3,7 +3,7 @@
 // worker can be handed to a Spark cluster, and so reactor's behaviour can be
 // checked against the reference implementation on the same table.
 //
-// It owns the translation of a [planner.Job] and its
+// It owns the translation of a [jobs.Job] and its
 // [thresholds.Effective] settings into `CALL <catalog>.system.<procedure>(...)`
 // text: the procedure, the option names and values the seeds document
 // (target-file-size-bytes, min-file-size-bytes, max-file-size-bytes,

@@ -9,7 +9,8 @@ import (
 
 	"github.com/apache/iceberg-go/table"
 
-	"github.com/icereactor/reactor/planner"
+	"github.com/icereactor/reactor/jobkind"
+	"github.com/icereactor/reactor/jobs"
 	"github.com/icereactor/reactor/sortorder"
 )
 
@@ -85,7 +86,7 @@ type Statement struct {
 // that names no partition (nothing to do). meta is the table's metadata;
 // compaction and position-delete jobs need it to turn partition values into
 // a where predicate, the others accept nil.
-func Render(job planner.Job, meta table.Metadata, opts Options) ([]Statement, error) {
+func Render(job jobs.Job, meta table.Metadata, opts Options) ([]Statement, error) {
 	if opts.Catalog == "" {
 		return nil, errors.New("sparkcall: no Spark catalog name")
 	}
@@ -99,17 +100,17 @@ func Render(job planner.Job, meta table.Metadata, opts Options) ([]Statement, er
 		err error
 	)
 	switch job.Kind {
-	case planner.KindCompact, planner.KindSort:
+	case jobkind.Compact, jobkind.Sort:
 		out, err = r.compact()
-	case planner.KindRewritePositionDeletes:
+	case jobkind.RewritePositionDeletes:
 		out, err = r.rewritePositionDeletes()
-	case planner.KindExpireSnapshots:
+	case jobkind.ExpireSnapshots:
 		out, err = r.expireSnapshots()
-	case planner.KindRemoveOrphans:
+	case jobkind.RemoveOrphans:
 		out, err = r.removeOrphans()
-	case planner.KindRewriteManifests:
+	case jobkind.RewriteManifests:
 		out, err = r.rewriteManifests()
-	case planner.KindDeleteExpiredFiles:
+	case jobkind.DeleteExpiredFiles:
 		err = fmt.Errorf("%w: %s (Spark's expire_snapshots deletes the files it makes unreachable at once)", ErrNoSparkForm, job.Kind)
 	default:
 		err = fmt.Errorf("%w: no Spark form is rendered for job kind %q", ErrNoSparkForm, job.Kind)
@@ -120,7 +121,7 @@ func Render(job planner.Job, meta table.Metadata, opts Options) ([]Statement, er
 	return out, nil
 }
 
-func tableName(job planner.Job) string {
+func tableName(job jobs.Job) string {
 	if job.TableName != "" {
 		return job.TableName
 	}
@@ -128,7 +129,7 @@ func tableName(job planner.Job) string {
 }
 
 type renderer struct {
-	job     planner.Job
+	job     jobs.Job
 	meta    table.Metadata
 	catalog string
 	now     time.Time
@@ -177,7 +178,7 @@ func itoa[T int | int64](n T) string { return strconv.FormatInt(int64(n), 10) }
 
 // where renders the where argument selecting exactly partitions (OR of each
 // partition's predicate); ok is false when they cover the whole table.
-func (r renderer) where(partitions []planner.Partition) (a arg, ok bool, err error) {
+func (r renderer) where(partitions []jobs.Partition) (a arg, ok bool, err error) {
 	if r.meta == nil {
 		return arg{}, false, errors.New("sparkcall: the table metadata is needed to render partitions")
 	}
@@ -241,12 +242,12 @@ func (r renderer) compact() ([]Statement, error) {
 	base = append(base,
 		option{"partial-progress.enabled", "true"},
 		option{"partial-progress.max-commits", itoa(max(s.PartialProgressCommits, 1))})
-	if r.job.Kind == planner.KindSort {
+	if r.job.Kind == jobkind.Sort {
 		// reactor's sort rewrites every file of the partition.
 		base = append(base, option{"rewrite-all", "true"})
 	}
 
-	var plain, withDeletes []planner.Partition
+	var plain, withDeletes []jobs.Partition
 	for _, p := range r.job.Partitions {
 		if p.ApplyDeletes {
 			withDeletes = append(withDeletes, p)
@@ -256,7 +257,7 @@ func (r renderer) compact() ([]Statement, error) {
 	}
 	var out []Statement
 	for _, g := range []struct {
-		parts []planner.Partition
+		parts []jobs.Partition
 		opts  []option
 	}{
 		{plain, base},
@@ -290,7 +291,7 @@ func (r renderer) compact() ([]Statement, error) {
 // strategy 'sort'). An empty order is left out, and Spark uses the table's
 // sort order, as reactor does.
 func (r renderer) strategyArgs() ([]arg, error) {
-	if r.job.Kind != planner.KindSort {
+	if r.job.Kind != jobkind.Sort {
 		return []arg{{"strategy", mustQuoteString("binpack")}}, nil
 	}
 	args := []arg{{"strategy", mustQuoteString("sort")}}
@@ -325,7 +326,7 @@ func withOptions(base []option, replace ...option) []option {
 	return out
 }
 
-func keys(ps []planner.Partition) []string {
+func keys(ps []jobs.Partition) []string {
 	out := make([]string, len(ps))
 	for i, p := range ps {
 		out[i] = p.Key
@@ -420,7 +421,7 @@ func (r renderer) expireSnapshots() ([]Statement, error) {
 // delete (orphan_delete and not a dry run).
 func (r renderer) removeOrphans() ([]Statement, error) {
 	switch r.job.OrphanSource {
-	case planner.OrphansFromListing, "":
+	case jobs.OrphansFromListing, "":
 	default:
 		return nil, fmt.Errorf("%w: orphan candidates from %q (remove_orphan_files lists the location itself; a file list needs a file_list_view)",
 			ErrNotExpressible, r.job.OrphanSource)

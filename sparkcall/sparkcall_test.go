@@ -13,7 +13,8 @@ import (
 	"github.com/apache/iceberg-go/table"
 	"github.com/google/uuid"
 
-	"github.com/icereactor/reactor/planner"
+	"github.com/icereactor/reactor/jobkind"
+	"github.com/icereactor/reactor/jobs"
 	"github.com/icereactor/reactor/thresholds"
 )
 
@@ -235,12 +236,12 @@ func settings() thresholds.Effective {
 	return s
 }
 
-func job(kind planner.JobKind, parts ...planner.Partition) planner.Job {
-	return planner.Job{ID: "j1", Kind: kind, Table: table.Identifier{"db", "events"}, TableName: "db.events",
+func job(kind jobkind.Kind, parts ...jobs.Partition) jobs.Job {
+	return jobs.Job{ID: "j1", Kind: kind, Table: table.Identifier{"db", "events"}, TableName: "db.events",
 		Partitions: parts, Settings: settings(), ScheduledAt: testNow}
 }
 
-func render1(t *testing.T, j planner.Job, meta table.Metadata) Statement {
+func render1(t *testing.T, j jobs.Job, meta table.Metadata) Statement {
 	t.Helper()
 	sts, err := Render(j, meta, Options{Catalog: "lake"})
 	if err != nil {
@@ -254,29 +255,29 @@ func render1(t *testing.T, j planner.Job, meta table.Metadata) Statement {
 
 func TestRenderEachKind(t *testing.T) {
 	meta, ids := testMeta(t, specField{2, iceberg.IdentityTransform{}})
-	part := planner.Partition{Key: "pa=books", Values: map[int]any{ids[0]: "books"}}
-	orphansDelete := job(planner.KindRemoveOrphans)
-	orphansDelete.OrphanSource = planner.OrphansFromListing
+	part := jobs.Partition{Key: "pa=books", Values: map[int]any{ids[0]: "books"}}
+	orphansDelete := job(jobkind.RemoveOrphans)
+	orphansDelete.OrphanSource = jobs.OrphansFromListing
 	orphansDelete.Settings.OrphanDelete = true
 	orphansDry := orphansDelete
 	orphansDry.Settings.OrphanDelete = false
-	expire := job(planner.KindExpireSnapshots)
+	expire := job(jobkind.ExpireSnapshots)
 	expire.ExpireOlderThan = 48 * time.Hour
 	expire.Settings.RetainLast = 3
 
 	for _, tc := range []struct {
 		name string
-		job  planner.Job
+		job  jobs.Job
 		want string
 	}{
-		{"compact", job(planner.KindCompact, part),
+		{"compact", job(jobkind.Compact, part),
 			"CALL `lake`.system.rewrite_data_files(table => '`lake`.`db`.`events`', strategy => 'binpack', " +
 				"options => map('target-file-size-bytes', '536870912', 'min-file-size-bytes', '402653184', " +
 				"'max-file-size-bytes', '966367641', 'min-input-files', '5', 'delete-file-threshold', '5', " +
 				"'delete-ratio-threshold', '0.3', 'max-file-group-size-bytes', '10737418240', " +
 				"'partial-progress.enabled', 'true', 'partial-progress.max-commits', '10'), " +
 				"where => '`kind of` = \\'books\\'')"},
-		{"rewrite position deletes", job(planner.KindRewritePositionDeletes, part),
+		{"rewrite position deletes", job(jobkind.RewritePositionDeletes, part),
 			"CALL `lake`.system.rewrite_position_delete_files(table => '`lake`.`db`.`events`', " +
 				"options => map('target-file-size-bytes', '67108864', 'min-input-files', '5'), " +
 				"where => '`kind of` = \\'books\\'')"},
@@ -289,7 +290,7 @@ func TestRenderEachKind(t *testing.T) {
 		{"orphans delete", orphansDelete,
 			"CALL `lake`.system.remove_orphan_files(table => '`lake`.`db`.`events`', " +
 				"older_than => TIMESTAMP '2026-11-26 12:00:00.123456Z', dry_run => false)"},
-		{"rewrite manifests", job(planner.KindRewriteManifests),
+		{"rewrite manifests", job(jobkind.RewriteManifests),
 			"CALL `lake`.system.rewrite_manifests(table => '`lake`.`db`.`events`')"},
 		{"sort", sortJob(part, "`kind of` DESC, `it's`"), "strategy => 'sort', sort_order => '`kind of` DESC NULLS LAST, `it\\'s` ASC NULLS FIRST', options"},
 		{"zorder", sortJob(part, "zorder(a, b)"), "strategy => 'sort', sort_order => 'zorder(a, b)', options"},
@@ -297,7 +298,7 @@ func TestRenderEachKind(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			st := render1(t, tc.job, meta)
-			if tc.job.Kind == planner.KindSort {
+			if tc.job.Kind == jobkind.Sort {
 				if !strings.Contains(st.SQL, tc.want) || !strings.Contains(st.SQL, "'rewrite-all', 'true'") {
 					t.Errorf("SQL %s\nwant it to contain %s and rewrite-all", st.SQL, tc.want)
 				}
@@ -314,38 +315,38 @@ func TestRenderEachKind(t *testing.T) {
 }
 
 // sortJob is a sort job over one partition in the given order.
-func sortJob(part planner.Partition, order string) planner.Job {
-	j := job(planner.KindSort, part)
+func sortJob(part jobs.Partition, order string) jobs.Job {
+	j := job(jobkind.Sort, part)
 	j.SortOrder = order
 	return j
 }
 
 func TestRenderRejects(t *testing.T) {
 	meta, ids := testMeta(t, specField{2, iceberg.IdentityTransform{}})
-	part := planner.Partition{Key: "pa=books", Values: map[int]any{ids[0]: "books"}}
-	dry := func(j planner.Job) planner.Job { j.DryRun = true; return j }
-	deferred := job(planner.KindExpireSnapshots)
+	part := jobs.Partition{Key: "pa=books", Values: map[int]any{ids[0]: "books"}}
+	dry := func(j jobs.Job) jobs.Job { j.DryRun = true; return j }
+	deferred := job(jobkind.ExpireSnapshots)
 	deferred.ExpireOlderThan = 48 * time.Hour
 	deferred.Settings.ExpireDeletionDelay = 72 * time.Hour // beyond the 48h reader margin
-	noHorizon := job(planner.KindExpireSnapshots)
-	tracked := job(planner.KindRemoveOrphans)
-	tracked.OrphanSource = planner.OrphansFromTracking
+	noHorizon := job(jobkind.ExpireSnapshots)
+	tracked := job(jobkind.RemoveOrphans)
+	tracked.OrphanSource = jobs.OrphansFromTracking
 	for _, tc := range []struct {
 		name string
-		job  planner.Job
+		job  jobs.Job
 		want error
 	}{
-		{"delete expired files", job(planner.KindDeleteExpiredFiles), ErrNoSparkForm},
-		{"unknown kind", job("defragment"), ErrNoSparkForm},
-		{"dry-run compaction", dry(job(planner.KindCompact, part)), ErrNotExpressible},
-		{"dry-run delete rewrite", dry(job(planner.KindRewritePositionDeletes, part)), ErrNotExpressible},
+		{"delete expired files", job(jobkind.DeleteExpiredFiles), ErrNoSparkForm},
+		{"unknown kind", job(jobkind.Kind(99)), ErrNoSparkForm},
+		{"dry-run compaction", dry(job(jobkind.Compact, part)), ErrNotExpressible},
+		{"dry-run delete rewrite", dry(job(jobkind.RewritePositionDeletes, part)), ErrNotExpressible},
 		{"dry-run expiry", dry(deferred), ErrNotExpressible},
-		{"dry-run manifests", dry(job(planner.KindRewriteManifests)), ErrNotExpressible},
+		{"dry-run manifests", dry(job(jobkind.RewriteManifests)), ErrNotExpressible},
 		{"deferred expiry deletion", deferred, ErrNotExpressible},
 		{"expiry without horizon", noHorizon, ErrNotExpressible},
 		{"tracked orphan candidates", tracked, ErrNotExpressible},
-		{"table with an empty part", func() planner.Job {
-			j := job(planner.KindRewriteManifests)
+		{"table with an empty part", func() jobs.Job {
+			j := job(jobkind.RewriteManifests)
 			j.Table = table.Identifier{"db", ""}
 			return j
 		}(), ErrNotExpressible},
@@ -357,18 +358,18 @@ func TestRenderRejects(t *testing.T) {
 			}
 		})
 	}
-	if _, err := Render(job(planner.KindRewriteManifests), meta, Options{}); err == nil {
+	if _, err := Render(job(jobkind.RewriteManifests), meta, Options{}); err == nil {
 		t.Error("no catalog: no error")
 	}
-	j := job(planner.KindExpireSnapshots)
+	j := job(jobkind.ExpireSnapshots)
 	j.ExpireOlderThan, j.ScheduledAt = time.Hour, time.Time{}
 	if _, err := Render(j, meta, Options{Catalog: "lake"}); err == nil {
 		t.Error("no time: no error")
 	}
-	if _, err := Render(job(planner.KindCompact, part), nil, Options{Catalog: "lake"}); err == nil {
+	if _, err := Render(job(jobkind.Compact, part), nil, Options{Catalog: "lake"}); err == nil {
 		t.Error("compaction without metadata: no error")
 	}
-	for _, kind := range []planner.JobKind{planner.KindCompact, planner.KindRewritePositionDeletes} {
+	for _, kind := range []jobkind.Kind{jobkind.Compact, jobkind.RewritePositionDeletes} {
 		if sts, err := Render(job(kind), meta, Options{Catalog: "lake"}); err != nil || len(sts) != 0 {
 			t.Errorf("%s without partitions: %d statements, %v; want none (nothing to do)", kind, len(sts), err)
 		}
@@ -386,7 +387,7 @@ func TestTrickyNames(t *testing.T) {
 		{"日本", "テーブル"},
 	} {
 		for _, catalog := range []string{"lake", "my`cat", "cat.alog"} {
-			j := job(planner.KindRewriteManifests)
+			j := job(jobkind.RewriteManifests)
 			j.Table = ident
 			st := render1Catalog(t, j, catalog)
 			prefix := "CALL "
@@ -407,7 +408,7 @@ func TestTrickyNames(t *testing.T) {
 	}
 }
 
-func render1Catalog(t *testing.T, j planner.Job, catalog string) Statement {
+func render1Catalog(t *testing.T, j jobs.Job, catalog string) Statement {
 	t.Helper()
 	sts, err := Render(j, nil, Options{Catalog: catalog})
 	if err != nil || len(sts) != 1 {
@@ -418,9 +419,9 @@ func render1Catalog(t *testing.T, j planner.Job, catalog string) Statement {
 
 // whereOf renders a compaction of parts and returns the where predicate as
 // Spark sees it (the outer string literal unescaped), "" if none.
-func whereOf(t *testing.T, meta table.Metadata, parts ...planner.Partition) (string, error) {
+func whereOf(t *testing.T, meta table.Metadata, parts ...jobs.Partition) (string, error) {
 	t.Helper()
-	sts, err := Render(job(planner.KindCompact, parts...), meta, Options{Catalog: "lake"})
+	sts, err := Render(job(jobkind.Compact, parts...), meta, Options{Catalog: "lake"})
 	if err != nil {
 		return "", err
 	}
@@ -499,7 +500,7 @@ func TestWherePredicates(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			meta, ids := testMeta(t, tc.field)
-			got, err := whereOf(t, meta, planner.Partition{Key: "k", Values: map[int]any{ids[0]: tc.value}})
+			got, err := whereOf(t, meta, jobs.Partition{Key: "k", Values: map[int]any{ids[0]: tc.value}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -529,17 +530,17 @@ func TestWhereRejects(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			meta, ids := testMeta(t, tc.field)
-			_, err := whereOf(t, meta, planner.Partition{Key: "k", Values: map[int]any{ids[0]: tc.value}})
+			_, err := whereOf(t, meta, jobs.Partition{Key: "k", Values: map[int]any{ids[0]: tc.value}})
 			if !errors.Is(err, ErrNotExpressible) {
 				t.Errorf("err = %v, want ErrNotExpressible", err)
 			}
 		})
 	}
 	meta, _ := testMeta(t, specField{2, iceberg.IdentityTransform{}})
-	if _, err := whereOf(t, meta, planner.Partition{Key: "k", Values: map[int]any{}}); !errors.Is(err, ErrNotExpressible) {
+	if _, err := whereOf(t, meta, jobs.Partition{Key: "k", Values: map[int]any{}}); !errors.Is(err, ErrNotExpressible) {
 		t.Errorf("missing value: err = %v", err)
 	}
-	if _, err := whereOf(t, meta, planner.Partition{Key: "k", SpecID: 7}); !errors.Is(err, ErrNotExpressible) {
+	if _, err := whereOf(t, meta, jobs.Partition{Key: "k", SpecID: 7}); !errors.Is(err, ErrNotExpressible) {
 		t.Errorf("unknown spec: err = %v", err)
 	}
 }
@@ -547,8 +548,8 @@ func TestWhereRejects(t *testing.T) {
 func TestWhereSeveralFieldsAndPartitions(t *testing.T) {
 	meta, ids := testMeta(t, specField{2, iceberg.IdentityTransform{}}, specField{3, iceberg.DayTransform{}},
 		specField{1, iceberg.BucketTransform{NumBuckets: 4}})
-	p1 := planner.Partition{Key: "a", Values: map[int]any{ids[0]: "it's", ids[1]: iceberg.Date(0), ids[2]: int32(1)}}
-	p2 := planner.Partition{Key: "b", Values: map[int]any{ids[0]: nil, ids[1]: iceberg.Date(1), ids[2]: int32(0)}}
+	p1 := jobs.Partition{Key: "a", Values: map[int]any{ids[0]: "it's", ids[1]: iceberg.Date(0), ids[2]: int32(1)}}
+	p2 := jobs.Partition{Key: "b", Values: map[int]any{ids[0]: nil, ids[1]: iceberg.Date(1), ids[2]: int32(0)}}
 	got, err := whereOf(t, meta, p1, p2)
 	if err != nil {
 		t.Fatal(err)
@@ -566,7 +567,7 @@ func TestWhereSeveralFieldsAndPartitions(t *testing.T) {
 func TestSameColumnFields(t *testing.T) {
 	meta, ids := testMeta(t, specField{2, iceberg.IdentityTransform{}}, specField{2, iceberg.TruncateTransform{Width: 2}},
 		specField{1, iceberg.IdentityTransform{}}, specField{1, iceberg.BucketTransform{NumBuckets: 4}})
-	got, err := whereOf(t, meta, planner.Partition{Key: "k", Values: map[int]any{ids[0]: "naive", ids[1]: "na", ids[2]: int64(5), ids[3]: int32(2)}})
+	got, err := whereOf(t, meta, jobs.Partition{Key: "k", Values: map[int]any{ids[0]: "naive", ids[1]: "na", ids[2]: int64(5), ids[3]: int32(2)}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -574,7 +575,7 @@ func TestSameColumnFields(t *testing.T) {
 		t.Errorf("where\n got: %s\nwant: %s", got, want)
 	}
 	meta, ids = testMeta(t, specField{1, iceberg.TruncateTransform{Width: 10}}, specField{1, iceberg.BucketTransform{NumBuckets: 4}})
-	_, err = whereOf(t, meta, planner.Partition{Key: "k", Values: map[int]any{ids[0]: int64(10), ids[1]: int32(2)}})
+	_, err = whereOf(t, meta, jobs.Partition{Key: "k", Values: map[int]any{ids[0]: int64(10), ids[1]: int32(2)}})
 	if !errors.Is(err, ErrNotExpressible) {
 		t.Errorf("bucket beside truncate on one column: err = %v, want ErrNotExpressible", err)
 	}
@@ -585,7 +586,7 @@ func TestUnpartitionedHasNoWhere(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := whereOf(t, meta, planner.Partition{Key: "(unpartitioned)"})
+	got, err := whereOf(t, meta, jobs.Partition{Key: "(unpartitioned)"})
 	if err != nil || got != "" {
 		t.Errorf("where = %q, %v; want none", got, err)
 	}
@@ -616,7 +617,7 @@ func TestOldSpecRejected(t *testing.T) {
 	if evolved.DefaultPartitionSpec() == 0 {
 		t.Fatal("default spec did not change")
 	}
-	_, err = whereOf(t, evolved, planner.Partition{Key: "spec=0/pa=x", SpecID: 0, Values: map[int]any{ids[0]: "x"}})
+	_, err = whereOf(t, evolved, jobs.Partition{Key: "spec=0/pa=x", SpecID: 0, Values: map[int]any{ids[0]: "x"}})
 	if !errors.Is(err, ErrNotExpressible) {
 		t.Errorf("old spec: err = %v, want ErrNotExpressible", err)
 	}
@@ -626,9 +627,9 @@ func TestOldSpecRejected(t *testing.T) {
 // get their own call with delete-file-threshold=1 and min-input-files=1.
 func TestCompactWithDeletesSplits(t *testing.T) {
 	meta, ids := testMeta(t, specField{2, iceberg.IdentityTransform{}})
-	plain := planner.Partition{Key: "pa=a", Values: map[int]any{ids[0]: "a"}}
-	deletes := planner.Partition{Key: "pa=b", Values: map[int]any{ids[0]: "b"}, ApplyDeletes: true}
-	sts, err := Render(job(planner.KindCompact, deletes, plain), meta, Options{Catalog: "lake"})
+	plain := jobs.Partition{Key: "pa=a", Values: map[int]any{ids[0]: "a"}}
+	deletes := jobs.Partition{Key: "pa=b", Values: map[int]any{ids[0]: "b"}, ApplyDeletes: true}
+	sts, err := Render(job(jobkind.Compact, deletes, plain), meta, Options{Catalog: "lake"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -649,7 +650,7 @@ func TestCompactWithDeletesSplits(t *testing.T) {
 // reach the options map.
 func TestSettingsFlowIntoOptions(t *testing.T) {
 	meta, ids := testMeta(t, specField{2, iceberg.IdentityTransform{}})
-	j := job(planner.KindCompact, planner.Partition{Key: "pa=a", Values: map[int]any{ids[0]: "a"}})
+	j := job(jobkind.Compact, jobs.Partition{Key: "pa=a", Values: map[int]any{ids[0]: "a"}})
 	j.Settings.TargetFileSize, j.Settings.SmallFileSize, j.Settings.MaxFileSize = 1<<20, 3<<18, 1887436
 	j.Settings.MinInputFiles, j.Settings.DeleteFileThreshold, j.Settings.DeletedRowRatio = 2, 3, 0.25
 	j.Settings.MaxGroupSize, j.Settings.PartialProgressCommits = 1<<30, 4
@@ -661,7 +662,7 @@ func TestSettingsFlowIntoOptions(t *testing.T) {
 			t.Errorf("%s lacks %s", st.SQL, want)
 		}
 	}
-	j = job(planner.KindRewritePositionDeletes, j.Partitions...)
+	j = job(jobkind.RewritePositionDeletes, j.Partitions...)
 	j.Settings.DeleteTargetFileSize, j.Settings.DeleteMinInputFiles = 8<<20, 3
 	st = render1(t, j, meta)
 	if !strings.Contains(st.SQL, "map('target-file-size-bytes', '8388608', 'min-input-files', '3')") {
@@ -672,7 +673,7 @@ func TestSettingsFlowIntoOptions(t *testing.T) {
 // TestOlderThanIsAbsoluteAndTruncatedToThePast: Options.Now wins over the
 // job's ScheduledAt, and sub-microsecond time is dropped towards the past.
 func TestOlderThanIsAbsoluteAndTruncatedToThePast(t *testing.T) {
-	j := job(planner.KindExpireSnapshots)
+	j := job(jobkind.ExpireSnapshots)
 	j.ExpireOlderThan = 72 * time.Hour
 	now := time.Date(2030, 1, 2, 3, 4, 5, 999, time.FixedZone("X", 5*3600))
 	sts, err := Render(j, nil, Options{Catalog: "lake", Now: now})
@@ -687,11 +688,11 @@ func TestOlderThanIsAbsoluteAndTruncatedToThePast(t *testing.T) {
 func TestStatementsAreValidUTF8(t *testing.T) {
 	meta, ids := testMeta(t, specField{2, iceberg.IdentityTransform{}})
 	for _, v := range tricky {
-		st := render1(t, job(planner.KindCompact, planner.Partition{Key: "k", Values: map[int]any{ids[0]: v}}), meta)
+		st := render1(t, job(jobkind.Compact, jobs.Partition{Key: "k", Values: map[int]any{ids[0]: v}}), meta)
 		if !utf8.ValidString(st.SQL) || strings.ContainsAny(st.SQL, "\n\r\x00") {
 			t.Errorf("value %q: statement %q", v, st.SQL)
 		}
-		where, err := whereOf(t, meta, planner.Partition{Key: "k", Values: map[int]any{ids[0]: v}})
+		where, err := whereOf(t, meta, jobs.Partition{Key: "k", Values: map[int]any{ids[0]: v}})
 		if err != nil {
 			t.Fatal(err)
 		}

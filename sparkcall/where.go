@@ -13,8 +13,7 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 	"github.com/google/uuid"
-
-	"github.com/icereactor/reactor/planner"
+	"github.com/icereactor/reactor/jobs"
 )
 
 // partitionPredicate renders the Spark SQL predicate (not yet quoted as a
@@ -35,7 +34,7 @@ import (
 //
 // It returns "" when the partition is the whole table (unpartitioned, or
 // only void fields).
-func partitionPredicate(catalog string, meta table.Metadata, p planner.Partition) (string, error) {
+func partitionPredicate(catalog string, meta table.Metadata, p jobs.Partition) (string, error) {
 	current := meta.DefaultPartitionSpec()
 	spec := meta.PartitionSpecByID(int(p.SpecID))
 	if spec == nil {

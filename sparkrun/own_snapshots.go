@@ -7,7 +7,8 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icereactor/reactor/deletions"
-	"github.com/icereactor/reactor/planner"
+	"github.com/icereactor/reactor/jobkind"
+	"github.com/icereactor/reactor/jobs"
 )
 
 // recordOwnSnapshots writes, in the table's storage, the snapshots Spark
@@ -16,7 +17,7 @@ import (
 // output as unsorted): Spark's procedures take no snapshot property that
 // could say so. Records whose snapshots are all gone from the table are
 // removed. A failure costs only a possible redo after a restart: logged.
-func (r *Runner) recordOwnSnapshots(ctx context.Context, log *slog.Logger, job planner.Job, after *table.Table, ids []int64) {
+func (r *Runner) recordOwnSnapshots(ctx context.Context, log *slog.Logger, job jobs.Job, after *table.Table, ids []int64) {
 	fs, err := after.FS(ctx)
 	if err != nil {
 		log.Warn("could not record the snapshots Spark committed for the job", "error", err)
@@ -24,7 +25,7 @@ func (r *Runner) recordOwnSnapshots(ctx context.Context, log *slog.Logger, job p
 	}
 	recs := r.keys.Records(fs, deletions.RefOf(after))
 	if len(ids) > 0 {
-		rec := deletions.OwnSnapshots{Table: job.TableName, JobID: job.ID, Kind: string(job.Kind), Sort: job.Kind == planner.KindSort,
+		rec := deletions.OwnSnapshots{Table: job.TableName, JobID: job.ID, Kind: job.Kind.String(), Sort: job.Kind == jobkind.Sort,
 			SnapshotIDs: ids}
 		if _, err := recs.WriteOwnSnapshots(rec); err != nil {
 			log.Warn("could not record the snapshots Spark committed for the job; after a restart they may read as another writer's",

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/icereactor/reactor/deletions"
-	"github.com/icereactor/reactor/planner"
+	"github.com/icereactor/reactor/jobs"
 )
 
 // TestSparkSnapshotsAreRecorded: the snapshots Spark committed for a job
@@ -14,7 +14,7 @@ import (
 func TestSparkSnapshotsAreRecorded(t *testing.T) {
 	f := newRunFixture(t, "spark: {endpoint: 'sc://spark:15002', catalog: lake, rules: [{}]}")
 	res, _, _, _ := f.run()
-	if res.Outcome != planner.Succeeded || len(res.OwnSnapshots) == 0 {
+	if res.Outcome != jobs.Succeeded || len(res.OwnSnapshots) == 0 {
 		t.Fatalf("outcome %s, own snapshots %v: %v", res.Outcome, res.OwnSnapshots, res.Err)
 	}
 	tbl, err := f.cat.LoadTable(t.Context(), testIdent)

@@ -13,7 +13,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/icereactor/reactor/executor"
-	"github.com/icereactor/reactor/planner"
+	"github.com/icereactor/reactor/jobkind"
 	"github.com/icereactor/reactor/sparkcall"
 )
 
@@ -113,13 +113,13 @@ func toInt64(v any) (int64, bool) {
 }
 
 // changedNothing reports whether a statement's counts say it did nothing.
-func changedNothing(kind planner.JobKind, before, after executor.Report) bool {
+func changedNothing(kind jobkind.Kind, before, after executor.Report) bool {
 	switch kind {
-	case planner.KindCompact, planner.KindSort:
+	case jobkind.Compact, jobkind.Sort:
 		return after.RewrittenDataFiles == before.RewrittenDataFiles && after.RemovedDeleteFiles == before.RemovedDeleteFiles
-	case planner.KindRewritePositionDeletes:
+	case jobkind.RewritePositionDeletes:
 		return after.RewrittenDeleteFiles == before.RewrittenDeleteFiles
-	case planner.KindRewriteManifests:
+	case jobkind.RewriteManifests:
 		return after.ManifestsRewritten == before.ManifestsRewritten
 	}
 	return false

@@ -11,7 +11,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/icereactor/reactor/executor"
-	"github.com/icereactor/reactor/planner"
+	"github.com/icereactor/reactor/jobkind"
 	"github.com/icereactor/reactor/sparkcall"
 )
 
@@ -24,20 +24,20 @@ func stmt(procedure string) sparkcall.Statement {
 // the same names.
 func TestAddResult(t *testing.T) {
 	for _, tc := range []struct {
-		kind      planner.JobKind
+		kind      jobkind.Kind
 		procedure string
 		row       []any
 		want      map[string]int64
 	}{
-		{planner.KindCompact, sparkcall.RewriteDataFiles, []any{int32(30), int32(2), int64(123456), int32(1), int32(4)},
+		{jobkind.Compact, sparkcall.RewriteDataFiles, []any{int32(30), int32(2), int64(123456), int32(1), int32(4)},
 			map[string]int64{"rewritten_data_files_count": 30, "added_data_files_count": 2, "rewritten_bytes_count": 123456,
 				"failed_data_files_count": 1, "removed_delete_files_count": 4}},
-		{planner.KindRewritePositionDeletes, sparkcall.RewritePositionDeleteFiles, []any{int32(12), int32(1), int64(5000), int64(900)},
+		{jobkind.RewritePositionDeletes, sparkcall.RewritePositionDeleteFiles, []any{int32(12), int32(1), int64(5000), int64(900)},
 			map[string]int64{"rewritten_delete_files_count": 12, "added_delete_files_count": 1, "rewritten_bytes_count": 5000, "added_bytes_count": 900}},
-		{planner.KindExpireSnapshots, sparkcall.ExpireSnapshots, []any{int64(3), int64(2), int64(1), int64(7), int64(5), int64(0)},
+		{jobkind.ExpireSnapshots, sparkcall.ExpireSnapshots, []any{int64(3), int64(2), int64(1), int64(7), int64(5), int64(0)},
 			map[string]int64{"deleted_data_files_count": 3, "deleted_position_delete_files_count": 2, "deleted_equality_delete_files_count": 1,
 				"deleted_manifest_files_count": 7, "deleted_manifest_lists_count": 5, "deleted_statistics_files_count": 0}},
-		{planner.KindRewriteManifests, sparkcall.RewriteManifests, []any{int32(40), int32(2)},
+		{jobkind.RewriteManifests, sparkcall.RewriteManifests, []any{int32(40), int32(2)},
 			map[string]int64{"rewritten_manifests_count": 40, "added_manifests_count": 2}},
 	} {
 		t.Run(tc.procedure, func(t *testing.T) {

@@ -7,7 +7,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icereactor/reactor/executor"
-	"github.com/icereactor/reactor/planner"
+	"github.com/icereactor/reactor/jobs"
 	"github.com/icereactor/reactor/sparkcall"
 	"github.com/icereactor/reactor/thresholds"
 )
@@ -22,11 +22,11 @@ type Decision struct {
 // it, else BackendLocal, with the rule or the reason. It needs no table:
 // whether Spark can express the job is known only once it is rendered
 // (see [Explain], and the Runner, which runs such jobs locally).
-func Decide(job planner.Job, set thresholds.SparkSettings) Decision {
+func Decide(job jobs.Job, set thresholds.SparkSettings) Decision {
 	if job.DryRun {
 		return Decision{executor.BackendLocal, "a dry run (one-shot commands run locally)"}
 	}
-	m := set.Match(job.TableName, string(job.Kind), job.InputBytes, job.InputFiles)
+	m := set.Match(job.TableName, job.Kind, job.InputBytes, job.InputFiles)
 	if m.Rule < 0 {
 		return Decision{executor.BackendLocal, m.Why}
 	}
@@ -36,7 +36,7 @@ func Decide(job planner.Job, set thresholds.SparkSettings) Decision {
 // Explain is Decide, and for a job the rules send to Spark, whether
 // sparkcall can render it from meta: a job it refuses stays local, and the
 // decision says why.
-func Explain(job planner.Job, meta table.Metadata, set thresholds.SparkSettings, catalog string) Decision {
+func Explain(job jobs.Job, meta table.Metadata, set thresholds.SparkSettings, catalog string) Decision {
 	d := Decide(job, set)
 	if d.Backend != executor.BackendSpark {
 		return d

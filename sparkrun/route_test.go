@@ -1,7 +1,6 @@
 package sparkrun
 
 import (
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -10,7 +9,8 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icereactor/reactor/executor"
-	"github.com/icereactor/reactor/planner"
+	"github.com/icereactor/reactor/jobkind"
+	"github.com/icereactor/reactor/jobs"
 	"github.com/icereactor/reactor/thresholds"
 )
 
@@ -48,9 +48,9 @@ func testMetadata(t *testing.T) table.Metadata {
 	return meta
 }
 
-func job(kind planner.JobKind, tbl string, bytes int64, files int) planner.Job {
+func job(kind jobkind.Kind, tbl string, bytes int64, files int) jobs.Job {
 	i := strings.LastIndex(tbl, ".")
-	return planner.Job{ID: "j1", Kind: kind, Table: table.Identifier{tbl[:i], tbl[i+1:]}, TableName: tbl,
+	return jobs.Job{ID: "j1", Kind: kind, Table: table.Identifier{tbl[:i], tbl[i+1:]}, TableName: tbl,
 		InputBytes: bytes, InputFiles: files, ScheduledAt: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC),
 		Settings: thresholds.Default().For(tbl, nil)}
 }
@@ -60,20 +60,20 @@ func job(kind planner.JobKind, tbl string, bytes int64, files int) planner.Job {
 func TestDecide(t *testing.T) {
 	set := sparkConfig(t, rulesDoc).SparkSettings()
 	const tib = int64(thresholds.TiB)
-	dry := job(planner.KindCompact, "db.t", 2*tib, 10)
+	dry := job(jobkind.Compact, "db.t", 2*tib, 10)
 	dry.DryRun = true
 	for _, tc := range []struct {
 		name    string
-		job     planner.Job
+		job     jobs.Job
 		backend string
 		why     string
 	}{
-		{"big compaction", job(planner.KindCompact, "db.t", 2*tib, 10), executor.BackendSpark, "rules[0] matches"},
-		{"small compaction", job(planner.KindCompact, "db.t", tib-1, 10), executor.BackendLocal, "min_input_bytes"},
-		{"other namespace", job(planner.KindCompact, "ops.t", 2*tib, 10), executor.BackendLocal, `does not match "db.*"`},
-		{"kind not in the rule", job(planner.KindRewriteManifests, "db.t", 2*tib, 10), executor.BackendLocal, "not in"},
-		{"second rule by files", job(planner.KindRemoveOrphans, "db.bucket", 1, 2000000), executor.BackendSpark, "rules[1] matches"},
-		{"no Spark form", job(planner.KindDeleteExpiredFiles, "db.t", 2*tib, 10), executor.BackendLocal, "no Spark procedure"},
+		{"big compaction", job(jobkind.Compact, "db.t", 2*tib, 10), executor.BackendSpark, "rules[0] matches"},
+		{"small compaction", job(jobkind.Compact, "db.t", tib-1, 10), executor.BackendLocal, "min_input_bytes"},
+		{"other namespace", job(jobkind.Compact, "ops.t", 2*tib, 10), executor.BackendLocal, `does not match "db.*"`},
+		{"kind not in the rule", job(jobkind.RewriteManifests, "db.t", 2*tib, 10), executor.BackendLocal, "not in"},
+		{"second rule by files", job(jobkind.RemoveOrphans, "db.bucket", 1, 2000000), executor.BackendSpark, "rules[1] matches"},
+		{"no Spark form", job(jobkind.DeleteExpiredFiles, "db.t", 2*tib, 10), executor.BackendLocal, "no Spark procedure"},
 		{"dry run", dry, executor.BackendLocal, "dry run"},
 	} {
 		d := Decide(tc.job, set)
@@ -81,7 +81,7 @@ func TestDecide(t *testing.T) {
 			t.Errorf("%s: Decide = %+v, want %s saying %q", tc.name, d, tc.backend, tc.why)
 		}
 	}
-	if d := Decide(job(planner.KindCompact, "db.t", 1<<62, 1<<30), thresholds.Default().SparkSettings()); d.Backend != executor.BackendLocal {
+	if d := Decide(job(jobkind.Compact, "db.t", 1<<62, 1<<30), thresholds.Default().SparkSettings()); d.Backend != executor.BackendLocal {
 		t.Errorf("without a spark section: %+v", d)
 	}
 }
@@ -92,21 +92,21 @@ func TestExplain(t *testing.T) {
 	set := sparkConfig(t, rulesDoc).SparkSettings()
 	meta := testMetadata(t)
 	const big = int64(2 * thresholds.TiB)
-	compact := job(planner.KindCompact, "db.t", big, 10)
-	compact.Partitions = []planner.Partition{{Key: "category=a", Values: map[int]any{1000: "a"}}}
-	tracked := job(planner.KindRemoveOrphans, "db.t", big, 10)
-	tracked.OrphanSource = planner.OrphansFromTracking
-	listing := job(planner.KindRemoveOrphans, "db.t", big, 10)
-	listing.OrphanSource = planner.OrphansFromListing
-	deferred := job(planner.KindExpireSnapshots, "db.t", big, 10)
+	compact := job(jobkind.Compact, "db.t", big, 10)
+	compact.Partitions = []jobs.Partition{{Key: "category=a", Values: map[int]any{1000: "a"}}}
+	tracked := job(jobkind.RemoveOrphans, "db.t", big, 10)
+	tracked.OrphanSource = jobs.OrphansFromTracking
+	listing := job(jobkind.RemoveOrphans, "db.t", big, 10)
+	listing.OrphanSource = jobs.OrphansFromListing
+	deferred := job(jobkind.ExpireSnapshots, "db.t", big, 10)
 	deferred.ExpireOlderThan = 24 * time.Hour
 	deferred.Settings.ExpireDeletionDelay = 96 * time.Hour
-	oldSpec := job(planner.KindCompact, "db.t", big, 10)
-	oldSpec.Partitions = []planner.Partition{{Key: "spec=7/category=a", SpecID: 7, Values: map[int]any{1000: "a"}}}
-	empty := job(planner.KindCompact, "db.t", big, 10)
+	oldSpec := job(jobkind.Compact, "db.t", big, 10)
+	oldSpec.Partitions = []jobs.Partition{{Key: "spec=7/category=a", SpecID: 7, Values: map[int]any{1000: "a"}}}
+	empty := job(jobkind.Compact, "db.t", big, 10)
 	for _, tc := range []struct {
 		name    string
-		job     planner.Job
+		job     jobs.Job
 		backend string
 		why     string
 	}{
@@ -120,22 +120,6 @@ func TestExplain(t *testing.T) {
 		d := Explain(tc.job, meta, set, "lake")
 		if d.Backend != tc.backend || !strings.Contains(d.Why, tc.why) {
 			t.Errorf("%s: Explain = %+v, want %s saying %q", tc.name, d, tc.backend, tc.why)
-		}
-	}
-}
-
-// The kinds the thresholds file accepts are planner kinds with a Spark
-// procedure: the two packages name them alike.
-func TestSparkKindsArePlannerKinds(t *testing.T) {
-	all := planner.Kinds()
-	for _, k := range thresholds.SparkKinds() {
-		if !slices.Contains(all, planner.JobKind(k)) {
-			t.Errorf("thresholds.SparkKinds has %q, not a planner job kind", k)
-		}
-	}
-	for _, k := range all {
-		if k != planner.KindDeleteExpiredFiles && k != planner.KindConvertEqualityDeletes && !slices.Contains(thresholds.SparkKinds(), string(k)) {
-			t.Errorf("planner kind %q with a Spark procedure is missing from thresholds.SparkKinds", k)
 		}
 	}
 }

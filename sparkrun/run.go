@@ -14,8 +14,9 @@ import (
 
 	"github.com/icereactor/reactor/deletions"
 	"github.com/icereactor/reactor/executor"
+	"github.com/icereactor/reactor/jobkind"
+	"github.com/icereactor/reactor/jobs"
 	"github.com/icereactor/reactor/metrics"
-	"github.com/icereactor/reactor/planner"
 	"github.com/icereactor/reactor/redact"
 	"github.com/icereactor/reactor/sparkcall"
 	"github.com/icereactor/reactor/thresholds"
@@ -107,7 +108,7 @@ func (r *Runner) settings() thresholds.SparkSettings {
 func (r *Runner) Stop() { r.stopOnce.Do(func() { close(r.stop) }) }
 
 // Offload reports whether the spark rules send job to Spark.
-func (r *Runner) Offload(job planner.Job) bool {
+func (r *Runner) Offload(job jobs.Job) bool {
 	d := Decide(job, r.settings())
 	if d.Backend == executor.BackendSpark {
 		r.log.Info("job goes to Spark", "table", job.TableName, "job_id", job.ID, "kind", job.Kind,
@@ -117,35 +118,35 @@ func (r *Runner) Offload(job planner.Job) bool {
 }
 
 // Tag is the Spark Connect operation tag of a job's statements.
-func Tag(job planner.Job) string { return "reactor-job-" + job.ID }
+func Tag(job jobs.Job) string { return "reactor-job-" + job.ID }
 
 // Run runs job on Spark (see [github.com/icereactor/reactor/executor/pool.Offloader]).
-func (r *Runner) Run(ctx context.Context, job planner.Job, started func()) (planner.Result, executor.Report, bool) {
+func (r *Runner) Run(ctx context.Context, job jobs.Job, started func()) (jobs.Result, executor.Report, bool) {
 	set := r.settings()
 	log := executor.JobLogger(r.log, job, executor.BackendSpark)
 	start := time.Now()
 	rep := executor.Report{Backend: executor.BackendSpark}
-	finish := func(res planner.Result) (planner.Result, executor.Report, bool) {
+	finish := func(res jobs.Result) (jobs.Result, executor.Report, bool) {
 		rep.Duration = time.Since(start)
 		executor.RecordFinished(log, r.met, job, res, rep)
 		return res, rep, false
 	}
 	// notRun: Spark never ran the job, or failed it with its end known.
-	notRun := func(err error) (planner.Result, executor.Report, bool) {
+	notRun := func(err error) (jobs.Result, executor.Report, bool) {
 		if ok, why := set.AllowedLocally(job.InputBytes, job.InputFiles); ok {
 			r.met.SparkLocalRuns.WithLabelValues("spark_failed").Inc()
 			log.Warn("Spark did not run the job; running it locally", "error", err, "why", why,
 				"input_files", job.InputFiles, "input_bytes", job.InputBytes)
-			return planner.Result{}, executor.Report{}, true
+			return jobs.Result{}, executor.Report{}, true
 		} else {
 			log.Warn("Spark did not run the job; it is retried on Spark after the cool-down", "error", err, "why", why)
 		}
-		return finish(planner.Result{Outcome: planner.Failed, Err: err})
+		return finish(jobs.Result{Outcome: jobs.Failed, Err: err})
 	}
 
 	before, err := r.cat.LoadTable(ctx, job.Table)
 	if err != nil {
-		return finish(planner.Result{Outcome: planner.Failed, Err: fmt.Errorf("load table: %w", err)})
+		return finish(jobs.Result{Outcome: jobs.Failed, Err: fmt.Errorf("load table: %w", err)})
 	}
 	stmts, err := sparkcall.Render(job, before.Metadata(), sparkcall.Options{Catalog: set.Catalog, Now: time.Now()})
 	if err != nil || len(stmts) == 0 {
@@ -155,7 +156,7 @@ func (r *Runner) Run(ctx context.Context, job planner.Job, started func()) (plan
 		}
 		r.met.SparkLocalRuns.WithLabelValues("not_expressible").Inc()
 		log.Info("job stays local: Spark cannot run it faithfully", "why", why)
-		return planner.Result{}, executor.Report{}, true
+		return jobs.Result{}, executor.Report{}, true
 	}
 
 	dialCtx, cancel := context.WithTimeout(ctx, set.ConnectTimeout)
@@ -202,7 +203,7 @@ func (r *Runner) Run(ctx context.Context, job planner.Job, started func()) (plan
 	}
 	rep.Attempts = 1
 
-	res := planner.Result{Err: lastErr}
+	res := jobs.Result{Err: lastErr}
 	after, err := r.cat.LoadTable(context.WithoutCancel(ctx), job.Table)
 	if err == nil {
 		r.account(&rep, &res, job, before, after)
@@ -215,37 +216,37 @@ func (r *Runner) Run(ctx context.Context, job planner.Job, started func()) (plan
 	}
 	switch end {
 	case endedOK:
-		res.Outcome = planner.Succeeded
-		if rep.Commits == 0 && job.Kind != planner.KindRemoveOrphans {
-			res.Outcome = planner.Noop
+		res.Outcome = jobs.Succeeded
+		if rep.Commits == 0 && job.Kind != jobkind.RemoveOrphans {
+			res.Outcome = jobs.Noop
 		}
-		if job.Kind == planner.KindRemoveOrphans {
-			rep.Orphans.Source, rep.Orphans.DryRun = planner.OrphansFromListing, job.DryRun || !job.Settings.OrphanDelete
+		if job.Kind == jobkind.RemoveOrphans {
+			rep.Orphans.Source, rep.Orphans.DryRun = jobs.OrphansFromListing, job.DryRun || !job.Settings.OrphanDelete
 			if !rep.Orphans.DryRun {
 				rep.Orphans.DeletedFiles = len(rep.Orphans.Orphans)
 			}
 			if len(rep.Orphans.Orphans) == 0 {
-				res.Outcome = planner.Noop
+				res.Outcome = jobs.Noop
 			}
 		}
 	case endedConflict:
 		rep.Conflicts++
 		r.met.CommitConflicts.WithLabelValues(job.TableName).Inc()
-		res.Outcome = planner.GaveUp
+		res.Outcome = jobs.GaveUp
 	case endedFailed:
 		if rep.Commits == 0 {
 			return notRun(lastErr)
 		}
-		res.Outcome = planner.Failed
+		res.Outcome = jobs.Failed
 	default:
 		// Interrupted (timeout, shutdown) or unconfirmed: never run
 		// locally too; the planner retries after the cool-down.
-		res.Outcome = planner.Failed
+		res.Outcome = jobs.Failed
 		if end == endedUnconfirmed {
 			r.met.SparkUnconfirmed.Inc()
 		}
 	}
-	if res.Outcome == planner.Succeeded || res.Outcome == planner.Noop {
+	if res.Outcome == jobs.Succeeded || res.Outcome == jobs.Noop {
 		res.Err = nil
 	}
 	return finish(res)
@@ -254,7 +255,7 @@ func (r *Runner) Run(ctx context.Context, job planner.Job, started func()) (plan
 // account fills in what Spark committed, from the table before and after:
 // the snapshots it added, the one now current, the snapshots an expiry
 // removed; and the committed table for the planner.
-func (r *Runner) account(rep *executor.Report, res *planner.Result, job planner.Job, before, after *table.Table) {
+func (r *Runner) account(rep *executor.Report, res *jobs.Result, job jobs.Job, before, after *table.Table) {
 	known := map[int64]bool{}
 	for _, s := range before.Metadata().Snapshots() {
 		known[s.SnapshotID] = true
@@ -286,7 +287,7 @@ func (r *Runner) account(rep *executor.Report, res *planner.Result, job planner.
 		}
 		s = after.Metadata().SnapshotByID(*s.ParentSnapshotID)
 	}
-	if job.Kind == planner.KindExpireSnapshots && rep.Expiry.ExpiredSnapshots > 0 {
+	if job.Kind == jobkind.ExpireSnapshots && rep.Expiry.ExpiredSnapshots > 0 {
 		rep.Commits = 1
 	}
 	if rep.Commits > 0 {

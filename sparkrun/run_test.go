@@ -19,6 +19,8 @@ import (
 
 	"github.com/icereactor/reactor/embedded"
 	"github.com/icereactor/reactor/executor"
+	"github.com/icereactor/reactor/jobkind"
+	"github.com/icereactor/reactor/jobs"
 	"github.com/icereactor/reactor/metrics"
 	"github.com/icereactor/reactor/planner"
 	"github.com/icereactor/reactor/sparkcall"
@@ -34,7 +36,7 @@ import (
 type fakeSpark struct {
 	t    *testing.T
 	cat  catalog.Catalog
-	job  planner.Job
+	job  jobs.Job
 	exec *executor.Executor
 
 	dialErr error
@@ -84,7 +86,7 @@ func (f *fakeSpark) Exec(ctx context.Context, statement string) ([]string, [][]a
 		return nil, nil, f.execErr
 	}
 	res, rep := f.exec.Run(ctx, f.job)
-	if res.Outcome != planner.Succeeded && res.Outcome != planner.Noop {
+	if res.Outcome != jobs.Succeeded && res.Outcome != jobs.Noop {
 		return nil, nil, fmt.Errorf("spark side failed: %v", res.Err)
 	}
 	row := []any{int32(rep.RewrittenDataFiles), int32(rep.AddedDataFiles), rep.RewrittenBytes, int32(rep.FailedDataFiles), int32(rep.RemovedDeleteFiles)}
@@ -119,7 +121,7 @@ type runFixture struct {
 	spark  *fakeSpark
 	runner *Runner
 	met    *metrics.Metrics
-	job    planner.Job
+	job    jobs.Job
 }
 
 var testIdent = table.Identifier{"db", "events"}
@@ -150,7 +152,7 @@ func newRunFixture(t *testing.T, sparkDoc string) *runFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	job, err := planner.ManualJob(ctx, tbl, cfg, planner.KindCompact, planner.ManualOptions{}, time.Now())
+	job, err := planner.ManualJob(ctx, tbl, cfg, jobkind.Compact, planner.ManualOptions{}, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +170,7 @@ func newRunFixture(t *testing.T, sparkDoc string) *runFixture {
 	return f
 }
 
-func (f *runFixture) run() (planner.Result, executor.Report, bool, bool) {
+func (f *runFixture) run() (jobs.Result, executor.Report, bool, bool) {
 	started := false
 	res, rep, local := f.runner.Run(f.t.Context(), f.job, func() { started = true })
 	return res, rep, local, started
@@ -195,7 +197,7 @@ func TestRunMapsSparkResults(t *testing.T) {
 	if local || !started {
 		t.Fatalf("local %v, started %v", local, started)
 	}
-	if res.Outcome != planner.Succeeded || res.Err != nil {
+	if res.Outcome != jobs.Succeeded || res.Err != nil {
 		t.Fatalf("outcome %s: %v", res.Outcome, res.Err)
 	}
 	if rep.Backend != executor.BackendSpark || rep.RewrittenDataFiles != 12 || rep.AddedDataFiles != 2 || rep.RewrittenBytes <= 0 {
@@ -216,7 +218,7 @@ func TestRunMapsSparkResults(t *testing.T) {
 	if !f.spark.closed {
 		t.Error("the session was not released")
 	}
-	got := rep.CountMap(planner.KindCompact)
+	got := rep.CountMap(jobkind.Compact)
 	if got["rewritten_data_files_count"] != 12 || got["added_data_files_count"] != 2 {
 		t.Errorf("event counts = %v", got)
 	}
@@ -243,11 +245,11 @@ func TestRunUnreachable(t *testing.T) {
 		name    string
 		doc     string
 		local   bool
-		outcome planner.Outcome
+		outcome jobs.Outcome
 	}{
-		{"retry", "spark: {endpoint: 'sc://spark:15002', catalog: lake, rules: [{}]}", false, planner.Failed},
+		{"retry", "spark: {endpoint: 'sc://spark:15002', catalog: lake, rules: [{}]}", false, jobs.Failed},
 		{"local within bounds", "spark: {endpoint: 'sc://spark:15002', catalog: lake, on_failure: local, local_max_input_files: 100, rules: [{}]}", true, 0},
-		{"local too big", "spark: {endpoint: 'sc://spark:15002', catalog: lake, on_failure: local, local_max_input_files: 5, rules: [{}]}", false, planner.Failed},
+		{"local too big", "spark: {endpoint: 'sc://spark:15002', catalog: lake, on_failure: local, local_max_input_files: 5, rules: [{}]}", false, jobs.Failed},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newRunFixture(t, tc.doc)
@@ -273,7 +275,7 @@ func TestRunTimeoutInterrupts(t *testing.T) {
 	f := newRunFixture(t, "spark: {endpoint: 'sc://spark:15002', catalog: lake, timeout: 1ms, interrupt_grace: 1m, on_failure: local, local_max_input_files: 100, rules: [{}]}")
 	f.spark.block = true
 	res, rep, local, _ := f.run()
-	if local || res.Outcome != planner.Failed || !strings.Contains(fmt.Sprint(res.Err), "interrupted (timeout)") {
+	if local || res.Outcome != jobs.Failed || !strings.Contains(fmt.Sprint(res.Err), "interrupted (timeout)") {
 		t.Fatalf("local %v, outcome %s: %v", local, res.Outcome, res.Err)
 	}
 	f.spark.mu.Lock()
@@ -298,18 +300,18 @@ func TestRunShutdownInterrupts(t *testing.T) {
 		once.Do(func() { close(f.spark.interrupted) })
 		return []string{"op-1"}, false, nil
 	}
-	done := make(chan planner.Result)
+	done := make(chan jobs.Result)
 	go func() {
 		res, _, _ := f.runner.Run(ctx, f.job, func() { cancel() })
 		done <- res
 	}()
-	var res planner.Result
+	var res jobs.Result
 	select {
 	case res = <-done:
 	case <-time.After(time.Minute):
 		t.Fatal("timed out after 1m waiting for the shut-down job to end")
 	}
-	if res.Outcome != planner.Failed || !strings.Contains(fmt.Sprint(res.Err), "interrupted (shutdown)") {
+	if res.Outcome != jobs.Failed || !strings.Contains(fmt.Sprint(res.Err), "interrupted (shutdown)") {
 		t.Fatalf("outcome %s: %v", res.Outcome, res.Err)
 	}
 }
@@ -333,7 +335,7 @@ func TestRunLostConnection(t *testing.T) {
 			return nil, true, nil // a restarted server: the session is gone
 		}
 		res, _, local, _ := f.run()
-		if local || res.Outcome != planner.Failed || !strings.Contains(fmt.Sprint(res.Err), "connection lost") {
+		if local || res.Outcome != jobs.Failed || !strings.Contains(fmt.Sprint(res.Err), "connection lost") {
 			t.Fatalf("local %v, outcome %s: %v", local, res.Outcome, res.Err)
 		}
 	})
@@ -342,7 +344,7 @@ func TestRunLostConnection(t *testing.T) {
 		f.spark.execErr = lost
 		f.spark.interrupt = func(int) ([]string, bool, error) { return nil, false, errors.New("connection refused") }
 		res, _, local, _ := f.run()
-		if local || res.Outcome != planner.Failed || !strings.Contains(fmt.Sprint(res.Err), "not confirmed") {
+		if local || res.Outcome != jobs.Failed || !strings.Contains(fmt.Sprint(res.Err), "not confirmed") {
 			t.Fatalf("local %v, outcome %s: %v", local, res.Outcome, res.Err)
 		}
 		if n := testutil.ToFloat64(f.met.SparkUnconfirmed); n != 1 {
@@ -358,7 +360,7 @@ func TestRunConflict(t *testing.T) {
 	f.spark.execErr = sparkerrors.WithType(&sparkerrors.SparkError{Code: codes.Internal,
 		Message: "org.apache.iceberg.exceptions.ValidationException: Cannot commit, found new delete for replaced data file"}, sparkerrors.ExecutionError)
 	res, rep, local, _ := f.run()
-	if local || res.Outcome != planner.GaveUp || rep.Conflicts != 1 {
+	if local || res.Outcome != jobs.GaveUp || rep.Conflicts != 1 {
 		t.Fatalf("local %v, outcome %s, conflicts %d: %v", local, res.Outcome, rep.Conflicts, res.Err)
 	}
 }
@@ -381,7 +383,7 @@ func TestRunStopInterrupts(t *testing.T) {
 	f := newRunFixture(t, "spark: {endpoint: 'sc://spark:15002', catalog: lake, rules: [{}]}")
 	f.spark.block = true
 	res, _, local := f.runner.Run(t.Context(), f.job, f.runner.Stop)
-	if local || res.Outcome != planner.Failed || !strings.Contains(fmt.Sprint(res.Err), "interrupted (shutdown)") {
+	if local || res.Outcome != jobs.Failed || !strings.Contains(fmt.Sprint(res.Err), "interrupted (shutdown)") {
 		t.Fatalf("local %v, outcome %s: %v", local, res.Outcome, res.Err)
 	}
 	if f.spark.interrupts < 1 || !f.spark.execEnded {

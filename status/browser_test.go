@@ -17,6 +17,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icereactor/reactor/embedded"
+	"github.com/icereactor/reactor/jobkind"
 	"github.com/icereactor/reactor/planner"
 	"github.com/icereactor/reactor/streamwriter"
 	"github.com/icereactor/reactor/thresholds"
@@ -137,7 +138,7 @@ func TestStatusPageInBrowser(t *testing.T) {
 		last, ok := jobs.Last["db.events"]
 		_, quietSeen := src.Health("db.clicks")
 		_, hostileSeen := src.Health("db." + hostileName)
-		return ok && last.Kind == string(planner.KindCompact) && last.Outcome == "succeeded" && len(jobs.Active) == 0 && quietSeen && hostileSeen
+		return ok && last.Kind == jobkind.Compact.String() && last.Outcome == "succeeded" && len(jobs.Active) == 0 && quietSeen && hostileSeen
 	}
 	for deadline := time.Now().Add(2 * time.Minute); !settled(); time.Sleep(50 * time.Millisecond) {
 		if time.Now().After(deadline) {

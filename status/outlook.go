@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/icereactor/reactor/jobs"
 	"github.com/icereactor/reactor/planner"
 )
 
@@ -19,7 +20,7 @@ func outlook(plan planner.Plan) (due []string, why string) {
 		for _, r := range j.Reasons {
 			rs = append(rs, r.String())
 		}
-		due = append(due, string(j.Kind)+": "+strings.Join(rs, "; "))
+		due = append(due, j.Kind.String()+": "+strings.Join(rs, "; "))
 	}
 	if len(due) > 0 {
 		return due, ""
@@ -67,9 +68,9 @@ func outlook(plan planner.Plan) (due []string, why string) {
 	case bestShare >= 0:
 		return nil, fmt.Sprintf("nearest: %s %d of %d %s (%s)", best.Threshold, best.Measured, best.Limit, best.Unit, bestWhere)
 	case held.Threshold != "" && held.Note != "":
-		return nil, held.Threshold + ": " + held.Note
+		return nil, string(held.Threshold) + ": " + held.Note
 	case held.Threshold != "":
-		return nil, held.Threshold + " reached, held by another rule"
+		return nil, string(held.Threshold) + " reached, held by another rule"
 	}
 	return nil, "every threshold is off"
 }
@@ -77,9 +78,9 @@ func outlook(plan planner.Plan) (due []string, why string) {
 // countsTowardAJob: thresholds whose measured value grows toward a job.
 // The quiet merge's measures how long a partition has gone unwritten, and
 // the orphan margin is not measured by the planner at all.
-func countsTowardAJob(threshold string) bool {
+func countsTowardAJob(threshold jobs.Threshold) bool {
 	switch threshold {
-	case "compact_when_quiet_after", "orphan_margin":
+	case jobs.CompactWhenQuietAfter, jobs.OrphanMargin:
 		return false
 	}
 	return true

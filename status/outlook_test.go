@@ -4,6 +4,8 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/icereactor/reactor/jobkind"
+	"github.com/icereactor/reactor/jobs"
 	"github.com/icereactor/reactor/planner"
 )
 
@@ -21,7 +23,7 @@ func TestOutlook(t *testing.T) {
 		{name: "no partition", wantWhy: "no data files"},
 		{name: "a job due", plan: planner.Plan{
 			Partitions: []planner.PartitionPlan{{Key: "category=a", Checks: []planner.Check{small(9, 8)}, Due: true}},
-			Jobs: []planner.PlannedJob{{Kind: planner.KindCompact, Reasons: []planner.Reason{
+			Jobs: []planner.PlannedJob{{Kind: jobkind.Compact, Reasons: []jobs.Reason{
 				{Partition: "category=a", Threshold: "small_file_count", Measured: 9, Limit: 8}}}}},
 			wantDue: []string{"compact: category=a: 9 small files, threshold 8"}},
 		{name: "waiting for its quiet period", plan: planner.Plan{Partitions: []planner.PartitionPlan{

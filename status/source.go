@@ -30,7 +30,7 @@ type Source interface {
 	// TableJobs are the table's last finished jobs, newest first.
 	TableJobs(table string) []Job
 	// TableLastJobs are the table's last finished job of each kind, in
-	// the order of planner.Kinds: a kind that runs rarely (a compaction
+	// the order of jobkind.All: a kind that runs rarely (a compaction
 	// among many expiries) stays visible after it left TableJobs.
 	TableLastJobs(table string) []Job
 	// Outlook is what the planner would schedule for the table now and

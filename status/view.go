@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/icereactor/reactor/events"
+	"github.com/icereactor/reactor/jobs"
 	"github.com/icereactor/reactor/planner"
 	"github.com/icereactor/reactor/redact"
 	"github.com/icereactor/reactor/thresholds"
@@ -131,7 +132,7 @@ func ideal(parts []planner.PartitionCounters, target int64) int {
 }
 
 func reasonText(r events.JobReason) string {
-	return planner.Reason{Partition: r.Partition, Threshold: r.Threshold, Measured: r.Measured, Limit: r.Limit, Note: r.Note}.String()
+	return jobs.Reason{Partition: r.Partition, Threshold: jobs.Threshold(r.Threshold), Measured: r.Measured, Limit: r.Limit, Note: r.Note}.String()
 }
 
 func viewJob(j Job, now time.Time) jobView {
@@ -183,11 +184,11 @@ func viewJob(j Job, now time.Time) jobView {
 
 func buildOverview(src Source, now time.Time) overview {
 	names := src.Tables()
-	jobs := src.Jobs()
+	queued := src.Jobs()
 	owner := src.Owners()
 	active := map[string][]jobView{}
 	var out overview
-	for _, j := range jobs.Active {
+	for _, j := range queued.Active {
 		v := viewJob(j, now)
 		active[j.Table] = append(active[j.Table], v)
 		if j.Running() {
@@ -196,7 +197,7 @@ func buildOverview(src Source, now time.Time) overview {
 			out.Queued++
 		}
 	}
-	out.Failures = len(jobs.Failures)
+	out.Failures = len(queued.Failures)
 	out.Tables = make([]tableRow, 0, len(names))
 	for _, name := range names {
 		row := tableRow{Name: name, Href: tableHref(name), Owner: owner(name), Next: active[name]}
@@ -218,7 +219,7 @@ func buildOverview(src Source, now time.Time) overview {
 				row.Due, row.Why = outlook(plan)
 			}
 		}
-		if j, ok := jobs.Last[name]; ok {
+		if j, ok := queued.Last[name]; ok {
 			row.Last = &lastJob{Kind: j.Kind, State: j.Outcome, Failed: j.Phase == events.JobFailed,
 				When:  ago(j.Time, now) + ", took " + roundDur(time.Duration(j.DurationSeconds*float64(time.Second))),
 				Error: redact.String(j.Error)}
@@ -234,19 +235,19 @@ type jobsPage struct {
 }
 
 func buildJobs(src Source, now time.Time) jobsPage {
-	jobs := src.Jobs()
+	queued := src.Jobs()
 	var out jobsPage
-	for _, j := range jobs.Active {
+	for _, j := range queued.Active {
 		if j.Running() {
 			out.Running = append(out.Running, viewJob(j, now))
 		} else {
 			out.Queued = append(out.Queued, viewJob(j, now))
 		}
 	}
-	for _, j := range jobs.Recent {
+	for _, j := range queued.Recent {
 		out.Recent = append(out.Recent, viewJob(j, now))
 	}
-	for _, j := range jobs.Failures {
+	for _, j := range queued.Failures {
 		out.Failures = append(out.Failures, viewJob(j, now))
 	}
 	return out
@@ -373,7 +374,7 @@ func viewPlan(pl planner.Plan) *planView {
 			case c.Over:
 				st = "over, waiting: " + pp.Wait
 			}
-			v.Checks = append(v.Checks, checkRow{Partition: pp.Key, Threshold: c.Threshold, Unit: c.Unit, Status: st,
+			v.Checks = append(v.Checks, checkRow{Partition: pp.Key, Threshold: string(c.Threshold), Unit: c.Unit, Status: st,
 				Note: c.Note, Measured: c.Measured, Limit: c.Limit, Over: c.Over, Due: c.Over && pp.Due})
 		}
 	}
@@ -382,11 +383,11 @@ func viewPlan(pl planner.Plan) *planView {
 		if c.Over {
 			st = "DUE"
 		}
-		v.TableWide = append(v.TableWide, checkRow{Threshold: c.Threshold, Unit: c.Unit, Status: st, Note: c.Note,
+		v.TableWide = append(v.TableWide, checkRow{Threshold: string(c.Threshold), Unit: c.Unit, Status: st, Note: c.Note,
 			Measured: c.Measured, Limit: c.Limit, Over: c.Over, Due: c.Over})
 	}
 	for _, j := range pl.Jobs {
-		r := plannedRow{Kind: string(j.Kind), Partitions: strings.Join(j.Partitions, ", "),
+		r := plannedRow{Kind: j.Kind.String(), Partitions: strings.Join(j.Partitions, ", "),
 			Input: fmt.Sprintf("%d files, %s", j.InputFiles, size(j.InputBytes)), Backend: j.Backend, BackendWhy: j.BackendWhy}
 		for _, reason := range j.Reasons {
 			r.Reasons = append(r.Reasons, reason.String())

@@ -61,7 +61,7 @@
 //     [ParseSize], [ParseDuration].
 //   - quiet.go: compact_when_quiet_after's [DurationOrOff] (a duration, or
 //     "off") and its bounds.
-//   - spark.go: the spark section ([Spark], [SparkRule], [SparkKinds],
+//   - spark.go: the spark section ([Spark], [SparkRule],
 //     [Config.SparkSettings]).
 //   - errors.go: [FieldError], one invalid field with its path.
 //   - limits.go: the limits checked before the YAML parser runs (size,

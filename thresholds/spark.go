@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/icereactor/reactor/jobkind"
 	"github.com/icereactor/reactor/redact"
 )
 
@@ -25,16 +26,15 @@ const (
 	sparkEndpointReservedWarning = "put the token in token_file or token_env, not in the endpoint (a ConfigMap is not a secret)"
 )
 
-// SparkKinds are the job kinds a Spark procedure can run (by their
-// planner names), the values spark.rules[].kinds accepts.
-// delete_expired_files has no Spark form: Spark's expire_snapshots deletes
-// at once.
-// The kinds themselves are planner.Kinds (this package cannot import the
-// planner, which imports it); sparkrun's TestSparkKindsArePlannerKinds
-// fails when a planner kind is neither here nor named as having no Spark
-// form.
-func SparkKinds() []string {
-	return []string{"compact", "sort", "rewrite_position_deletes", "expire_snapshots", "remove_orphans", "rewrite_manifests"}
+// sparkKindNames are the values spark.rules[].kinds accepts: the kinds a
+// Spark procedure can run (jobkind.Spark). delete_expired_files has no
+// Spark form: Spark's expire_snapshots deletes at once.
+func sparkKindNames() []string {
+	var out []string
+	for _, k := range jobkind.Spark() {
+		out = append(out, k.String())
+	}
+	return out
 }
 
 // Spark is the spark section: which jobs reactor hands to a Spark cluster
@@ -90,7 +90,8 @@ type SparkRule struct {
 	// Match is a "namespace.table" name or glob as in tables[].match;
 	// empty matches every table.
 	Match string `yaml:"match"`
-	// Kinds are job kinds (SparkKinds); empty: every kind Spark can run.
+	// Kinds are job kinds a Spark procedure can run (jobkind.Spark);
+	// empty: every kind Spark can run.
 	Kinds []string `yaml:"kinds"`
 	// MinInputBytes and MinInputFiles: the job's input (the data and
 	// delete files of its partitions as the planner counts them; for
@@ -169,11 +170,11 @@ type SparkMatch struct {
 
 // Match returns the first rule selecting a job of kind on table with the
 // given input, and why; Rule is -1 when the job stays in reactor.
-func (s SparkSettings) Match(table, kind string, inputBytes int64, inputFiles int) SparkMatch {
+func (s SparkSettings) Match(table string, kind jobkind.Kind, inputBytes int64, inputFiles int) SparkMatch {
 	if !s.Enabled {
 		return SparkMatch{Rule: -1, Why: "no spark rules"}
 	}
-	if !slices.Contains(SparkKinds(), kind) {
+	if !kind.Spark() {
 		return SparkMatch{Rule: -1, Why: fmt.Sprintf("%s has no Spark procedure", kind)}
 	}
 	var misses []string
@@ -188,13 +189,13 @@ func (s SparkSettings) Match(table, kind string, inputBytes int64, inputFiles in
 }
 
 // miss says which condition of r the job fails, or "" when r selects it.
-func (r SparkRule) miss(table, kind string, inputBytes int64, inputFiles int) string {
+func (r SparkRule) miss(table string, kind jobkind.Kind, inputBytes int64, inputFiles int) string {
 	if r.Match != "" {
 		if ok, err := path.Match(r.Match, table); err != nil || !ok {
 			return fmt.Sprintf("table %s does not match %q", table, r.Match)
 		}
 	}
-	if len(r.Kinds) > 0 && !slices.Contains(r.Kinds, kind) {
+	if len(r.Kinds) > 0 && !slices.Contains(r.Kinds, kind.String()) {
 		return fmt.Sprintf("kind %s not in %v", kind, r.Kinds)
 	}
 	if r.MinInputBytes != nil && inputBytes < int64(*r.MinInputBytes) {
@@ -300,7 +301,7 @@ func (c *Config) validateSpark(add func(path string, value any, reason string, a
 			add(p+".on_failure", *v, "must be retry or local")
 		}
 	}
-	kinds := SparkKinds()
+	kinds := sparkKindNames()
 	for i, r := range sp.Rules {
 		rp := fmt.Sprintf("%s.rules[%d]", p, i)
 		if r.Match != "" && !validPattern(r.Match) {

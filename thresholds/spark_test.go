@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/icereactor/reactor/jobkind"
 )
 
 func TestSparkSectionValidation(t *testing.T) {
@@ -128,12 +130,16 @@ spark:
 		{"ops.logs", "remove_orphans", 0, 9999, -1, "rules[1]: input 9999 files < min_input_files 10000"},
 		{"ops.logs", "delete_expired_files", 0, 20000, -1, "delete_expired_files has no Spark procedure"},
 	} {
-		m := s.Match(tc.table, tc.kind, tc.bytes, tc.files)
+		kind, err := jobkind.Parse(tc.kind)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := s.Match(tc.table, kind, tc.bytes, tc.files)
 		if m.Rule != tc.rule || !strings.Contains(m.Why, tc.why) {
 			t.Errorf("Match(%s, %s, %d, %d) = %+v, want rule %d saying %q", tc.table, tc.kind, tc.bytes, tc.files, m, tc.rule, tc.why)
 		}
 	}
-	if m := Default().SparkSettings().Match("db.t", "compact", 1<<60, 1<<30); m.Rule != -1 || m.Why != "no spark rules" {
+	if m := Default().SparkSettings().Match("db.t", jobkind.Compact, 1<<60, 1<<30); m.Rule != -1 || m.Why != "no spark rules" {
 		t.Errorf("without rules: %+v", m)
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/icereactor/reactor/embedded"
 	"github.com/icereactor/reactor/embedded/embeddedtest"
 	"github.com/icereactor/reactor/events"
+	"github.com/icereactor/reactor/jobs"
 	"github.com/icereactor/reactor/metrics"
 	"github.com/icereactor/reactor/planner"
 	"github.com/icereactor/reactor/streamwriter"
@@ -148,7 +149,7 @@ func newEventRig(t *testing.T, tables ...string) *eventRig {
 		t.Fatal(err)
 	}
 	log := slog.New(slog.DiscardHandler)
-	r.planner = planner.New(planner.Options{Catalog: r.watched, Config: cfg, Dispatch: func(planner.Job) {}, Logger: log})
+	r.planner = planner.New(planner.Options{Catalog: r.watched, Config: cfg, Dispatch: func(jobs.Job) {}, Logger: log})
 	t.Cleanup(r.planner.Close)
 	_, _, r.js = embeddedtest.JetStream(t, dir+"/nats")
 	cons, err := triggers.StartCommits(ctx, r.js, triggers.CommitOptions{}, r.planner, log, metrics.New())

@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/icereactor/reactor/events"
+	"github.com/icereactor/reactor/jobs"
 	"github.com/icereactor/reactor/metrics"
 	"github.com/icereactor/reactor/planner"
 	"github.com/icereactor/reactor/thresholds"
@@ -87,7 +88,7 @@ func drainOnce(b *testing.B, l *lake, burst int, mode string) (time.Duration, ti
 		if err != nil {
 			b.Fatal(err)
 		}
-		p := planner.New(planner.Options{Catalog: watched, Config: cfg, Dispatch: func(planner.Job) {}, Logger: log, Metrics: met})
+		p := planner.New(planner.Options{Catalog: watched, Config: cfg, Dispatch: func(jobs.Job) {}, Logger: log, Metrics: met})
 		defer p.Close()
 		if mode == "reactor" {
 			if n, err := p.Discover(ctx); err != nil || n != len(l.tables) {

@@ -13,6 +13,7 @@ import (
 	"github.com/icereactor/reactor/embedded"
 	"github.com/icereactor/reactor/embedded/embeddedtest"
 	"github.com/icereactor/reactor/events"
+	"github.com/icereactor/reactor/jobs"
 	"github.com/icereactor/reactor/metrics"
 	"github.com/icereactor/reactor/planner"
 	"github.com/icereactor/reactor/streamwriter"
@@ -75,7 +76,7 @@ func newHotRig(t *testing.T, opts triggers.CommitOptions) (*eventRig, *heldDeliv
 		t.Fatal(err)
 	}
 	log := slog.New(slog.DiscardHandler)
-	r.planner = planner.New(planner.Options{Catalog: r.watched, Config: cfg, Dispatch: func(planner.Job) {}, Logger: log})
+	r.planner = planner.New(planner.Options{Catalog: r.watched, Config: cfg, Dispatch: func(jobs.Job) {}, Logger: log})
 	t.Cleanup(r.planner.Close)
 	held := &heldDelivery{Planner: r.planner, table: "other", entered: make(chan struct{}), release: make(chan struct{})}
 	_, _, r.js = embeddedtest.JetStream(t, dir+"/nats")

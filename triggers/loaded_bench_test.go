@@ -10,7 +10,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icereactor/reactor/events"
-	"github.com/icereactor/reactor/planner"
+	"github.com/icereactor/reactor/jobs"
 	"github.com/icereactor/reactor/streamwriter"
 )
 
@@ -80,7 +80,7 @@ func BenchmarkReactionLatencyLoaded(b *testing.B) {
 
 				b.StopTimer()
 				lat = append(lat, d.at.Sub(start))
-				r.planner.Finished(r.ctx, d.job, planner.Result{Outcome: planner.Noop})
+				r.planner.Finished(r.ctx, d.job, jobs.Result{Outcome: jobs.Noop})
 				b.StartTimer()
 			}
 			slices.Sort(lat)

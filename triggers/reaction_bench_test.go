@@ -26,6 +26,7 @@ import (
 	"github.com/icereactor/reactor/embedded"
 	"github.com/icereactor/reactor/embedded/embeddedtest"
 	"github.com/icereactor/reactor/events"
+	"github.com/icereactor/reactor/jobs"
 	"github.com/icereactor/reactor/metrics"
 	"github.com/icereactor/reactor/planner"
 	"github.com/icereactor/reactor/streamwriter"
@@ -54,7 +55,7 @@ const smallFiles = 5 // small_file_count above
 const history = 50
 
 type dispatched struct {
-	job planner.Job
+	job jobs.Job
 	at  time.Time
 }
 
@@ -106,7 +107,7 @@ func newReactionRig(b *testing.B, viaNATS bool) *reactionRig {
 		Catalog: r.cat,
 		Config:  cfg,
 		// Dispatch must not block: the channel is drained after every job.
-		Dispatch: func(job planner.Job) {
+		Dispatch: func(job jobs.Job) {
 			if job.TableName != "db.events" {
 				r.otherJobs.Add(1)
 				return
@@ -329,7 +330,7 @@ func BenchmarkReactionLatency(b *testing.B) {
 				}
 				// Nothing to compact here: report a no-op so the partition
 				// settles and the table is free for the next job.
-				r.planner.Finished(r.ctx, d.job, planner.Result{Outcome: planner.Noop})
+				r.planner.Finished(r.ctx, d.job, jobs.Result{Outcome: jobs.Noop})
 				b.StartTimer()
 			}
 			slices.Sort(lat)

@@ -17,9 +17,9 @@ import (
 
 	"github.com/icereactor/reactor/embedded/embeddedtest"
 	"github.com/icereactor/reactor/events"
+	"github.com/icereactor/reactor/jobkind"
 	"github.com/icereactor/reactor/lease"
 	"github.com/icereactor/reactor/metrics"
-	"github.com/icereactor/reactor/planner"
 	"github.com/icereactor/reactor/streamwriter"
 	"github.com/icereactor/reactor/triggers"
 )
@@ -182,7 +182,7 @@ func (r *clusterRig) applied() int {
 func (r *clusterRig) succeeded(table string) int {
 	n := 0
 	for _, ev := range r.jobEvents() {
-		if ev.Table == table && ev.Phase == events.JobSucceeded && ev.Kind == string(planner.KindCompact) && ev.Outcome == "succeeded" {
+		if ev.Table == table && ev.Phase == events.JobSucceeded && ev.Kind == jobkind.Compact.String() && ev.Outcome == "succeeded" {
 			n++
 		}
 	}

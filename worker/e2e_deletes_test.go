@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/icereactor/reactor/events"
-	"github.com/icereactor/reactor/planner"
+	"github.com/icereactor/reactor/jobkind"
 	"github.com/icereactor/reactor/streamwriter"
 )
 
@@ -67,7 +67,7 @@ func TestDeleteDebtPicksTheCheaperJob(t *testing.T) {
 			jobs[ev.Kind] = ev
 		}
 	}
-	merge, compact := jobs[string(planner.KindRewritePositionDeletes)], jobs[string(planner.KindCompact)]
+	merge, compact := jobs[jobkind.RewritePositionDeletes.String()], jobs[jobkind.Compact.String()]
 	if len(merge.Partitions) != 1 || merge.Partitions[0] != "category=a" || merge.Reasons[0].Threshold != "delete_file_ratio" ||
 		!strings.Contains(merge.Reasons[0].Note, "cheaper than rewriting") {
 		t.Errorf("position-delete rewrite %+v, want partition a for delete_file_ratio", merge)

@@ -19,6 +19,8 @@ import (
 
 	"github.com/icereactor/reactor/events"
 	"github.com/icereactor/reactor/executor"
+	"github.com/icereactor/reactor/jobkind"
+	"github.com/icereactor/reactor/jobs"
 	"github.com/icereactor/reactor/planner"
 	"github.com/icereactor/reactor/streamwriter"
 	"github.com/icereactor/reactor/thresholds"
@@ -112,19 +114,19 @@ func TestForgedNotificationsNeverDeleteLiveFiles(t *testing.T) {
 	second := tableKey + "/data/category=b+c/00000-0-second-orphan.parquet"
 	put(t, h, second, "left by another failed write")
 	ageBucket(t, h.bucket, 2*time.Hour)
-	var cands []planner.OrphanCandidate
+	var cands []jobs.OrphanCandidate
 	old := time.Now().Add(-1000 * time.Hour)
 	for _, key := range live {
 		for _, spelled := range spellings[key] {
 			for _, scheme := range []string{"s3", []string{"s3a", "s3n", "S3", "S3A"}[rng.IntN(4)]} {
-				cands = append(cands, planner.OrphanCandidate{Location: scheme + "://" + h.bucket + "/" + spelled, Size: 1, Created: old})
+				cands = append(cands, jobs.OrphanCandidate{Location: scheme + "://" + h.bucket + "/" + spelled, Size: 1, Created: old})
 			}
 		}
 		for _, scheme := range []string{"s3a", "s3n", "S3", "S3A"} {
-			cands = append(cands, planner.OrphanCandidate{Location: scheme + "://" + h.bucket + "/" + key, Created: old})
+			cands = append(cands, jobs.OrphanCandidate{Location: scheme + "://" + h.bucket + "/" + key, Created: old})
 		}
 	}
-	cands = append(cands, planner.OrphanCandidate{Location: "s3a://" + h.bucket + "/" + second})
+	cands = append(cands, jobs.OrphanCandidate{Location: "s3a://" + h.bucket + "/" + second})
 	cfg, err := thresholds.Parse([]byte(orphanThresholds))
 	if err != nil {
 		t.Fatal(err)
@@ -133,9 +135,9 @@ func TestForgedNotificationsNeverDeleteLiveFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, rep := exec.Run(h.ctx, planner.Job{ID: "forged", Kind: planner.KindRemoveOrphans, Table: h.ident, TableName: "db.events",
-		Settings: cfg.For("db.events", h.load().Properties()), OrphanSource: planner.OrphansFromTracking, OrphanCandidates: cands})
-	if res.Outcome == planner.Failed || rep.Orphans.DeletedFiles != 1 || h.exists(second) {
+	res, rep := exec.Run(h.ctx, jobs.Job{ID: "forged", Kind: jobkind.RemoveOrphans, Table: h.ident, TableName: "db.events",
+		Settings: cfg.For("db.events", h.load().Properties()), OrphanSource: jobs.OrphansFromTracking, OrphanCandidates: cands})
+	if res.Outcome == jobs.Failed || rep.Orphans.DeletedFiles != 1 || h.exists(second) {
 		t.Fatalf("direct job: %v %v, deleted %d (want only the second orphan; it exists: %v)",
 			res.Outcome, res.Err, rep.Orphans.DeletedFiles, h.exists(second))
 	}
@@ -180,7 +182,7 @@ func TestInFlightFileSurvivesForgedOldEventTime(t *testing.T) {
 		if err := json.Unmarshal(msg.Data, &ev); err != nil {
 			t.Fatal(err)
 		}
-		if ev.Kind == string(planner.KindRemoveOrphans) && ev.Counts["too_young_files_count"] == 1 {
+		if ev.Kind == jobkind.RemoveOrphans.String() && ev.Counts["too_young_files_count"] == 1 {
 			if ev.Counts["deleted_files_count"] != 0 {
 				t.Fatalf("job event %+v", ev)
 			}
@@ -355,7 +357,7 @@ func (h *harness) publishForged(rng *rand.Rand, key, eventTime string) {
 // waiting to be judged.
 func (h *harness) waitOrphanJobsSettled(w *Worker) {
 	h.t.Helper()
-	kind := string(planner.KindRemoveOrphans)
+	kind := jobkind.RemoveOrphans.String()
 	h.eventually("notifications handled and orphan jobs settled", func() bool {
 		stream, err := h.js.Stream(h.ctx, triggers.DefaultNotificationStream)
 		if err != nil {

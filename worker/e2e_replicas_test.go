@@ -16,7 +16,8 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/icereactor/reactor/events"
-	"github.com/icereactor/reactor/planner"
+	"github.com/icereactor/reactor/jobkind"
+	"github.com/icereactor/reactor/jobs"
 	"github.com/icereactor/reactor/streamwriter"
 )
 
@@ -53,10 +54,10 @@ func (l *jobLog) all() []events.JobEvent {
 }
 
 // succeeded counts the table's succeeded jobs of kind.
-func (l *jobLog) succeeded(table string, kind planner.JobKind) int {
+func (l *jobLog) succeeded(table string, kind jobkind.Kind) int {
 	n := 0
 	for _, ev := range l.all() {
-		if ev.Table == table && ev.Kind == string(kind) && ev.Phase == events.JobSucceeded && ev.Outcome == "succeeded" {
+		if ev.Table == table && ev.Kind == kind.String() && ev.Phase == events.JobSucceeded && ev.Outcome == "succeeded" {
 			n++
 		}
 	}
@@ -167,7 +168,7 @@ func (h *harness) startReplicas(ttl time.Duration) (*Worker, *Worker) {
 // runs twice, no table has two jobs at once, and every row is kept.
 func TestTwoReplicasShareTablesAndTakeOverOnDeath(t *testing.T) {
 	h := newHarness(t, testThresholds, nil)
-	jobs := h.recordJobs()
+	recorded := h.recordJobs()
 	a, b := h.startReplicas(2 * time.Second)
 	writers, owner := h.replicaTables(a, b)
 	names := make([]string, 0, len(writers))
@@ -187,9 +188,9 @@ func TestTwoReplicasShareTablesAndTakeOverOnDeath(t *testing.T) {
 	}
 	commitAll(5)
 	for _, name := range names {
-		h.eventually("a compaction of "+name, func() bool { return jobs.succeeded(name, planner.KindCompact) >= 1 })
+		h.eventually("a compaction of "+name, func() bool { return recorded.succeeded(name, jobkind.Compact) >= 1 })
 	}
-	for _, ev := range jobs.all() {
+	for _, ev := range recorded.all() {
 		if ev.Phase == events.JobStarted && ev.Replica != owner[ev.Table].Leases().Replica() {
 			t.Errorf("job %s of %s started by %s, which does not own it", ev.JobID, ev.Table, ev.Replica)
 		}
@@ -201,10 +202,10 @@ func TestTwoReplicasShareTablesAndTakeOverOnDeath(t *testing.T) {
 	h.eventually("b owns every shard", func() bool { return b.Leases().HeldCount() == 16 })
 	commitAll(5)
 	for _, name := range names {
-		h.eventually("a second compaction of "+name, func() bool { return jobs.succeeded(name, planner.KindCompact) >= 2 })
+		h.eventually("a second compaction of "+name, func() bool { return recorded.succeeded(name, jobkind.Compact) >= 2 })
 	}
 	after := false
-	for _, ev := range jobs.all() {
+	for _, ev := range recorded.all() {
 		if ev.Phase == events.JobStarted && owner[ev.Table] == a && ev.Replica == b.Leases().Replica() {
 			after = true
 		}
@@ -212,7 +213,7 @@ func TestTwoReplicasShareTablesAndTakeOverOnDeath(t *testing.T) {
 	if !after {
 		t.Errorf("no job of the dead replica %s's tables ran on the survivor", dead)
 	}
-	jobs.checkNoJobRanTwice(t)
+	recorded.checkNoJobRanTwice(t)
 	for _, name := range names {
 		tbl, err := h.cat.LoadTable(h.ctx, strings.Split(name, "."))
 		if err != nil {
@@ -268,7 +269,7 @@ func (c *heldLoads) LoadTable(ctx context.Context, ident table.Identifier) (*tab
 // table; rows exact.
 func TestReplicaWhoseLeaseWasTakenDoesNotCommit(t *testing.T) {
 	h := newHarness(t, testThresholds, nil)
-	jobs := h.recordJobs()
+	recorded := h.recordJobs()
 	const ttl = 2 * time.Second
 	held := &heldLoads{entered: make(chan struct{}), release: make(chan struct{})}
 	var releaseOnce sync.Once
@@ -310,10 +311,10 @@ func TestReplicaWhoseLeaseWasTakenDoesNotCommit(t *testing.T) {
 		t.Error("a may still commit to a table b owns")
 	}
 	release()
-	h.eventually("b compacts the table", func() bool { return jobs.succeeded(name, planner.KindCompact) >= 1 })
+	h.eventually("b compacts the table", func() bool { return recorded.succeeded(name, jobkind.Compact) >= 1 })
 	var aJob, bJob *events.JobEvent
-	for _, ev := range jobs.all() {
-		if ev.Table != name || ev.Kind != string(planner.KindCompact) {
+	for _, ev := range recorded.all() {
+		if ev.Table != name || ev.Kind != jobkind.Compact.String() {
 			continue
 		}
 		switch {
@@ -331,14 +332,14 @@ func TestReplicaWhoseLeaseWasTakenDoesNotCommit(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, s := range tbl.Metadata().Snapshots() {
-		if s.Summary != nil && s.Summary.Properties[planner.SnapshotJobProperty] == aJob.JobID {
+		if s.Summary != nil && s.Summary.Properties[jobs.SnapshotJobProperty] == aJob.JobID {
 			t.Errorf("a committed snapshot %d after losing the lease", s.SnapshotID)
 		}
 	}
 	if bJob == nil || bJob.Time.Before(aJob.Time) {
 		t.Errorf("b's job started at %v, before a's ended at %v", bJob, aJob.Time)
 	}
-	jobs.checkNoJobRanTwice(t)
+	recorded.checkNoJobRanTwice(t)
 	c, err := streamwriter.Read(h.ctx, tbl)
 	if err != nil {
 		t.Fatal(err)

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/icereactor/reactor/jobkind"
 	"github.com/icereactor/reactor/lease"
-	"github.com/icereactor/reactor/planner"
 )
 
 // leaseNoExpiry: a lease that would take an hour to expire, so a test
@@ -27,7 +27,7 @@ func TestKilledReplicaRestartsAndCompactsAtOnce(t *testing.T) {
 	for range 6 {
 		h.commit("a", 20)
 	}
-	h.eventually("the first compaction", func() bool { return jobs.succeeded("db.events", planner.KindCompact) >= 1 })
+	h.eventually("the first compaction", func() bool { return jobs.succeeded("db.events", jobkind.Compact) >= 1 })
 	first.kill()
 
 	// Commits while reactor is down, and after it is back.
@@ -42,7 +42,7 @@ func TestKilledReplicaRestartsAndCompactsAtOnce(t *testing.T) {
 	for range 2 {
 		h.commit("a", 20)
 	}
-	h.eventually("a compaction after the restart", func() bool { return jobs.succeeded("db.events", planner.KindCompact) >= 2 })
+	h.eventually("a compaction after the restart", func() bool { return jobs.succeeded("db.events", jobkind.Compact) >= 2 })
 	jobs.checkNoJobRanTwice(t)
 	if got, want := h.contents().Total, h.writer.Written(); got != want {
 		t.Errorf("table holds %v, writer wrote %v", got, want)
@@ -104,7 +104,7 @@ func TestShutdownHandsTablesOverAtOnce(t *testing.T) {
 	}
 	for _, name := range moved {
 		h.eventually("a compaction of "+name+" on the survivor", func() bool {
-			return jobs.succeeded(name, planner.KindCompact) >= 1
+			return jobs.succeeded(name, jobkind.Compact) >= 1
 		})
 	}
 	jobs.checkNoJobRanTwice(t)

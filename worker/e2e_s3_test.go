@@ -25,9 +25,9 @@ import (
 	"github.com/icereactor/reactor/embedded"
 	"github.com/icereactor/reactor/events"
 	"github.com/icereactor/reactor/executor"
+	"github.com/icereactor/reactor/jobs"
 	"github.com/icereactor/reactor/lease"
 	"github.com/icereactor/reactor/metrics"
-	"github.com/icereactor/reactor/planner"
 	"github.com/icereactor/reactor/streamwriter"
 	"github.com/icereactor/reactor/thresholds"
 	"github.com/icereactor/reactor/triggers"
@@ -148,7 +148,7 @@ func TestNotificationsAloneDriveCompactionOnS3(t *testing.T) {
 			live[f] = true
 		}
 	}
-	var candidates []planner.OrphanCandidate
+	var candidates []jobs.OrphanCandidate
 	h.eventually("all tracked files confirmed", func() bool {
 		c, complete, err := w.Planner.OrphanCandidates(h.ctx, "db.events", time.Now().Add(1000*time.Hour))
 		_, conflicts := h.writer.Stats()

@@ -13,6 +13,8 @@ import (
 
 	"github.com/icereactor/reactor/events"
 	"github.com/icereactor/reactor/executor"
+	"github.com/icereactor/reactor/jobkind"
+	"github.com/icereactor/reactor/jobs"
 	"github.com/icereactor/reactor/metrics"
 	"github.com/icereactor/reactor/planner"
 	"github.com/icereactor/reactor/sparkcall"
@@ -64,7 +66,7 @@ func (s *standInSpark) Exec(ctx context.Context, statement string) ([]string, []
 	for _, m := range partitionLiteral.FindAllStringSubmatch(statement, -1) {
 		parts = append(parts, "category="+m[1])
 	}
-	job, err := planner.ManualJob(ctx, tbl, cfg, planner.KindCompact, planner.ManualOptions{Partitions: parts}, time.Now())
+	job, err := planner.ManualJob(ctx, tbl, cfg, jobkind.Compact, planner.ManualOptions{Partitions: parts}, time.Now())
 	if err != nil {
 		return nil, nil, err
 	}
@@ -73,7 +75,7 @@ func (s *standInSpark) Exec(ctx context.Context, statement string) ([]string, []
 		return nil, nil, err
 	}
 	res, rep := exec.Run(ctx, job)
-	if res.Outcome != planner.Succeeded {
+	if res.Outcome != jobs.Succeeded {
 		return nil, nil, fmt.Errorf("stand-in Spark: %s: %v", res.Outcome, res.Err)
 	}
 	row := []any{int32(rep.RewrittenDataFiles), int32(rep.AddedDataFiles), rep.RewrittenBytes, int32(0), int32(0)}

@@ -6,18 +6,18 @@ import (
 
 	"github.com/icereactor/reactor/events"
 	"github.com/icereactor/reactor/executor"
-	"github.com/icereactor/reactor/planner"
+	"github.com/icereactor/reactor/jobs"
 	"github.com/icereactor/reactor/redact"
 )
 
 // jobEvent describes job at phase, without results.
-func jobEvent(phase string, job planner.Job, at time.Time) events.JobEvent {
+func jobEvent(phase string, job jobs.Job, at time.Time) events.JobEvent {
 	reasons := make([]events.JobReason, len(job.Reasons))
 	for i, r := range job.Reasons {
-		reasons[i] = events.JobReason{Partition: r.Partition, Threshold: r.Threshold, Measured: r.Measured, Limit: r.Limit, Note: r.Note}
+		reasons[i] = events.JobReason{Partition: r.Partition, Threshold: string(r.Threshold), Measured: r.Measured, Limit: r.Limit, Note: r.Note}
 	}
 	return events.JobEvent{
-		Phase: phase, JobID: job.ID, Kind: string(job.Kind), Table: job.TableName,
+		Phase: phase, JobID: job.ID, Kind: job.Kind.String(), Table: job.TableName,
 		Partitions: job.PartitionKeys(), Reasons: reasons, Time: at.UTC(),
 		ScheduledAt: job.ScheduledAt.UTC(), BaseSnapshotID: job.BaseSnapshotID,
 	}
@@ -26,9 +26,9 @@ func jobEvent(phase string, job planner.Job, at time.Time) events.JobEvent {
 // finishedEvent describes a finished job with its outcome and counts. A
 // noop is a success (nothing needed doing); giving up on conflicts is a
 // failure with outcome gave_up.
-func finishedEvent(job planner.Job, res planner.Result, rep executor.Report, at time.Time) events.JobEvent {
+func finishedEvent(job jobs.Job, res jobs.Result, rep executor.Report, at time.Time) events.JobEvent {
 	phase := events.JobSucceeded
-	if res.Outcome == planner.GaveUp || res.Outcome == planner.Failed {
+	if res.Outcome == jobs.GaveUp || res.Outcome == jobs.Failed {
 		phase = events.JobFailed
 	}
 	ev := jobEvent(phase, job, at)

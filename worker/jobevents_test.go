@@ -8,26 +8,27 @@ import (
 
 	"github.com/icereactor/reactor/events"
 	"github.com/icereactor/reactor/executor"
-	"github.com/icereactor/reactor/planner"
+	"github.com/icereactor/reactor/jobkind"
+	"github.com/icereactor/reactor/jobs"
 	"github.com/icereactor/reactor/redact/redacttest"
 )
 
 // Every outcome maps to the phase a subscriber filters on, with the error
 // kept for failures and noops reported as successes.
 func TestFinishedEventPhases(t *testing.T) {
-	job := planner.Job{ID: "j", Kind: planner.KindCompact, TableName: "db.t",
-		Partitions: []planner.Partition{{Key: "category=a"}}, ScheduledAt: time.Unix(100, 0)}
+	job := jobs.Job{ID: "j", Kind: jobkind.Compact, TableName: "db.t",
+		Partitions: []jobs.Partition{{Key: "category=a"}}, ScheduledAt: time.Unix(100, 0)}
 	for _, tt := range []struct {
-		outcome planner.Outcome
+		outcome jobs.Outcome
 		err     error
 		phase   string
 	}{
-		{planner.Succeeded, nil, events.JobSucceeded},
-		{planner.Noop, nil, events.JobSucceeded},
-		{planner.GaveUp, errors.New("requirement failed"), events.JobFailed},
-		{planner.Failed, errors.New("load table: down"), events.JobFailed},
+		{jobs.Succeeded, nil, events.JobSucceeded},
+		{jobs.Noop, nil, events.JobSucceeded},
+		{jobs.GaveUp, errors.New("requirement failed"), events.JobFailed},
+		{jobs.Failed, errors.New("load table: down"), events.JobFailed},
 	} {
-		ev := finishedEvent(job, planner.Result{Outcome: tt.outcome, Err: tt.err},
+		ev := finishedEvent(job, jobs.Result{Outcome: tt.outcome, Err: tt.err},
 			executor.Report{RewrittenDataFiles: 3, Attempts: 2}, time.Unix(200, 0))
 		if ev.Phase != tt.phase || ev.Outcome != tt.outcome.String() || !ev.Terminal() {
 			t.Errorf("%v: phase %q outcome %q, want %q", tt.outcome, ev.Phase, ev.Outcome, tt.phase)
@@ -44,9 +45,9 @@ func TestFinishedEventPhases(t *testing.T) {
 // A failed job's event, as published on NATS, masks every shape of
 // secret its error quotes.
 func TestFinishedEventMasksSecrets(t *testing.T) {
-	job := planner.Job{ID: "j", Kind: planner.KindCompact, TableName: "db.t"}
+	job := jobs.Job{ID: "j", Kind: jobkind.Compact, TableName: "db.t"}
 	for _, s := range redacttest.Shapes {
-		ev := finishedEvent(job, planner.Result{Outcome: planner.Failed, Err: errors.New("commit: " + s.Text)},
+		ev := finishedEvent(job, jobs.Result{Outcome: jobs.Failed, Err: errors.New("commit: " + s.Text)},
 			executor.Report{}, time.Unix(0, 0))
 		data, err := json.Marshal(ev)
 		if err != nil {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/icereactor/reactor/deletions"
 	"github.com/icereactor/reactor/events"
+	"github.com/icereactor/reactor/jobkind"
 	"github.com/icereactor/reactor/planner"
 	"github.com/icereactor/reactor/sparkrun"
 	"github.com/icereactor/reactor/status"
@@ -174,13 +175,13 @@ func (l *jobHistory) table(name string) []status.Job {
 	return newestFirst(l.byTable[name])
 }
 
-// tableKinds is the table's last job of each kind, in planner.Kinds order.
+// tableKinds is the table's last job of each kind, in jobkind.All order.
 func (l *jobHistory) tableKinds(name string) []status.Job {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var out []status.Job
-	for _, k := range planner.Kinds() {
-		if j, ok := l.lastKind[name][string(k)]; ok {
+	for _, k := range jobkind.All() {
+		if j, ok := l.lastKind[name][k.String()]; ok {
 			out = append(out, j)
 		}
 	}

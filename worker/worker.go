@@ -21,6 +21,8 @@ import (
 	"github.com/icereactor/reactor/events"
 	"github.com/icereactor/reactor/executor"
 	"github.com/icereactor/reactor/executor/pool"
+	"github.com/icereactor/reactor/jobkind"
+	"github.com/icereactor/reactor/jobs"
 	"github.com/icereactor/reactor/lease"
 	"github.com/icereactor/reactor/metrics"
 	"github.com/icereactor/reactor/planner"
@@ -296,19 +298,19 @@ func Start(ctx context.Context, cfg Config) (_ *Worker, err error) {
 		w.jobPrefix = events.DefaultJobSubjectPrefix
 	}
 	w.Pool = pool.New(runCtx, pool.Options{Runner: exec, Concurrency: w.concurrency, Metrics: cfg.Metrics,
-		Gate: func(job planner.Job) error {
+		Gate: func(job jobs.Job) error {
 			if m := w.leaseManager(); m != nil {
 				return m.MayRun(job.TableName)
 			}
 			return fmt.Errorf("%w: %s (not connected to NATS yet)", lease.ErrLeaseLost, job.TableName)
 		},
 		Offloader: w.spark, OffloadConcurrency: w.sparkConcurrency,
-		OnStart: func(job planner.Job, backend string) {
+		OnStart: func(job jobs.Job, backend string) {
 			ev := jobEvent(events.JobStarted, job, time.Now())
 			ev.Backend = backend
 			w.publishJob(ev)
 		},
-		OnFinish: func(ctx context.Context, job planner.Job, res planner.Result, rep executor.Report) {
+		OnFinish: func(ctx context.Context, job jobs.Job, res jobs.Result, rep executor.Report) {
 			var tooLarge *sizelimit.Error
 			if errors.As(res.Err, &tooLarge) {
 				cfg.Metrics.SizeLimitRefusals.WithLabelValues(string(tooLarge.Kind)).Inc()
@@ -318,11 +320,11 @@ func Start(ctx context.Context, cfg Config) (_ *Worker, err error) {
 				// The executor never got to count it or say it ended.
 				cfg.Logger.Error("job panicked; it failed, reactor keeps running", "table", job.TableName, "job_id", job.ID,
 					"kind", job.Kind, "panic", panicked.Value, "stack", panicked.Stack)
-				cfg.Metrics.Jobs.WithLabelValues(string(job.Kind), metrics.JobFailed).Inc()
+				cfg.Metrics.Jobs.WithLabelValues(job.Kind.String(), metrics.JobFailed).Inc()
 			}
 			// Before Finished: it may schedule the table's next job, whose
 			// scheduled event must come after this job's end.
-			if job.Kind == planner.KindRemoveOrphans && res.Outcome != planner.Failed {
+			if job.Kind == jobkind.RemoveOrphans && res.Outcome != jobs.Failed {
 				left := len(rep.Orphans.Orphans)
 				if !rep.Orphans.DryRun {
 					left -= rep.Orphans.DeletedFiles
@@ -330,7 +332,7 @@ func Start(ctx context.Context, cfg Config) (_ *Worker, err error) {
 				w.Metrics.OrphanCandidates.WithLabelValues(job.TableName).Set(float64(left))
 			}
 			w.publishJob(finishedEvent(job, res, rep, time.Now()))
-			if job.Kind == planner.KindRemoveOrphans && len(rep.Orphans.Orphans) > 0 {
+			if job.Kind == jobkind.RemoveOrphans && len(rep.Orphans.Orphans) > 0 {
 				w.publish(DefaultOrphanSubjectPrefix+"."+job.TableName, rep.Orphans)
 			}
 			w.Planner.Finished(ctx, job, res)
@@ -341,7 +343,7 @@ func Start(ctx context.Context, cfg Config) (_ *Worker, err error) {
 		Catalog:     w.Catalog,
 		CatalogName: catName,
 		Config:      cfg.Thresholds,
-		Dispatch: func(job planner.Job) {
+		Dispatch: func(job jobs.Job) {
 			w.publishJob(jobEvent(events.JobScheduled, job, time.Now()))
 			w.Pool.Dispatch(job)
 		},

@@ -9,6 +9,7 @@ import (
 
 	"github.com/icereactor/reactor/embedded"
 	"github.com/icereactor/reactor/executor"
+	"github.com/icereactor/reactor/jobkind"
 	"github.com/icereactor/reactor/metrics"
 	"github.com/icereactor/reactor/planner"
 	"github.com/icereactor/reactor/thresholds"
@@ -65,9 +66,9 @@ func runJob(ctx context.Context, dir string, target int64, sortOrder string, opt
 	if err != nil {
 		return jobResult{}, err
 	}
-	kind, mo := planner.KindCompact, planner.ManualOptions{}
+	kind, mo := jobkind.Compact, planner.ManualOptions{}
 	if sortOrder != "" {
-		kind, mo.Strategy = planner.KindSort, thresholds.StrategySort
+		kind, mo.Strategy = jobkind.Sort, thresholds.StrategySort
 	}
 	job, err := planner.ManualJob(ctx, tbl, cfg, kind, mo, time.Now())
 	if err != nil {

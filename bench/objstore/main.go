@@ -47,6 +47,7 @@ import (
 	"github.com/icereactor/reactor/embedded"
 	"github.com/icereactor/reactor/embedded/s3gateway"
 	"github.com/icereactor/reactor/executor"
+	"github.com/icereactor/reactor/jobkind"
 	"github.com/icereactor/reactor/metrics"
 	"github.com/icereactor/reactor/objectio"
 	"github.com/icereactor/reactor/planner"
@@ -260,7 +261,7 @@ func runCommand(ctx context.Context, cmd string, cat catalog.Catalog, ident tabl
 	}
 	now := time.Now()
 	var (
-		kind planner.JobKind
+		kind jobkind.Kind
 		mo   planner.ManualOptions
 	)
 	switch cmd {
@@ -271,11 +272,11 @@ func runCommand(ctx context.Context, cmd string, cat catalog.Catalog, ident tabl
 		}
 		return fmt.Sprintf("%d jobs due", len(p.Jobs)), nil
 	case "compact":
-		kind = planner.KindCompact
+		kind = jobkind.Compact
 	case "expire":
-		kind, mo.OlderThan, mo.RetainLast = planner.KindExpireSnapshots, time.Millisecond, 1
+		kind, mo.OlderThan, mo.RetainLast = jobkind.ExpireSnapshots, time.Millisecond, 1
 	case "orphans":
-		kind, mo.DryRun = planner.KindRemoveOrphans, true
+		kind, mo.DryRun = jobkind.RemoveOrphans, true
 	default:
 		return "", fmt.Errorf("unknown command %q", cmd)
 	}

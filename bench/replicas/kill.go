@@ -11,6 +11,8 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/file"
 
 	"github.com/icereactor/reactor/executor"
+	"github.com/icereactor/reactor/jobkind"
+	"github.com/icereactor/reactor/jobs"
 	"github.com/icereactor/reactor/lease"
 	"github.com/icereactor/reactor/metrics"
 	"github.com/icereactor/reactor/planner"
@@ -249,14 +251,14 @@ func (p *phase) cleanLeftovers(ctx context.Context, thresholdsFile string) {
 			k.cleanErr = err
 			return
 		}
-		job, err := planner.ManualJob(ctx, tbl, cfg, planner.KindRemoveOrphans,
+		job, err := planner.ManualJob(ctx, tbl, cfg, jobkind.RemoveOrphans,
 			planner.ManualOptions{OlderThan: orphanFloor, OrphanDelete: true}, time.Now())
 		if err != nil {
 			k.cleanErr = err
 			return
 		}
 		res, _ := exec.Run(ctx, job)
-		if res.Outcome == planner.Failed {
+		if res.Outcome == jobs.Failed {
 			k.cleanErr = fmt.Errorf("remove_orphans on %s: %v", t.name, res.Err)
 			return
 		}

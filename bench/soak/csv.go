@@ -7,17 +7,20 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/icereactor/reactor/planner"
+	"github.com/icereactor/reactor/jobkind"
 	"github.com/icereactor/reactor/probe"
 )
 
-// jobKinds are the job kinds that get their own columns; a kind reactor
-// adds later is counted under "other".
-var jobKinds = []string{
-	string(planner.KindCompact), string(planner.KindSort), string(planner.KindRewritePositionDeletes),
-	string(planner.KindExpireSnapshots), string(planner.KindDeleteExpiredFiles),
-	string(planner.KindRewriteManifests), string(planner.KindRemoveOrphans), "other",
-}
+// jobKinds are the job kinds that get their own columns (every kind, in
+// jobkind.All's order), then "other": the kinds of a CSV an older or newer
+// build wrote that this one does not name (replot ignores the column).
+var jobKinds = func() []string {
+	var out []string
+	for _, k := range jobkind.All() {
+		out = append(out, k.String())
+	}
+	return append(out, "other")
+}()
 
 // jobOutcomes are the outcomes of finished jobs (reactor_jobs_total's).
 var jobOutcomes = []string{"succeeded", "noop", "gave_up", "failed"}

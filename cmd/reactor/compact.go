@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/icereactor/reactor/jobkind"
 	"github.com/icereactor/reactor/planner"
 	"github.com/icereactor/reactor/thresholds"
 )
@@ -40,13 +41,13 @@ func compactCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	opts := planner.ManualOptions{Partitions: partitions, DryRun: *dryRun, SortOrder: *sortOrder}
-	kind := planner.KindCompact
+	kind := jobkind.Compact
 	switch s := thresholds.Strategy(*strategy); {
 	case s == "" && *sortOrder != "":
 		return usageErrorf("--sort-order needs --strategy sort or zorder")
 	case s == "" || s == thresholds.StrategyBinpack:
 	case s.Sorts():
-		kind, opts.Strategy = planner.KindSort, s
+		kind, opts.Strategy = jobkind.Sort, s
 	default:
 		return usageErrorf("--strategy must be binpack, sort or zorder, got %q", *strategy)
 	}

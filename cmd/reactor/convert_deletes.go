@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 
+	"github.com/icereactor/reactor/jobkind"
 	"github.com/icereactor/reactor/planner"
 )
 
@@ -36,6 +37,6 @@ func convertDeletesCmd(ctx context.Context, args []string, stdout, stderr io.Wri
 	if err := c.parse(args, stdout); err != nil {
 		return err
 	}
-	return runOneShot(ctx, c, planner.KindConvertEqualityDeletes,
+	return runOneShot(ctx, c, jobkind.ConvertEqualityDeletes,
 		planner.ManualOptions{Partitions: partitions, DryRun: *dryRun}, stdout, stderr)
 }

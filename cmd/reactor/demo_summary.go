@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/icereactor/reactor/planner"
+	"github.com/icereactor/reactor/jobkind"
 	"github.com/icereactor/reactor/probe"
 	"github.com/icereactor/reactor/streamwriter"
 )
@@ -106,8 +106,8 @@ func (d *demo) readBack(ctx context.Context) (streamwriter.Contents, error) {
 // with the ones that did not succeed called out.
 func jobsByKind(t probe.JobTally) string {
 	var parts []string
-	for _, k := range planner.Kinds() {
-		kind := string(k)
+	for _, k := range jobkind.All() {
+		kind := k.String()
 		ok, noop, gaveUp, failed := t.Count(kind, "succeeded"), t.Count(kind, "noop"), t.Count(kind, "gave_up"), t.Count(kind, "failed")
 		if ok+noop+gaveUp+failed == 0 {
 			continue

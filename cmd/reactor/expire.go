@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 
+	"github.com/icereactor/reactor/jobkind"
 	"github.com/icereactor/reactor/planner"
 )
 
@@ -32,6 +33,6 @@ func expireCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if *olderThan < 0 || *retainLast < 0 {
 		return usageErrorf("--older-than and --retain-last must not be negative")
 	}
-	return runOneShot(ctx, c, planner.KindExpireSnapshots,
+	return runOneShot(ctx, c, jobkind.ExpireSnapshots,
 		planner.ManualOptions{OlderThan: *olderThan, RetainLast: *retainLast, DryRun: *dryRun}, stdout, stderr)
 }

@@ -15,6 +15,8 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icereactor/reactor/executor"
+	"github.com/icereactor/reactor/jobkind"
+	"github.com/icereactor/reactor/jobs"
 	"github.com/icereactor/reactor/metrics"
 	"github.com/icereactor/reactor/planner"
 	"github.com/icereactor/reactor/redact"
@@ -25,7 +27,7 @@ import (
 // oneShotResult is what a one-shot job prints with --json.
 type oneShotResult struct {
 	JobID   string           `json:"job_id"`
-	Kind    planner.JobKind  `json:"kind"`
+	Kind    jobkind.Kind     `json:"kind"`
 	Table   string           `json:"table"`
 	DryRun  bool             `json:"dry_run"`
 	Outcome string           `json:"outcome"`
@@ -43,11 +45,11 @@ type oneShotResult struct {
 }
 
 // notKnownInDryRun are the counts of each kind that only writing tells.
-func notKnownInDryRun(kind planner.JobKind) []string {
+func notKnownInDryRun(kind jobkind.Kind) []string {
 	switch kind {
-	case planner.KindCompact, planner.KindSort:
+	case jobkind.Compact, jobkind.Sort:
 		return []string{"added_data_files_count"}
-	case planner.KindRewriteManifests:
+	case jobkind.RewriteManifests:
 		return []string{"added_manifests_count"}
 	}
 	return nil
@@ -57,7 +59,7 @@ func notKnownInDryRun(kind planner.JobKind) []string {
 // executor the worker uses, logging progress as text to stderr, and prints
 // the result columns of the equivalent Spark procedure to stdout. A job that
 // failed or gave up on conflicts is an error (exit 1).
-func runOneShot(ctx context.Context, c *tableCommand, kind planner.JobKind, opts planner.ManualOptions, stdout, stderr io.Writer) error {
+func runOneShot(ctx context.Context, c *tableCommand, kind jobkind.Kind, opts planner.ManualOptions, stdout, stderr io.Writer) error {
 	logTo, progress := stderr, (*terminalProgress)(nil)
 	if showProgress(stdout, stderr, *c.json) {
 		progress = newTerminalProgress(stderr, fmt.Sprintf("%s %s", kind, c.table), time.Now)
@@ -80,7 +82,7 @@ func runOneShot(ctx context.Context, c *tableCommand, kind planner.JobKind, opts
 	case err != nil:
 		return err
 	}
-	if (kind == planner.KindCompact || kind == planner.KindRewritePositionDeletes || kind == planner.KindConvertEqualityDeletes) && len(job.Partitions) == 0 {
+	if (kind == jobkind.Compact || kind == jobkind.RewritePositionDeletes || kind == jobkind.ConvertEqualityDeletes) && len(job.Partitions) == 0 {
 		fmt.Fprintf(stderr, "%s has no partition to work on\n", c.table)
 	}
 	concurrency := thresholds.DefaultConcurrency
@@ -90,7 +92,7 @@ func runOneShot(ctx context.Context, c *tableCommand, kind planner.JobKind, opts
 	// An expiry's pending deletions are read by a later pass (reactor run,
 	// or this command run again): they need a key that outlives this
 	// process. Other one-shot jobs write no record another process acts on.
-	keys, _, err := c.records.keys(*c.catalog.dataDir, kind == planner.KindExpireSnapshots && !job.DryRun, os.Getenv)
+	keys, _, err := c.records.keys(*c.catalog.dataDir, kind == jobkind.ExpireSnapshots && !job.DryRun, os.Getenv)
 	if err != nil {
 		return err
 	}
@@ -121,7 +123,7 @@ func runOneShot(ctx context.Context, c *tableCommand, kind planner.JobKind, opts
 		out.Error = res.Err.Error()
 	}
 	counts := rep.ProcedureCounts(kind)
-	if kind == planner.KindExpireSnapshots && !out.DryRun && res.Outcome != planner.Failed {
+	if kind == jobkind.ExpireSnapshots && !out.DryRun && res.Outcome != jobs.Failed {
 		// Files earlier expiries unlinked whose reader margin has passed
 		// are deleted now, so repeated one-shot runs (cron) converge
 		// without a running reactor.
@@ -164,9 +166,9 @@ func runOneShot(ctx context.Context, c *tableCommand, kind planner.JobKind, opts
 		}
 	}
 	switch res.Outcome {
-	case planner.Failed:
+	case jobs.Failed:
 		return fmt.Errorf("%s: failed: %w", job.TableName, res.Err)
-	case planner.GaveUp:
+	case jobs.GaveUp:
 		return fmt.Errorf("%s: gave up: %w", job.TableName, res.Err)
 	}
 	return nil
@@ -174,16 +176,16 @@ func runOneShot(ctx context.Context, c *tableCommand, kind planner.JobKind, opts
 
 // dryRunEstimate says what a dry run can tell of a count it cannot know;
 // "" when it does know it (nothing would be rewritten, so nothing added).
-func dryRunEstimate(ctx context.Context, tbl *table.Table, cfg *thresholds.Config, kind planner.JobKind, rep executor.Report) string {
+func dryRunEstimate(ctx context.Context, tbl *table.Table, cfg *thresholds.Config, kind jobkind.Kind, rep executor.Report) string {
 	switch kind {
-	case planner.KindCompact, planner.KindSort:
+	case jobkind.Compact, jobkind.Sort:
 		target := cfg.For(tablename.Format(tbl.Identifier()), tbl.Properties()).TargetFileSize
 		if rep.RewrittenDataFiles == 0 || target <= 0 {
 			return ""
 		}
 		return fmt.Sprintf("not known until written: about %d (%s rewritten at a target of %s; compression decides)",
 			(rep.RewrittenBytes+target-1)/target, thresholds.Size(rep.RewrittenBytes), thresholds.Size(target))
-	case planner.KindRewriteManifests:
+	case jobkind.RewriteManifests:
 		if rep.ManifestsRewritten == 0 {
 			return ""
 		}
@@ -236,17 +238,17 @@ func printCounts(w io.Writer, counts []executor.Count, unknown map[string]string
 
 // deleteDueFiles runs the deletion pass for the table's pending batches
 // that are due, and returns its deleted-file counts.
-func deleteDueFiles(ctx context.Context, exec *executor.Executor, expiry planner.Job) (map[string]int64, error) {
+func deleteDueFiles(ctx context.Context, exec *executor.Executor, expiry jobs.Job) (map[string]int64, error) {
 	pass := expiry
-	pass.Kind = planner.KindDeleteExpiredFiles
+	pass.Kind = jobkind.DeleteExpiredFiles
 	due, err := exec.DuePendingDeletes(ctx, expiry.Table, time.Now())
 	if err != nil || len(due) == 0 {
 		return nil, err
 	}
 	pass.PendingDeletes = due
 	res, rep := exec.Run(ctx, pass)
-	if res.Outcome == planner.Failed {
+	if res.Outcome == jobs.Failed {
 		return nil, fmt.Errorf("delete files earlier expiries unlinked: %w", res.Err)
 	}
-	return rep.CountMap(planner.KindDeleteExpiredFiles), nil
+	return rep.CountMap(jobkind.DeleteExpiredFiles), nil
 }

@@ -14,6 +14,8 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icereactor/reactor/embedded"
+	"github.com/icereactor/reactor/jobkind"
+	"github.com/icereactor/reactor/jobs"
 	"github.com/icereactor/reactor/planner"
 	"github.com/icereactor/reactor/redact/redacttest"
 	"github.com/icereactor/reactor/streamwriter"
@@ -136,7 +138,7 @@ func TestPlanShowsThresholdsAndDueJobs(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &plan); err != nil {
 		t.Fatal(err)
 	}
-	if len(plan.Jobs) != 1 || plan.Jobs[0].Kind != planner.KindCompact || len(plan.Jobs[0].Partitions) != 1 ||
+	if len(plan.Jobs) != 1 || plan.Jobs[0].Kind != jobkind.Compact || len(plan.Jobs[0].Partitions) != 1 ||
 		len(plan.Partitions) != 2 || plan.Partitions[1].Due || plan.Partitions[1].Checks[0].Measured != 2 {
 		t.Errorf("plan = %+v", plan)
 	}
@@ -203,8 +205,8 @@ func TestCompactCommand(t *testing.T) {
 	}
 	o.checkRows()
 	snap := o.load().CurrentSnapshot()
-	if snap.Summary.Properties[planner.SnapshotJobProperty] == "" {
-		t.Errorf("compaction snapshot lacks %s: %v", planner.SnapshotJobProperty, snap.Summary.Properties)
+	if snap.Summary.Properties[jobs.SnapshotJobProperty] == "" {
+		t.Errorf("compaction snapshot lacks %s: %v", jobs.SnapshotJobProperty, snap.Summary.Properties)
 	}
 }
 
@@ -403,7 +405,7 @@ func TestRewriteDeletesAndSortCommands(t *testing.T) {
 	}
 	o.checkRows()
 	snap := o.load().CurrentSnapshot()
-	if got := snap.Summary.Properties[planner.SortSnapshotProperty]; got != "id DESC NULLS LAST" {
+	if got := snap.Summary.Properties[jobs.SortSnapshotProperty]; got != "id DESC NULLS LAST" {
 		t.Errorf("sort snapshot property %q", got)
 	}
 }

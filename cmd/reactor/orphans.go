@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 
+	"github.com/icereactor/reactor/jobkind"
 	"github.com/icereactor/reactor/planner"
 )
 
@@ -38,6 +39,6 @@ func orphansCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if !*dryRun && !deleteAllowed {
 		return usageErrorf("--dry-run=false needs orphan_delete: true for %s in the thresholds file (deletion is opt-in per table)", c.table)
 	}
-	return runOneShot(ctx, c, planner.KindRemoveOrphans,
+	return runOneShot(ctx, c, jobkind.RemoveOrphans,
 		planner.ManualOptions{OlderThan: *olderThan, DryRun: *dryRun, OrphanDelete: deleteAllowed}, stdout, stderr)
 }

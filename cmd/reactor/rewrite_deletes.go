@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 
+	"github.com/icereactor/reactor/jobkind"
 	"github.com/icereactor/reactor/planner"
 )
 
@@ -31,6 +32,6 @@ func rewriteDeletesCmd(ctx context.Context, args []string, stdout, stderr io.Wri
 	if err := c.parse(args, stdout); err != nil {
 		return err
 	}
-	return runOneShot(ctx, c, planner.KindRewritePositionDeletes,
+	return runOneShot(ctx, c, jobkind.RewritePositionDeletes,
 		planner.ManualOptions{Partitions: partitions, DryRun: *dryRun}, stdout, stderr)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 
+	"github.com/icereactor/reactor/jobkind"
 	"github.com/icereactor/reactor/planner"
 )
 
@@ -22,5 +23,5 @@ func rewriteManifestsCmd(ctx context.Context, args []string, stdout, stderr io.W
 	if err := c.parse(args, stdout); err != nil {
 		return err
 	}
-	return runOneShot(ctx, c, planner.KindRewriteManifests, planner.ManualOptions{DryRun: *dryRun}, stdout, stderr)
+	return runOneShot(ctx, c, jobkind.RewriteManifests, planner.ManualOptions{DryRun: *dryRun}, stdout, stderr)
 }

@@ -8,7 +8,8 @@ import (
 	"time"
 
 	"github.com/icereactor/reactor/executor"
-	"github.com/icereactor/reactor/planner"
+	"github.com/icereactor/reactor/jobkind"
+	"github.com/icereactor/reactor/jobs"
 	"github.com/icereactor/reactor/redact"
 	"github.com/icereactor/reactor/redact/redacttest"
 )
@@ -17,11 +18,11 @@ import (
 // and succeeds on every other.
 type panicky struct{ on string }
 
-func (p panicky) Run(_ context.Context, job planner.Job) (planner.Result, executor.Report) {
+func (p panicky) Run(_ context.Context, job jobs.Job) (jobs.Result, executor.Report) {
 	if job.ID == p.on {
 		panic("decoding manifest from " + redacttest.All())
 	}
-	return planner.Result{Outcome: planner.Succeeded}, executor.Report{}
+	return jobs.Result{Outcome: jobs.Succeeded}, executor.Report{}
 }
 
 // A job that panics fails with a redacted error (value and stack) and
@@ -29,18 +30,18 @@ func (p panicky) Run(_ context.Context, job planner.Job) (planner.Result, execut
 func TestPanickingJobFailsAndTheNextRuns(t *testing.T) {
 	var (
 		mu       sync.Mutex
-		finished = map[string]planner.Result{}
+		finished = map[string]jobs.Result{}
 		done     = make(chan struct{}, 2)
 	)
 	p := New(t.Context(), Options{Runner: panicky{on: "bad"}, Concurrency: 1,
-		OnFinish: func(_ context.Context, job planner.Job, res planner.Result, _ executor.Report) {
+		OnFinish: func(_ context.Context, job jobs.Job, res jobs.Result, _ executor.Report) {
 			mu.Lock()
 			finished[job.ID] = res
 			mu.Unlock()
 			done <- struct{}{}
 		}})
-	p.Dispatch(planner.Job{ID: "bad", TableName: "db.a", Kind: planner.KindCompact})
-	p.Dispatch(planner.Job{ID: "good", TableName: "db.b", Kind: planner.KindCompact})
+	p.Dispatch(jobs.Job{ID: "bad", TableName: "db.a", Kind: jobkind.Compact})
+	p.Dispatch(jobs.Job{ID: "good", TableName: "db.b", Kind: jobkind.Compact})
 	for range 2 {
 		select {
 		case <-done:
@@ -51,7 +52,7 @@ func TestPanickingJobFailsAndTheNextRuns(t *testing.T) {
 	p.Wait()
 	bad, good := finished["bad"], finished["good"]
 	var pe *redact.PanicError
-	if bad.Outcome != planner.Failed || !errors.As(bad.Err, &pe) {
+	if bad.Outcome != jobs.Failed || !errors.As(bad.Err, &pe) {
 		t.Fatalf("panicking job: %+v", bad)
 	}
 	redacttest.AssertMasked(t, "panic error", bad.Err.Error())
@@ -59,7 +60,7 @@ func TestPanickingJobFailsAndTheNextRuns(t *testing.T) {
 	if pe.Stack == "" {
 		t.Error("no stack")
 	}
-	if good.Outcome != planner.Succeeded {
+	if good.Outcome != jobs.Succeeded {
 		t.Errorf("the next job: %+v", good)
 	}
 	if st := p.Stats(); st.Failed != 1 || st.Succeeded != 1 {

@@ -10,7 +10,7 @@
 //     background, one slot kept for urgent jobs.
 //
 // It owns the order and the bound of running jobs. It must not decide a
-// job's priority (the planner's, planner.Job.Priority) or how a job runs
+// job's priority (the planner's, jobs.Job.Priority) or how a job runs
 // (the Runner's: the executor).
 package pool
 
@@ -20,25 +20,25 @@ import (
 	"sync"
 
 	"github.com/icereactor/reactor/executor"
+	"github.com/icereactor/reactor/jobs"
 	"github.com/icereactor/reactor/metrics"
-	"github.com/icereactor/reactor/planner"
 	"github.com/icereactor/reactor/redact"
 )
 
 // Runner runs one job in this process: the executor.
 type Runner interface {
-	Run(ctx context.Context, job planner.Job) (planner.Result, executor.Report)
+	Run(ctx context.Context, job jobs.Job) (jobs.Result, executor.Report)
 }
 
 // Finisher receives every finished job with its report.
-type Finisher func(ctx context.Context, job planner.Job, res planner.Result, rep executor.Report)
+type Finisher func(ctx context.Context, job jobs.Job, res jobs.Result, rep executor.Report)
 
 // Offloader runs jobs on another backend (a Spark cluster). The pool asks
 // it about every job before the job takes one of the pool's own slots.
 type Offloader interface {
 	// Offload reports whether job goes to the other backend. It must be
 	// quick and must not block.
-	Offload(job planner.Job) bool
+	Offload(job jobs.Job) bool
 	// Run runs job on the other backend, calling started once the job
 	// has been handed over. local reports that the job did not run there
 	// and is to run in this process now (the job was never handed over,
@@ -46,7 +46,7 @@ type Offloader interface {
 	// res and rep are then ignored. Run returns only once the other
 	// backend no longer runs the job, so the planner's one job per table
 	// holds across both.
-	Run(ctx context.Context, job planner.Job, started func()) (res planner.Result, rep executor.Report, local bool)
+	Run(ctx context.Context, job jobs.Job, started func()) (res jobs.Result, rep executor.Report, local bool)
 }
 
 // Pool runs dispatched jobs on at most n goroutines at once. The planner
@@ -59,11 +59,11 @@ type Pool struct {
 	ctx     context.Context
 	exec    Runner
 	finish  Finisher
-	start   func(job planner.Job, backend string)
+	start   func(job jobs.Job, backend string)
 	slots   *slots
 	offload Offloader
 	offSem  chan struct{}
-	gate    func(job planner.Job) error
+	gate    func(job jobs.Job) error
 	wg      sync.WaitGroup
 
 	mu    sync.Mutex
@@ -108,7 +108,7 @@ type Options struct {
 	// Gate is what a job must pass when it leaves the queue (with
 	// replicas: this replica still owns the table); a job it refuses
 	// ends Failed with its error, having done nothing.
-	Gate func(job planner.Job) error
+	Gate func(job jobs.Job) error
 	// Offloader, when set, takes the jobs it selects to its backend, at
 	// most OffloadConcurrency at once (0 means 1).
 	Offloader          Offloader
@@ -117,7 +117,7 @@ type Options struct {
 	// with the backend it runs on (executor.BackendLocal,
 	// executor.BackendSpark). A job that comes back from the other
 	// backend to run here starts again.
-	OnStart func(job planner.Job, backend string)
+	OnStart func(job jobs.Job, backend string)
 	// OnFinish receives every finished job.
 	OnFinish Finisher
 }
@@ -175,7 +175,7 @@ func (p *Pool) WaitTables(ctx context.Context, sel func(table string) bool) {
 }
 
 // Dispatch queues a job; it never blocks.
-func (p *Pool) Dispatch(job planner.Job) {
+func (p *Pool) Dispatch(job jobs.Job) {
 	ctx, cancel := context.WithCancel(p.ctx)
 	p.mu.Lock()
 	p.jobs[job.ID] = &poolJob{table: job.TableName, cancel: cancel}
@@ -186,7 +186,7 @@ func (p *Pool) Dispatch(job planner.Job) {
 		defer p.forget(job.ID, cancel)
 		if p.gate != nil {
 			if err := p.gate(job); err != nil {
-				p.done(job, planner.Result{Outcome: planner.Failed, Err: err}, executor.Report{})
+				p.done(job, jobs.Result{Outcome: jobs.Failed, Err: err}, executor.Report{})
 				return
 			}
 		}
@@ -202,14 +202,14 @@ func (p *Pool) Dispatch(job planner.Job) {
 		}
 		release, ok := p.slots.acquire(ctx, job)
 		if !ok {
-			p.done(job, planner.Result{Outcome: planner.Failed, Err: context.Cause(ctx)}, executor.Report{})
+			p.done(job, jobs.Result{Outcome: jobs.Failed, Err: context.Cause(ctx)}, executor.Report{})
 			return
 		}
 		defer release()
 		if p.gate != nil {
 			// It may have waited long for its slot.
 			if err := p.gate(job); err != nil {
-				p.done(job, planner.Result{Outcome: planner.Failed, Err: err}, executor.Report{})
+				p.done(job, jobs.Result{Outcome: jobs.Failed, Err: err}, executor.Report{})
 				return
 			}
 		}
@@ -225,10 +225,10 @@ func (p *Pool) Dispatch(job planner.Job) {
 // instead of ending the process: a file that makes a decoder panic fails
 // its job on every pass, not the replica (the executor's defers, which
 // delete uncommitted outputs, have run by then).
-func (p *Pool) runRecovered(ctx context.Context, job planner.Job) (res planner.Result, rep executor.Report) {
+func (p *Pool) runRecovered(ctx context.Context, job jobs.Job) (res jobs.Result, rep executor.Report) {
 	defer func() {
 		if v := recover(); v != nil {
-			res, rep = planner.Result{Outcome: planner.Failed, Err: redact.Panic(v, debug.Stack())}, executor.Report{}
+			res, rep = jobs.Result{Outcome: jobs.Failed, Err: redact.Panic(v, debug.Stack())}, executor.Report{}
 		}
 	}()
 	return p.exec.Run(ctx, job)
@@ -244,11 +244,11 @@ func (p *Pool) forget(id string, cancel context.CancelFunc) {
 
 // runOffloaded runs job on the other backend under its bound; ok is false
 // when the pool stopped before it started (the job is then finished).
-func (p *Pool) runOffloaded(ctx context.Context, job planner.Job) (res planner.Result, rep executor.Report, local, ok bool) {
+func (p *Pool) runOffloaded(ctx context.Context, job jobs.Job) (res jobs.Result, rep executor.Report, local, ok bool) {
 	select {
 	case p.offSem <- struct{}{}:
 	case <-ctx.Done():
-		p.done(job, planner.Result{Outcome: planner.Failed, Err: ctx.Err()}, executor.Report{Backend: executor.BackendSpark})
+		p.done(job, jobs.Result{Outcome: jobs.Failed, Err: ctx.Err()}, executor.Report{Backend: executor.BackendSpark})
 		return res, rep, false, false
 	}
 	defer func() { <-p.offSem }()
@@ -260,17 +260,17 @@ func (p *Pool) runOffloaded(ctx context.Context, job planner.Job) (res planner.R
 	return res, rep, local, true
 }
 
-func (p *Pool) done(job planner.Job, res planner.Result, rep executor.Report) {
+func (p *Pool) done(job jobs.Job, res jobs.Result, rep executor.Report) {
 	p.mu.Lock()
 	p.stats.Jobs++
 	switch res.Outcome {
-	case planner.Succeeded:
+	case jobs.Succeeded:
 		p.stats.Succeeded++
 		p.stats.FilesRewritten += rep.RewrittenDataFiles
 		p.stats.FilesAdded += rep.AddedDataFiles
-	case planner.Noop:
+	case jobs.Noop:
 		p.stats.Noop++
-	case planner.GaveUp:
+	case jobs.GaveUp:
 		p.stats.GaveUp++
 	default:
 		p.stats.Failed++

@@ -5,8 +5,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/icereactor/reactor/jobkind"
+	"github.com/icereactor/reactor/jobs"
 	"github.com/icereactor/reactor/metrics"
-	"github.com/icereactor/reactor/planner"
 )
 
 // backgroundSlack is how much later than an urgent job a background job
@@ -30,12 +31,12 @@ type slots struct {
 	mu                sync.Mutex
 	running           int
 	runningBackground int
-	queues            [2][]*slotWaiter // by planner.Priority, FIFO
+	queues            [2][]*slotWaiter // by jobkind.Priority, FIFO
 }
 
 type slotWaiter struct {
-	class    planner.Priority
-	kind     planner.JobKind
+	class    jobkind.Priority
+	kind     jobkind.Kind
 	queued   time.Time
 	deadline time.Time
 	grant    chan struct{}
@@ -48,10 +49,10 @@ func newSlots(size int, met *metrics.Metrics) *slots {
 }
 
 // acquire waits for a slot for job; false when ctx ended first.
-func (s *slots) acquire(ctx context.Context, job planner.Job) (release func(), ok bool) {
+func (s *slots) acquire(ctx context.Context, job jobs.Job) (release func(), ok bool) {
 	now := s.now()
 	w := &slotWaiter{class: job.Priority, kind: job.Kind, queued: now, deadline: now, grant: make(chan struct{})}
-	if w.class == planner.PriorityBackground {
+	if w.class == jobkind.PriorityBackground {
 		w.deadline = now.Add(backgroundSlack)
 	}
 	s.mu.Lock()
@@ -70,11 +71,11 @@ func (s *slots) acquire(ctx context.Context, job planner.Job) (release func(), o
 		}
 		s.mu.Unlock()
 	}
-	s.met.JobQueueWait.WithLabelValues(string(w.kind)).Observe(time.Since(w.queued).Seconds())
+	s.met.JobQueueWait.WithLabelValues(w.kind.String()).Observe(time.Since(w.queued).Seconds())
 	return func() {
 		s.mu.Lock()
 		s.running--
-		if w.class == planner.PriorityBackground {
+		if w.class == jobkind.PriorityBackground {
 			s.runningBackground--
 		}
 		s.dispatchLocked()
@@ -85,7 +86,7 @@ func (s *slots) acquire(ctx context.Context, job planner.Job) (release func(), o
 // dispatchLocked grants free slots to the best waiters.
 func (s *slots) dispatchLocked() {
 	for s.running < s.size {
-		u, b := s.head(planner.PriorityUrgent), s.head(planner.PriorityBackground)
+		u, b := s.head(jobkind.PriorityUrgent), s.head(jobkind.PriorityBackground)
 		bgFree := s.runningBackground < s.backgroundLimit
 		var next *slotWaiter
 		switch {
@@ -102,7 +103,7 @@ func (s *slots) dispatchLocked() {
 		s.queues[next.class] = s.queues[next.class][1:]
 		next.granted = true
 		s.running++
-		if next.class == planner.PriorityBackground {
+		if next.class == jobkind.PriorityBackground {
 			s.runningBackground++
 		}
 		close(next.grant)
@@ -110,7 +111,7 @@ func (s *slots) dispatchLocked() {
 	s.gaugesLocked()
 }
 
-func (s *slots) head(c planner.Priority) *slotWaiter {
+func (s *slots) head(c jobkind.Priority) *slotWaiter {
 	if len(s.queues[c]) == 0 {
 		return nil
 	}
@@ -129,7 +130,7 @@ func (s *slots) removeLocked(w *slotWaiter) {
 
 func (s *slots) gaugesLocked() {
 	for c := range s.queues {
-		s.met.JobQueue.WithLabelValues(planner.Priority(c).String()).Set(float64(len(s.queues[c])))
+		s.met.JobQueue.WithLabelValues(jobkind.Priority(c).String()).Set(float64(len(s.queues[c])))
 	}
 	s.met.JobsRunning.Set(float64(s.running))
 }

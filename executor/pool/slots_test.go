@@ -7,8 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/icereactor/reactor/jobkind"
+	"github.com/icereactor/reactor/jobs"
 	"github.com/icereactor/reactor/metrics"
-	"github.com/icereactor/reactor/planner"
 )
 
 // The order jobs get the pool's slots in: urgent first come first served;
@@ -16,35 +17,35 @@ import (
 // two slots a background backlog never takes the last one.
 func TestSlotsOrder(t *testing.T) {
 	// Each job carries the priority the planner gives its kind and reason.
-	compact := func(table string) planner.Job {
-		return planner.Job{Kind: planner.KindCompact, TableName: table, Priority: planner.PriorityUrgent}
+	compact := func(table string) jobs.Job {
+		return jobs.Job{Kind: jobkind.Compact, TableName: table, Priority: jobkind.PriorityUrgent}
 	}
-	orphans := func(table string) planner.Job {
-		return planner.Job{Kind: planner.KindRemoveOrphans, TableName: table, Priority: planner.PriorityBackground}
+	orphans := func(table string) jobs.Job {
+		return jobs.Job{Kind: jobkind.RemoveOrphans, TableName: table, Priority: jobkind.PriorityBackground}
 	}
-	countExpiry := planner.Job{Kind: planner.KindExpireSnapshots, TableName: "x",
-		Reasons: []planner.Reason{{Threshold: "snapshot_count"}}, Priority: planner.PriorityUrgent}
+	countExpiry := jobs.Job{Kind: jobkind.ExpireSnapshots, TableName: "x",
+		Reasons: []jobs.Reason{{Threshold: "snapshot_count"}}, Priority: jobkind.PriorityUrgent}
 	for _, tt := range []struct {
 		name string
 		size int
 		// busy jobs hold every slot first; then queued arrive in order,
 		// at the given minute; then the busy ones end one by one.
-		busy   []planner.Job
-		queued []planner.Job
+		busy   []jobs.Job
+		queued []jobs.Job
 		at     []time.Duration
 		want   []string // the order the queued jobs start in
 	}{
-		{name: "urgent first come first served", size: 1, busy: []planner.Job{compact("busy")},
-			queued: []planner.Job{compact("a"), compact("b"), compact("c")}, at: []time.Duration{0, 0, 0},
+		{name: "urgent first come first served", size: 1, busy: []jobs.Job{compact("busy")},
+			queued: []jobs.Job{compact("a"), compact("b"), compact("c")}, at: []time.Duration{0, 0, 0},
 			want: []string{"a", "b", "c"}},
-		{name: "a hot table's compaction before a maintenance backlog", size: 1, busy: []planner.Job{orphans("busy")},
-			queued: []planner.Job{orphans("o1"), orphans("o2"), orphans("o3"), compact("hot")}, at: []time.Duration{0, 0, 0, time.Minute},
+		{name: "a hot table's compaction before a maintenance backlog", size: 1, busy: []jobs.Job{orphans("busy")},
+			queued: []jobs.Job{orphans("o1"), orphans("o2"), orphans("o3"), compact("hot")}, at: []time.Duration{0, 0, 0, time.Minute},
 			want: []string{"hot", "o1", "o2", "o3"}},
-		{name: "a background job that waited its slack ranks with urgent ones", size: 1, busy: []planner.Job{compact("busy")},
-			queued: []planner.Job{orphans("old"), compact("late")}, at: []time.Duration{0, 11 * time.Minute},
+		{name: "a background job that waited its slack ranks with urgent ones", size: 1, busy: []jobs.Job{compact("busy")},
+			queued: []jobs.Job{orphans("old"), compact("late")}, at: []time.Duration{0, 11 * time.Minute},
 			want: []string{"old", "late"}},
-		{name: "expiry at the snapshot bound is urgent", size: 1, busy: []planner.Job{compact("busy")},
-			queued: []planner.Job{orphans("o"), countExpiry}, at: []time.Duration{0, time.Minute},
+		{name: "expiry at the snapshot bound is urgent", size: 1, busy: []jobs.Job{compact("busy")},
+			queued: []jobs.Job{orphans("o"), countExpiry}, at: []time.Duration{0, time.Minute},
 			want: []string{"x", "o"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -104,13 +105,13 @@ func TestSlotsOrder(t *testing.T) {
 // at once beside a running listing while more listings wait.
 func TestSlotsKeepOneForUrgentJobs(t *testing.T) {
 	s := newSlots(2, metrics.New())
-	rel, ok := s.acquire(context.Background(), planner.Job{Kind: planner.KindRemoveOrphans, Priority: planner.PriorityBackground})
+	rel, ok := s.acquire(context.Background(), jobs.Job{Kind: jobkind.RemoveOrphans, Priority: jobkind.PriorityBackground})
 	if !ok {
 		t.Fatal("no slot")
 	}
 	second := make(chan struct{})
 	go func() {
-		r, ok := s.acquire(context.Background(), planner.Job{Kind: planner.KindRemoveOrphans, Priority: planner.PriorityBackground})
+		r, ok := s.acquire(context.Background(), jobs.Job{Kind: jobkind.RemoveOrphans, Priority: jobkind.PriorityBackground})
 		if ok {
 			close(second)
 			r()
@@ -118,14 +119,14 @@ func TestSlotsKeepOneForUrgentJobs(t *testing.T) {
 	}()
 	for {
 		s.mu.Lock()
-		n := len(s.queues[planner.PriorityBackground])
+		n := len(s.queues[jobkind.PriorityBackground])
 		s.mu.Unlock()
 		if n == 1 {
 			break
 		}
 		time.Sleep(time.Millisecond)
 	}
-	relU, ok := s.acquire(context.Background(), planner.Job{Kind: planner.KindCompact, Priority: planner.PriorityUrgent})
+	relU, ok := s.acquire(context.Background(), jobs.Job{Kind: jobkind.Compact, Priority: jobkind.PriorityUrgent})
 	if !ok {
 		t.Fatal("the urgent job got no slot")
 	}

@@ -27,6 +27,7 @@ import (
 	_ "github.com/apache/iceberg-go/catalog/sql"
 	"github.com/uptrace/bun/driver/sqliteshim"
 
+	"github.com/icereactor/reactor/jobkind"
 	"github.com/icereactor/reactor/planner"
 	"github.com/icereactor/reactor/sparkcall"
 	"github.com/icereactor/reactor/tablename"
@@ -49,9 +50,9 @@ type output struct {
 }
 
 type jobSummary struct {
-	Kind       planner.JobKind `json:"kind"`
-	Table      string          `json:"table"`
-	Partitions []string        `json:"partitions,omitempty"`
+	Kind       jobkind.Kind `json:"kind"`
+	Table      string       `json:"table"`
+	Partitions []string     `json:"partitions,omitempty"`
 }
 
 func main() {
@@ -115,7 +116,12 @@ func run() int {
 	if strings.HasPrefix(strings.ToLower(strings.TrimSpace(*sortOrder)), "zorder") {
 		strategy = thresholds.StrategyZOrder
 	}
-	job, err := planner.ManualJob(ctx, tbl, cfg, planner.JobKind(*kind), planner.ManualOptions{
+	k, err := jobkind.Parse(*kind)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	job, err := planner.ManualJob(ctx, tbl, cfg, k, planner.ManualOptions{
 		Partitions: partitions, OlderThan: *olderThan, RetainLast: *retainLast, OrphanDelete: *orphanDelete,
 		Strategy: strategy, SortOrder: *sortOrder,
 	}, now)

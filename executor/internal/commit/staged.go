@@ -13,9 +13,8 @@ import (
 	iceio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 	"github.com/apache/iceberg-go/table/compaction"
+	"github.com/icereactor/reactor/jobs"
 	"golang.org/x/sync/errgroup"
-
-	"github.com/icereactor/reactor/planner"
 )
 
 // ErrRescan: the table's manifests changed in a way the incremental state
@@ -183,7 +182,7 @@ func (st *Staged) Prepare(ctx context.Context, base *table.Table) error {
 	st.held = map[string][]iceberg.ManifestEntry{}
 	st.dead = map[string]int64{}
 
-	keys := planner.NewKeyer(meta)
+	keys := jobs.NewKeyer(meta)
 	survivorKey := func(df iceberg.DataFile) string {
 		return fmt.Sprintf("%d|%s", df.SpecID(), keys.Key(df.SpecID(), df.Partition()))
 	}
@@ -312,7 +311,7 @@ func (st *Staged) Prepare(ctx context.Context, base *table.Table) error {
 // surviving data file of its (spec, partition) has a sequence number at or
 // below its own; an equality delete per compaction.DecideDeadEqualityDeletesWithSpecs.
 func (st *Staged) decideDead(meta table.Metadata, minSeq map[string]int64, survey *compaction.SurvivorSurvey) error {
-	keys := planner.NewKeyer(meta)
+	keys := jobs.NewKeyer(meta)
 	var eqCandidates []iceberg.ManifestEntry
 	for path := range st.Optional {
 		e, ok := st.live[path]

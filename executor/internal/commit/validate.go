@@ -10,7 +10,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icereactor/reactor/executor/internal/datapath"
-	"github.com/icereactor/reactor/planner"
+	"github.com/icereactor/reactor/jobs"
 )
 
 // Reasons a staged rewrite can no longer be committed as it is. Neither is a
@@ -52,13 +52,13 @@ func NewDeletesBy(snapID int64, what string) error {
 type RewriteInputs struct {
 	paths      map[string]struct{}
 	partitions map[string]struct{} // partition key of each input
-	keys       *planner.Keyer
+	keys       *jobs.Keyer
 	global     bool // an input is unpartitioned: equality deletes anywhere apply
 	meta       table.Metadata
 }
 
 func NewRewriteInputs(meta table.Metadata, files []iceberg.DataFile) RewriteInputs {
-	in := RewriteInputs{paths: map[string]struct{}{}, partitions: map[string]struct{}{}, keys: planner.NewKeyer(meta), meta: meta}
+	in := RewriteInputs{paths: map[string]struct{}{}, partitions: map[string]struct{}{}, keys: jobs.NewKeyer(meta), meta: meta}
 	for _, df := range files {
 		in.paths[df.FilePath()] = struct{}{}
 		in.partitions[in.keys.Key(df.SpecID(), df.Partition())] = struct{}{}

@@ -1,4 +1,4 @@
-package planner
+package jobs
 
 import (
 	"strings"
@@ -19,11 +19,11 @@ func HiddenPath(tableLocation, loc string) bool {
 	if base := strings.TrimSuffix(location.Identity(tableLocation), "/") + "/"; strings.HasPrefix(location.Identity(loc), base) {
 		rel = strings.TrimPrefix(location.Identity(loc), base)
 	}
-	return hiddenRelative(rel)
+	return HiddenRelative(rel)
 }
 
-// hiddenRelative is HiddenPath for a path relative to the table location.
-func hiddenRelative(rel string) bool {
+// HiddenRelative is HiddenPath for a path relative to the table location.
+func HiddenRelative(rel string) bool {
 	for part := range strings.SplitSeq(rel, "/") {
 		switch {
 		case strings.HasPrefix(part, "."):
