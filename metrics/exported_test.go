@@ -35,6 +35,8 @@ func exercised(t *testing.T) *metrics.Metrics {
 	m.IdealDataFiles.WithLabelValues("db.t")
 	m.OrphanCandidates.WithLabelValues("db.t")
 	m.OrphansRefused.WithLabelValues("db.t", "hidden")
+	m.DeletionsRefused.WithLabelValues("db.t", "outside_table")
+	m.RecordsRefused.WithLabelValues("db.t", "unsigned")
 	m.DeleteFiles.WithLabelValues("db.t", "position")
 	m.DeleteFileRatio.WithLabelValues("db.t")
 	m.JobDuration.WithLabelValues("compact").Observe(1)
