@@ -40,6 +40,13 @@ type Catalog struct {
 	// stop ends the background opening; bg waits for it.
 	stop context.CancelFunc
 	bg   sync.WaitGroup
+
+	// The metadata cache (metadata_cache.go): parsed metadata by location,
+	// the cheap location lookup of catalogs that have one (nil: none), and
+	// each table's IO for the tables it hands out from memory.
+	cache  *metadataCache
+	locate locator
+	ios    tableIO
 }
 
 var _ catalog.Catalog = (*Catalog)(nil)
@@ -109,6 +116,10 @@ func (c *Catalog) CommitTable(ctx context.Context, ident table.Identifier, reqs 
 		meta, loc, err := cat.CommitTable(ctx, ident, reqs, updates)
 		return commitResult{meta, loc}, err
 	})
+	if err == nil && c.cache != nil {
+		// The table a commit returns is the next load's: never parsed.
+		c.cache.put(r.loc, r.meta)
+	}
 	return r.meta, r.loc, err
 }
 
@@ -136,10 +147,63 @@ func (c *Catalog) ListTables(ctx context.Context, ns table.Identifier) iter.Seq2
 	}
 }
 
+// LoadTable loads the table; a metadata file this process parsed before
+// is answered from memory when the catalog can say cheaply which file is
+// current (metadata_cache.go).
 func (c *Catalog) LoadTable(ctx context.Context, ident table.Identifier) (*table.Table, error) {
-	return c.own(call(ctx, c, "load "+formatIdent(ident), func(ctx context.Context, cat catalog.Catalog) (*table.Table, error) {
+	if tbl, err, ok := c.fromCache(ctx, ident); ok {
+		return tbl, err
+	}
+	tbl, err := c.own(call(ctx, c, "load "+formatIdent(ident), func(ctx context.Context, cat catalog.Catalog) (*table.Table, error) {
 		return cat.LoadTable(ctx, ident)
 	}))
+	if err == nil && c.cache != nil {
+		c.cache.put(tbl.MetadataLocation(), tbl.Metadata())
+		c.ios.put(tbl)
+		if c.locate != nil {
+			c.locate.learn(ctx, ident, tbl.MetadataLocation())
+		}
+	}
+	return tbl, err
+}
+
+// fromCache answers a load from the metadata cache; ok is false when it
+// cannot (no cheap location, a file not parsed before, a table whose IO is
+// not known), and the load must be made in full.
+func (c *Catalog) fromCache(ctx context.Context, ident table.Identifier) (*table.Table, error, bool) {
+	if c.locate == nil {
+		return nil, nil, false
+	}
+	if _, err := c.current(); err != nil {
+		return nil, err, true
+	}
+	loc, err := bounded(ctx, c.cfg.Timeout, "locate "+formatIdent(ident), func(ctx context.Context) (string, error) {
+		return c.locate.locate(ctx, ident)
+	})
+	switch {
+	case errors.Is(err, catalog.ErrNoSuchTable):
+		return nil, err, true
+	case err != nil:
+		return nil, nil, false
+	}
+	fs, ok := c.ios.get(ident, loc)
+	if !ok {
+		return nil, nil, false
+	}
+	meta := c.cache.get(loc)
+	if meta == nil {
+		return nil, nil, false
+	}
+	return table.New(ident, meta, loc, fs, c), nil, true
+}
+
+// CacheStats says how many loads the metadata cache answered and how many
+// parsed (zero without a cache).
+func (c *Catalog) CacheStats() CacheStats {
+	if c.cache == nil {
+		return CacheStats{}
+	}
+	return CacheStats{Hits: c.cache.hits.Load(), Misses: c.cache.misses.Load()}
 }
 
 func (c *Catalog) DropTable(ctx context.Context, ident table.Identifier) error {
@@ -216,6 +280,9 @@ func (c *Catalog) Close() error {
 	c.inner = nil
 	c.notOpen = errors.New("closed")
 	c.mu.Unlock()
+	if c.locate != nil {
+		_ = c.locate.close()
+	}
 	if cl, ok := inner.(catalog.Closer); ok {
 		return redact.Error(cl.Close())
 	}

@@ -59,6 +59,9 @@ type Config struct {
 	// commits are not atomic there (docs/operations.md#hadoop-on-an-object-store).
 	AcceptHadoopObjectStoreRisk bool
 	Logger                      *slog.Logger
+	// MetadataCacheBytes bounds the parsed metadata kept by location
+	// (metadata_cache.go; 0: DefaultMetadataCacheBytes, negative: none).
+	MetadataCacheBytes int64
 }
 
 // ErrConfig marks a configuration the user must change: Resolve's errors

@@ -74,7 +74,27 @@ func prepare(cfg Config) (*Catalog, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Catalog{cfg: cfg, log: cfg.Logger, notOpen: errors.New("not opened yet")}, nil
+	c := &Catalog{cfg: cfg, log: cfg.Logger, notOpen: errors.New("not opened yet")}
+	if cfg.MetadataCacheBytes >= 0 {
+		c.cache = newMetadataCache(cfg.MetadataCacheBytes)
+		name, props := cfg.Name, map[string]string(cfg.Props)
+		if props == nil {
+			name = embedded.CatalogName
+			if props, err = embedded.CatalogProperties(cfg.EmbeddedDir); err != nil {
+				return nil, err
+			}
+		}
+		if props["type"] == TypeSQL {
+			l, err := newSQLLocator(name, props)
+			if err != nil {
+				return nil, err
+			}
+			if l != nil {
+				c.locate = l
+			}
+		}
+	}
+	return c, nil
 }
 
 // snapshotLoadingMode is the REST catalog property that lets a server
