@@ -363,15 +363,20 @@ func (k *Known) deeperClaim(id, mine, self string) string {
 	k.fresh()
 	k.mu.RLock()
 	defer k.mu.RUnlock()
-	for _, a := range append([]string{id}, ancestors(id)...) {
-		if len(a) < len(mine) {
-			return ""
-		}
+	if len(k.claims) == 0 {
+		return ""
+	}
+	for a := id; len(a) >= len(mine); {
 		for _, name := range k.claims[a] {
 			if name != self {
 				return fmt.Sprintf("table %s's root %s", name, a)
 			}
 		}
+		up, ok := parent(a)
+		if !ok {
+			break
+		}
+		a = up
 	}
 	return ""
 }

@@ -195,23 +195,30 @@ func under(id, dir string) bool {
 // ancestors returns the directories above the identity id, deepest first,
 // down to (and not including) the scheme and authority.
 func ancestors(id string) []string {
+	var out []string
+	for a, ok := parent(id); ok; a, ok = parent(a) {
+		out = append(out, a)
+	}
+	return out
+}
+
+// parent is the directory holding the identity id, if it has one below the
+// scheme and authority ("s3://bucket" is the highest).
+func parent(id string) (string, bool) {
 	floor := 0
 	if i := strings.Index(id, "://"); i >= 0 {
 		floor = i + 3
 		if j := strings.IndexByte(id[floor:], '/'); j >= 0 {
-			floor += j // the authority stays: "s3://bucket" is the highest
+			floor += j
 		}
 	}
-	var out []string
-	for {
-		i := strings.LastIndexByte(id, '/')
-		if i < floor || i <= 0 {
-			return out
-		}
-		id = id[:i]
-		if strings.HasSuffix(id, "/") || id == "" {
-			return out
-		}
-		out = append(out, id)
+	i := strings.LastIndexByte(id, '/')
+	if i < floor || i <= 0 {
+		return "", false
 	}
+	up := id[:i]
+	if strings.HasSuffix(up, "/") || up == "" {
+		return "", false
+	}
+	return up, true
 }

@@ -9,7 +9,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 )
 
-func meta(t *testing.T, loc string, props map[string]string) table.Metadata {
+func meta(t testing.TB, loc string, props map[string]string) table.Metadata {
 	t.Helper()
 	sc := iceberg.NewSchema(0, iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64, Required: true})
 	m, err := table.NewMetadata(sc, iceberg.UnpartitionedSpec, table.UnsortedSortOrder, loc, props)
