@@ -86,9 +86,13 @@ type Coalescer struct {
 	// commit consumer's fast lane follows which tables are hot); set
 	// once, before events flow.
 	refreshed func(table string)
-	urgent    urgentRounds  // the delivery yields to them (yield.go)
-	done      chan struct{} // closed by Close
-	wg        sync.WaitGroup
+	// starting is told a table's refresh starts, and the func it returns
+	// whether it succeeded (the commit consumer's sweep, sweep.go); set
+	// once, before events flow.
+	starting func(table string) func(ok bool)
+	urgent   urgentRounds  // the delivery yields to them (yield.go)
+	done     chan struct{} // closed by Close
+	wg       sync.WaitGroup
 }
 
 // NewCoalescer starts workers refresh workers (DefaultRefreshConcurrency
@@ -128,6 +132,13 @@ func (c *Coalescer) addTo(name string, ident table.Identifier, round func(contex
 // The table still runs one round at a time, so its order is kept.
 func (c *Coalescer) addUrgent(name string, ident table.Identifier, w *work) {
 	c.enqueue(name, ident, nil, w, true)
+}
+
+// onRoundStart sets the hook told each refresh's start and success.
+func (c *Coalescer) onRoundStart(fn func(table string) func(ok bool)) {
+	c.mu.Lock()
+	c.starting = fn
+	c.mu.Unlock()
 }
 
 // onRefreshed sets the hook that hears every table a round refreshed.
@@ -262,7 +273,17 @@ func (c *Coalescer) refreshRound(q *tableQueue, items []*work) {
 		err error
 	)
 	if need {
+		c.mu.Lock()
+		starting := c.starting
+		c.mu.Unlock()
+		var done func(bool)
+		if starting != nil {
+			done = starting(q.name)
+		}
 		tbl, err = c.refresher.Refresh(c.ctx, q.ident)
+		if done != nil {
+			done(err == nil)
+		}
 		result := "applied"
 		if err != nil {
 			result = "error"

@@ -140,6 +140,9 @@ type CommitConsumer struct {
 	stopOnce  sync.Once
 	// unknown are the table names the catalog did not know lately.
 	unknown *unknownTables
+	// sweep: how far in the commit stream each table's last refresh
+	// covers (sweep.go).
+	sweep *sweep
 }
 
 // EnsureStreams creates (or updates) the commit stream and the dead-letter
@@ -196,7 +199,7 @@ func StartCommits(ctx context.Context, js jetstream.JetStream, opts CommitOption
 	}
 	c := &CommitConsumer{js: js, opts: opts, applier: applier, log: log, met: met, ctx: ctx,
 		retry:     &redelivery{source: "commit", what: "event", base: opts.RetryBase, max: opts.RetryMax, log: log, met: met},
-		refreshes: opts.Refreshes, own: opts.Ownership, unknown: newUnknownTables(opts.UnknownTableTTL)}
+		refreshes: opts.Refreshes, own: opts.Ownership, unknown: newUnknownTables(opts.UnknownTableTTL), sweep: newSweep(opts.Stream)}
 	if c.own != nil {
 		c.fwd = newForwarder(js, log, met)
 	}
@@ -207,6 +210,7 @@ func StartCommits(ctx context.Context, js jetstream.JetStream, opts CommitOption
 	if c.lane = newFastLane(c, js.Conn(), opts.FastLanes); c.lane != nil {
 		c.refreshes.onRefreshed(c.lane.follow)
 	}
+	c.refreshes.onRoundStart(c.sweep.roundStarted)
 	cc, err := cons.Consume(c.handle, jetstream.PullMaxMessages(pullBatch(opts.MaxAckPending)))
 	if err != nil {
 		c.stopLane()
@@ -242,6 +246,7 @@ func (c *CommitConsumer) Stop() {
 // stopLane closes the fast lane: the durable consumer alone delivers
 // from here on.
 func (c *CommitConsumer) stopLane() {
+	c.refreshes.onRoundStart(nil)
 	if c.lane != nil {
 		c.refreshes.onRefreshed(nil)
 		c.lane.close()
@@ -305,6 +310,7 @@ func (c *CommitConsumer) handle(msg jetstream.Msg) { c.accept(msg, -1) }
 // stream this replica consumes.
 func (c *CommitConsumer) accept(msg jetstream.Msg, shard int) {
 	c.refreshes.yieldToUrgent()
+	c.sweep.delivered(msg)
 	ev, err := events.DecodeCommit(msg.Data())
 	if err != nil {
 		c.reject(msg, events.ReasonMalformed, metrics.OutcomeMalformed, err)
@@ -339,6 +345,13 @@ func (c *CommitConsumer) accept(msg jetstream.Msg, shard int) {
 		return
 	}
 	if c.applier.CommitCovered(ev) {
+		c.met.EventsCoalesced.Inc()
+		c.finish(msg, ev, nil)
+		return
+	}
+	if seq, ok := c.sweep.position(msg); ok && c.sweep.swept(name, seq) {
+		// Stored before a refresh of its table that succeeded started:
+		// that load saw the commit, or the catalog never showed it.
 		c.met.EventsCoalesced.Inc()
 		c.finish(msg, ev, nil)
 		return

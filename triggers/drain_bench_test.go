@@ -2,12 +2,15 @@ package triggers_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/apache/iceberg-go/table"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/icereactor/reactor/events"
@@ -34,6 +37,31 @@ import (
 //   - "reactor-cold" starts with no state: each table's first event
 //     rebuilds it (one LoadTable and a read of its 50 manifests), the
 //     rest are covered.
+//
+// BenchmarkDrainNewCommits is the burst after a restart or an outage: 200
+// tables, 10,000 events. ids=real: reactor built the tables' state on half
+// their snapshots and the events name the other half, which the catalog
+// holds; ids=unknown: the events name commits the catalog never showed.
+// Each table needs one refresh (to its newest metadata, covering every
+// event of the burst); loads/table says how many it took.
+func BenchmarkDrainNewCommits(b *testing.B) {
+	const tables, snapshots, burst = 200, 50, 10_000
+	for _, mode := range []string{"reactor-new", "reactor-unknown"} {
+		b.Run("ids="+strings.TrimPrefix(mode, "reactor-"), func(b *testing.B) {
+			l := openLake(b, tables, snapshots)
+			for b.Loop() {
+				b.StopTimer()
+				wall, cpu, loads := drainOnce(b, l, burst, mode)
+				b.ReportMetric(float64(burst)/wall.Seconds(), "events/s")
+				b.ReportMetric(float64(cpu.Microseconds())/float64(burst), "cpu-µs/event")
+				b.ReportMetric(float64(loads), "catalog-loads")
+				b.ReportMetric(float64(loads)/tables, "loads/table")
+				b.StartTimer()
+			}
+		})
+	}
+}
+
 func BenchmarkDrain(b *testing.B) {
 	const tables, snapshots = 1000, 50
 	for _, burst := range []int{10_000, 100_000} {
@@ -64,6 +92,12 @@ func drainOnce(b *testing.B, l *lake, burst int, mode string) (time.Duration, ti
 	byTable := make([][][]byte, len(l.tables))
 	for i := range l.tables {
 		byTable[i] = l.eventsFor(b, i, perTable)
+		switch mode {
+		case "reactor-new":
+			byTable[i] = l.newerEventsFor(b, i, perTable)
+		case "reactor-unknown":
+			byTable[i] = l.unknownEventsFor(b, i, perTable)
+		}
 	}
 	subjects := make([]string, 0, burst)
 	payloads := make([][]byte, 0, burst)
@@ -90,9 +124,21 @@ func drainOnce(b *testing.B, l *lake, burst int, mode string) (time.Duration, ti
 		}
 		p := planner.New(planner.Options{Catalog: watched, Config: cfg, Dispatch: func(jobs.Job) {}, Logger: log, Metrics: met})
 		defer p.Close()
-		if mode == "reactor" {
+		switch mode {
+		case "reactor", "reactor-unknown":
 			if n, err := p.Discover(ctx); err != nil || n != len(l.tables) {
 				b.Fatalf("discovered %d tables: %v", n, err)
+			}
+		case "reactor-new":
+			// The state as a restart left it: half the snapshots applied.
+			for _, ident := range l.tables {
+				tbl, err := l.cat.LoadTable(ctx, ident)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := p.Observe(ctx, halfway(b, tbl)); err != nil {
+					b.Fatal(err)
+				}
 			}
 		}
 		start = func() {
@@ -151,4 +197,70 @@ func ackOnly(b *testing.B, ctx context.Context, js jetstream.JetStream) func() {
 			b.Fatal("the consumer did not close within 1m of Drain")
 		}
 	}
+}
+
+// newerEventsFor renders n commit events for table i naming the second
+// half of its snapshots (the ones halfway leaves out), cycling.
+func (l *lake) newerEventsFor(b *testing.B, i, n int) [][]byte {
+	b.Helper()
+	ident, ids := l.tables[i], l.snapshots[i]
+	newer := ids[len(ids)/2:]
+	out := make([][]byte, n)
+	for k := range out {
+		ev := events.CommitEvent{Namespace: ident[0], Table: ident[1], SnapshotID: newer[k%len(newer)], Operation: "append"}
+		data, err := ev.Encode()
+		if err != nil {
+			b.Fatal(err)
+		}
+		out[k] = data
+	}
+	return out
+}
+
+// halfway is tbl as it was when half its snapshots were committed: the
+// metadata without the later half, main at the last one kept.
+func halfway(b *testing.B, tbl *table.Table) *table.Table {
+	b.Helper()
+	raw, err := json.Marshal(tbl.Metadata())
+	if err != nil {
+		b.Fatal(err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		b.Fatal(err)
+	}
+	snaps := doc["snapshots"].([]any)
+	keep := snaps[:len(snaps)/2]
+	last := keep[len(keep)-1].(map[string]any)["snapshot-id"]
+	doc["snapshots"] = keep
+	doc["current-snapshot-id"] = last
+	doc["refs"] = map[string]any{"main": map[string]any{"snapshot-id": last, "type": "branch"}}
+	if logs, ok := doc["snapshot-log"].([]any); ok && len(logs) > len(keep) {
+		doc["snapshot-log"] = logs[:len(keep)]
+	}
+	if raw, err = json.Marshal(doc); err != nil {
+		b.Fatal(err)
+	}
+	meta, err := table.ParseMetadataBytes(raw)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return table.New(tbl.Identifier(), meta, tbl.MetadataLocation()+".halfway", tbl.FS, nil)
+}
+
+// unknownEventsFor renders n commit events for table i naming snapshots
+// the table does not hold.
+func (l *lake) unknownEventsFor(b *testing.B, i, n int) [][]byte {
+	b.Helper()
+	ident := l.tables[i]
+	out := make([][]byte, n)
+	for k := range out {
+		ev := events.CommitEvent{Namespace: ident[0], Table: ident[1], SnapshotID: int64(1<<40 + i*n + k), Operation: "append"}
+		data, err := ev.Encode()
+		if err != nil {
+			b.Fatal(err)
+		}
+		out[k] = data
+	}
+	return out
 }
