@@ -118,7 +118,7 @@ func (c *Catalog) CommitTable(ctx context.Context, ident table.Identifier, reqs 
 	})
 	if err == nil && c.cache != nil {
 		// The table a commit returns is the next load's: never parsed.
-		c.cache.put(r.loc, r.meta)
+		c.cache.put(formatIdent(ident), r.loc, r.meta)
 	}
 	return r.meta, r.loc, err
 }
@@ -158,7 +158,7 @@ func (c *Catalog) LoadTable(ctx context.Context, ident table.Identifier) (*table
 		return cat.LoadTable(ctx, ident)
 	}))
 	if err == nil && c.cache != nil {
-		c.cache.put(tbl.MetadataLocation(), tbl.Metadata())
+		c.cache.put(formatIdent(ident), tbl.MetadataLocation(), tbl.Metadata())
 		c.ios.put(tbl)
 		if c.locate != nil {
 			c.locate.learn(ctx, ident, tbl.MetadataLocation())
@@ -190,7 +190,7 @@ func (c *Catalog) fromCache(ctx context.Context, ident table.Identifier) (*table
 	if !ok {
 		return nil, nil, false
 	}
-	meta := c.cache.get(loc)
+	meta := c.cache.get(formatIdent(ident), loc)
 	if meta == nil {
 		return nil, nil, false
 	}

@@ -16,14 +16,16 @@ import (
 	"github.com/apache/iceberg-go/table"
 )
 
-// Parsing a table's metadata file is the largest CPU cost of keeping a
-// streaming table (a quarter of reactor's CPU in the 5 commits/s soak,
-// BENCHMARKS.md): the planner's refresh, every job attempt's load and the
-// table a commit returns each parsed the same immutable file again. So a
-// catalog whose current metadata location can be read cheaply (the SQL
-// catalog: one indexed row) is asked for that first, and a location parsed
-// before is answered from memory; only a new metadata file is parsed, once
-// per process. Metadata files are immutable and named uniquely (a version
+// Parsing a table's metadata file is a large CPU cost of keeping tables
+// (a quarter of reactor's CPU in the 5 commits/s soak, BENCHMARKS.md): the
+// planner's refresh, every job attempt's load and the table a commit
+// returns each parsed the same immutable file again. So a catalog whose
+// current metadata location can be read cheaply (the SQL catalog: one
+// indexed row) is asked for that first, and the file parsed last for the
+// table is answered from memory; only a new metadata file is parsed. A
+// table written every few hundred milliseconds has a new file at nearly
+// every load, so what this saves is the loads of tables that did not move
+// (a job's attempts between two writer commits, polling an idle fleet). Metadata files are immutable and named uniquely (a version
 // and a UUID), so an entry can never be stale: the location comes from the
 // catalog on every load, and a table dropped and created again writes new
 // files under new names.
@@ -32,20 +34,23 @@ import (
 // each entry's size from its snapshots, schemas and logs).
 const DefaultMetadataCacheBytes = 256 << 20
 
-// metadataCache holds parsed metadata by metadata file location, least
-// recently used first out.
+// metadataCache holds, per table, the parsed metadata of the last file
+// this process read or committed (an older file of a table is never asked
+// for again: a load asks for the catalog's current one), least recently
+// used tables first out when the bound is reached.
 type metadataCache struct {
 	max int64
 
-	mu    sync.Mutex
-	size  int64
-	order *list.List // of *cached, most recent at the front
-	byLoc map[string]*list.Element
+	mu      sync.Mutex
+	size    int64
+	order   *list.List // of *cached, most recent at the front
+	byTable map[string]*list.Element
 
 	hits, misses atomic.Int64
 }
 
 type cached struct {
+	table string
 	loc   string
 	meta  table.Metadata
 	bytes int64
@@ -55,14 +60,16 @@ func newMetadataCache(maxBytes int64) *metadataCache {
 	if maxBytes <= 0 {
 		maxBytes = DefaultMetadataCacheBytes
 	}
-	return &metadataCache{max: maxBytes, order: list.New(), byLoc: map[string]*list.Element{}}
+	return &metadataCache{max: maxBytes, order: list.New(), byTable: map[string]*list.Element{}}
 }
 
-func (m *metadataCache) get(loc string) table.Metadata {
+// get returns the table's metadata parsed from the file at loc, if that is
+// the file kept for it.
+func (m *metadataCache) get(tbl, loc string) table.Metadata {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	el, ok := m.byLoc[loc]
-	if !ok {
+	el, ok := m.byTable[tbl]
+	if !ok || el.Value.(*cached).loc != loc {
 		m.misses.Add(1)
 		return nil
 	}
@@ -71,23 +78,30 @@ func (m *metadataCache) get(loc string) table.Metadata {
 	return el.Value.(*cached).meta
 }
 
-func (m *metadataCache) put(loc string, meta table.Metadata) {
+// put keeps meta, parsed from the file at loc, as the table's.
+func (m *metadataCache) put(tbl, loc string, meta table.Metadata) {
 	if loc == "" || meta == nil {
 		return
 	}
 	n := estimateBytes(meta)
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if _, ok := m.byLoc[loc]; ok || n > m.max {
+	if el, ok := m.byTable[tbl]; ok {
+		old := el.Value.(*cached)
+		m.size -= old.bytes
+		m.order.Remove(el)
+		delete(m.byTable, tbl)
+	}
+	if n > m.max {
 		return
 	}
-	m.byLoc[loc] = m.order.PushFront(&cached{loc: loc, meta: meta, bytes: n})
+	m.byTable[tbl] = m.order.PushFront(&cached{table: tbl, loc: loc, meta: meta, bytes: n})
 	m.size += n
 	for m.size > m.max {
 		last := m.order.Back()
 		c := last.Value.(*cached)
 		m.order.Remove(last)
-		delete(m.byLoc, c.loc)
+		delete(m.byTable, c.table)
 		m.size -= c.bytes
 	}
 }
