@@ -197,6 +197,30 @@ func (c *Catalog) fromCache(ctx context.Context, ident table.Identifier) (*table
 	return table.New(ident, meta, loc, fs, c), nil, true
 }
 
+// ErrNoCheapLocation: the catalog cannot say a table's current metadata
+// location without loading the table (or has not loaded it once yet).
+var ErrNoCheapLocation = errors.New("no cheap way to read the current metadata location")
+
+// MetadataLocation is the table's current metadata file as the catalog
+// names it, read without loading the table where the catalog allows
+// (the SQL catalog: one row), else ErrNoCheapLocation. The polling safety
+// net compares it with what the planner applied.
+func (c *Catalog) MetadataLocation(ctx context.Context, ident table.Identifier) (string, error) {
+	if c.locate == nil {
+		return "", ErrNoCheapLocation
+	}
+	if _, err := c.current(); err != nil {
+		return "", err
+	}
+	loc, err := bounded(ctx, c.cfg.Timeout, "locate "+formatIdent(ident), func(ctx context.Context) (string, error) {
+		return c.locate.locate(ctx, ident)
+	})
+	if errors.Is(err, errUnlocated) {
+		return "", ErrNoCheapLocation
+	}
+	return loc, err
+}
+
 // CacheStats says how many loads the metadata cache answered and how many
 // parsed (zero without a cache).
 func (c *Catalog) CacheStats() CacheStats {

@@ -56,6 +56,8 @@ type Metrics struct {
 	// (docs/design.md#rule-own-table, #rule-own-records).
 	DeletionsRefused *prometheus.CounterVec
 	RecordsRefused   *prometheus.CounterVec
+	// Polls counts the polling safety net's checks by outcome.
+	Polls *prometheus.CounterVec
 	DeleteFiles      *prometheus.GaugeVec
 	DeleteFileRatio  *prometheus.GaugeVec
 	// Spark backend (jobs also count in Jobs and JobDuration).
@@ -181,6 +183,10 @@ func New() *Metrics {
 			Name: "reactor_records_refused_total",
 			Help: "reactor records in a table's storage (pending deletions, expiry and output intents, Spark commit records) refused and left in place, by table and reason (unsigned, unknown_key, bad_signature, other_table, wrong_kind, too_large, malformed); each counted once per process.",
 		}, []string{"table", "reason"}),
+		Polls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "reactor_polls_total",
+			Help: "Checks of the polling safety net (refresh_interval), by outcome: unchanged (the catalog names the metadata file the state was built from; nothing read), changed (a commit no event announced: the table was refreshed), loaded (the catalog has no cheap location call: the table was loaded), error.",
+		}, []string{"outcome"}),
 		DeleteFiles: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "reactor_table_delete_files",
 			Help: "Live delete files by kind (position, equality, deletion_vector), as tracked by the planner.",
@@ -261,7 +267,7 @@ func New() *Metrics {
 	}
 	m.Registry.MustRegister(m.Events, m.JobsScheduled, m.Jobs, m.JobDuration, m.CommitConflicts,
 		m.CommitRetries, m.StateRebuilds, m.FilesRewritten, m.FilesAdded, m.ConfigReloads, m.Objects, m.UnconfirmedFiles,
-		m.DataFiles, m.SmallFiles, m.IdealDataFiles, m.OrphanCandidates, m.OrphansRefused, m.DeletionsRefused, m.RecordsRefused, m.DeleteFiles, m.DeleteFileRatio, m.SparkLocalRuns,
+		m.DataFiles, m.SmallFiles, m.IdealDataFiles, m.OrphanCandidates, m.OrphansRefused, m.DeletionsRefused, m.RecordsRefused, m.Polls, m.DeleteFiles, m.DeleteFileRatio, m.SparkLocalRuns,
 		m.SparkInterrupts, m.SparkUnconfirmed, m.snapshots,
 		// Created with the rest but long left unregistered, so they were
 		// never exported: the dashboard and alerts read them.

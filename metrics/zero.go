@@ -52,6 +52,9 @@ func (m *Metrics) startAtZero() {
 	for _, result := range []string{"applied", "error"} {
 		m.Refreshes.WithLabelValues(result)
 	}
+	for _, outcome := range []string{"unchanged", "changed", "loaded", "error"} {
+		m.Polls.WithLabelValues(outcome)
+	}
 	for _, event := range []string{"acquired", "released", "lost"} {
 		m.LeaseHandovers.WithLabelValues(event)
 	}

@@ -51,6 +51,13 @@ func (f *fakeSource) Outlook(t string) (planner.Plan, bool) {
 	return p, ok
 }
 func (f *fakeSource) Owners() func(string) string { return func(string) string { return f.owner } }
+
+func (f *fakeSource) LastPoll(table string) (time.Time, string, bool) {
+	if table == "db.events" {
+		return testNow.Add(-30 * time.Second), "unchanged", true
+	}
+	return time.Time{}, "", false
+}
 func (f *fakeSource) Inspect(_ context.Context, t string) (Inspection, error) {
 	if f.inspect == nil {
 		return Inspection{}, nil
@@ -153,7 +160,7 @@ func TestPages(t *testing.T) {
 		{name: "table page: partitions, jobs, plan, pending deletions", method: "GET", path: "/tables/db.events", code: 200,
 			want: []string{`data-partition="category=a"`, "rewritten_data_files_count 6", "small_files", "DUE", "Pending deletions (2)",
 				"Last job of each kind", "rewrite_manifests", "j-1",
-				"deletions refused (other_table) 2", "records refused (unsigned) 1", "refused: unsigned",
+				"deletions refused (other_table) 2", "records refused (unsigned) 1", "refused: unsigned", "last poll", "unchanged, ",
 				"X-Amz-Signature=***", `content="15"`},
 			wantNot: []string{"abcdef123"}},
 		{name: "a hostile table's page: name, partition and a failed read, escaped and masked", method: "GET", path: tableURL(hostileTable), code: 200,

@@ -43,6 +43,10 @@ type Source interface {
 	// Inspect reads the table's current snapshot and its pending
 	// deletions: what `reactor plan` and the deferred deletion pass read.
 	Inspect(ctx context.Context, table string) (Inspection, error)
+	// LastPoll is the polling safety net's last check of the table: when,
+	// and its outcome (unchanged, changed, loaded, error); ok is false
+	// before the first.
+	LastPoll(table string) (at time.Time, outcome string, ok bool)
 }
 
 // Job is one job as the worker last heard of it: its latest event

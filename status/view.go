@@ -255,6 +255,8 @@ func buildJobs(src Source, now time.Time) jobsPage {
 
 // tablePage is /tables/<name>.
 type tablePage struct {
+	// Polled is the polling safety net's last check: outcome and when.
+	Polled         string
 	Name, Owner    string
 	Loaded         bool
 	SnapshotID     int64
@@ -310,6 +312,9 @@ type pendingRow struct {
 
 func buildTable(src Source, name string, in Inspection, inspectErr error, now time.Time) tablePage {
 	p := tablePage{Name: name, Owner: src.Owners()(name)}
+	if at, outcome, ok := src.LastPoll(name); ok {
+		p.Polled = outcome + ", " + ago(at, now)
+	}
 	snap, parts := src.TableCounters(name)
 	p.SnapshotID = snap
 	if h, ok := src.Health(name); ok {

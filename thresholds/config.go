@@ -29,6 +29,7 @@ const (
 	DefaultOrphanMargin           = 72 * time.Hour
 	DefaultOrphanMarginFloor      = 24 * time.Hour
 	DefaultOrphanListingInterval  = 7 * Day
+	DefaultRefreshInterval        = 5 * time.Minute
 	DefaultManifestCount          = 20
 	DefaultTinyFileSize           = 16 * MiB
 	DefaultHealthMaxTinyFiles     = 200
@@ -196,6 +197,12 @@ type Policy struct {
 	// full to find orphans the bucket notifications did not report (or all
 	// of them, for tables without notifications). Default 7d; > 0.
 	OrphanListingInterval *Duration `yaml:"orphan_listing_interval"`
+	// RefreshInterval: every owned table is checked against the catalog
+	// at least this often, whatever events say (a writer that publishes
+	// none, a lost event): the polling safety net. A table whose metadata
+	// file has not changed costs one cheap catalog call where the catalog
+	// has one (SQL), else a load. Default 5m; 0 turns it off.
+	RefreshInterval *Duration `yaml:"refresh_interval"`
 	// SnapshotMaxAge is expire_snapshots' older_than: snapshots older than
 	// this are expired. The table property history.expire.max-snapshot-age-ms
 	// wins over it. Default 5d; must be > 0.
@@ -357,6 +364,7 @@ func Builtin() Policy {
 		OrphanMarginFloor:       ptr(Duration(DefaultOrphanMarginFloor)),
 		OrphanDelete:            ptr(false),
 		OrphanListingInterval:   ptr(Duration(DefaultOrphanListingInterval)),
+		RefreshInterval:         ptr(Duration(DefaultRefreshInterval)),
 		ManifestCount:           ptr(DefaultManifestCount),
 		TinyFileSize:            ptr(Size(DefaultTinyFileSize)),
 		HealthMaxTinyFiles:      ptr(DefaultHealthMaxTinyFiles),

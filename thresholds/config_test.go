@@ -61,6 +61,7 @@ func builtinEffective(table string) Effective {
 		OrphanMargin:               72 * time.Hour,
 		OrphanMarginFloor:          24 * time.Hour,
 		OrphanListingInterval:      7 * 24 * time.Hour,
+		RefreshInterval:            5 * time.Minute,
 		ManifestCount:              20,
 		TinyFileSize:               16 << 20, // 1/32 of the 512MiB target
 		TinyFileSizeSource:         TinyFromTarget,
@@ -261,6 +262,7 @@ func TestParseFullDocument(t *testing.T) {
 		OrphanMargin:               72 * time.Hour,
 		OrphanMarginFloor:          24 * time.Hour,
 		OrphanListingInterval:      7 * 24 * time.Hour,
+		RefreshInterval:            5 * time.Minute,
 		ManifestCount:              20,
 		TinyFileSize:               32 << 20, // 1/32 of the 1GiB target
 		TinyFileSizeSource:         TinyFromTarget,
@@ -308,6 +310,7 @@ func TestParseFullDocument(t *testing.T) {
 		OrphanMargin:               72 * time.Hour,
 		OrphanMarginFloor:          24 * time.Hour,
 		OrphanListingInterval:      7 * 24 * time.Hour,
+		RefreshInterval:            5 * time.Minute,
 		ManifestCount:              20,
 		TinyFileSize:               8 << 20, // 1/32 of the 256MiB target
 		TinyFileSizeSource:         TinyFromTarget,

@@ -24,6 +24,7 @@ type Effective struct {
 	OrphanMarginFloor      time.Duration // the highest floor among the matching levels
 	OrphanDelete           bool
 	OrphanListingInterval  time.Duration
+	RefreshInterval        time.Duration
 	ManifestCount          int
 	TinyFileSize           int64
 	TinyFileSizeSource     string // SourceConfig, or TinyFromTarget
@@ -119,6 +120,7 @@ func (c *Config) For(table string, props map[string]string) Effective {
 	}
 	e.OrphanDelete = *first(layers, func(p *Policy) *bool { return p.OrphanDelete })
 	e.OrphanListingInterval = time.Duration(*first(layers, func(p *Policy) *Duration { return p.OrphanListingInterval }))
+	e.RefreshInterval = time.Duration(*first(layers, func(p *Policy) *Duration { return p.RefreshInterval }))
 	e.ManifestCount = *first(layers, func(p *Policy) *int { return p.ManifestCount })
 	// Set in the file, or 1/32 of the target: the seeds' health check
 	// counts files below 16MiB against Spark's 512MiB target, and 16MiB

@@ -405,3 +405,10 @@ func (c *Coalescer) Close() {
 	c.wg.Wait()
 	c.met.SetRefreshSource(nil)
 }
+
+// Poll queues a refresh of the table for the polling safety net: it takes
+// its turn like an event's and shares the round of any event waiting, and
+// done hears the refresh's error once the round is over.
+func (c *Coalescer) Poll(name string, ident table.Identifier, done func(error)) {
+	c.add(name, ident, &work{refresh: true, apply: func(_ *table.Table, err error) { done(err) }})
+}

@@ -222,6 +222,17 @@ func (s statusSource) TableLastJobs(table string) []status.Job {
 	return s.w.status.jobs.tableKinds(table)
 }
 
+func (s statusSource) LastPoll(table string) (time.Time, string, bool) {
+	s.w.mu.Lock()
+	p := s.w.poller
+	s.w.mu.Unlock()
+	if p == nil {
+		return time.Time{}, "", false
+	}
+	st, ok := p.state(table)
+	return st.At, st.Outcome, ok
+}
+
 func (s statusSource) Owners() func(string) string {
 	m := s.w.leaseManager()
 	if m == nil {

@@ -168,6 +168,8 @@ type Worker struct {
 	jobPrefix string
 	// concurrency is the pool's size (for the reload warning).
 	concurrency int
+	// poller is the polling safety net (poll.go), once NATS is connected.
+	poller *poller
 	// keys sign and verify reactor's records; known is the registry of
 	// the catalog's tables the deletion rule asks, filled by the planner's
 	// location index refreshes.

@@ -161,6 +161,7 @@ func printEffective(w io.Writer, s thresholds.Effective) {
 	row("orphan_margin_floor", s.OrphanMarginFloor, "")
 	row("orphan_delete", s.OrphanDelete, "")
 	row("orphan_listing_interval", s.OrphanListingInterval, "")
+	row("refresh_interval", s.RefreshInterval, "")
 	row("tiny_file_size", thresholds.Size(s.TinyFileSize), s.TinyFileSizeSource)
 	row("health_max_tiny_files", s.HealthMaxTinyFiles, "")
 	row("health_max_snapshots", s.HealthMaxSnapshots, "")

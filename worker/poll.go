@@ -1,0 +1,177 @@
+package worker
+
+// The polling safety net (thresholds key refresh_interval): every owned
+// table is checked against the catalog at least that often, whatever
+// events say. Writers that publish no events (an engine without the commit
+// reporter, AWS S3 without notifications), an event lost with a NATS node,
+// and tables created since the last discovery are all caught within an
+// interval. A check asks the catalog for the table's current metadata
+// location (one row of a SQL catalog, no metadata read) and refreshes the
+// table only when it is not the file the planner applied; a catalog with no
+// such call is loaded instead.
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/icereactor/reactor/catalogs"
+	"github.com/icereactor/reactor/location"
+	"github.com/icereactor/reactor/planner"
+)
+
+// Outcomes of a poll: the values of reactor_polls_total's outcome label.
+const (
+	PollUnchanged = "unchanged" // the catalog names the file the state was built from: nothing read
+	PollChanged   = "changed"   // a new metadata file: the table was refreshed
+	PollLoaded    = "loaded"    // no cheap location: the table was loaded and refreshed
+	PollError     = "error"
+)
+
+// pollTick is how often the poller looks for due tables; pollers bounds the
+// checks in flight.
+const (
+	pollTick = time.Second
+	pollers  = 4
+)
+
+// PollState is a table's last poll, for the status pages.
+type PollState struct {
+	At      time.Time
+	Outcome string
+}
+
+type poller struct {
+	w       *Worker
+	locate  func(ctx context.Context, ident table.Identifier) (string, error)
+	refresh func(name string, ident table.Identifier, done func(error))
+	slots   chan struct{}
+
+	mu   sync.Mutex
+	next map[string]time.Time
+	last map[string]PollState
+	// discoverAt is when the next discovery of new tables is due.
+	discoverAt time.Time
+}
+
+func newPoller(w *Worker, locate func(context.Context, table.Identifier) (string, error),
+	refresh func(string, table.Identifier, func(error))) *poller {
+	return &poller{w: w, locate: locate, refresh: refresh, slots: make(chan struct{}, pollers),
+		next: map[string]time.Time{}, last: map[string]PollState{}}
+}
+
+func (p *poller) run(ctx context.Context) {
+	defer p.w.bg.Done()
+	t := time.NewTicker(pollTick)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			p.round(ctx, now)
+		}
+	}
+}
+
+// round starts the checks that are due. A table first seen gets its first
+// check at a random point of its interval, so a fleet's checks spread
+// evenly instead of coming all at once.
+func (p *poller) round(ctx context.Context, now time.Time) {
+	targets := p.w.Planner.PollTargets()
+	shortest := time.Duration(0)
+	for _, t := range targets {
+		if t.Every <= 0 {
+			continue
+		}
+		if shortest == 0 || t.Every < shortest {
+			shortest = t.Every
+		}
+		p.mu.Lock()
+		due, ok := p.next[t.Name]
+		if !ok {
+			p.next[t.Name] = now.Add(time.Duration(rand.Int64N(int64(t.Every))))
+		}
+		p.mu.Unlock()
+		if !ok || now.Before(due) {
+			continue
+		}
+		select {
+		case p.slots <- struct{}{}:
+		default:
+			continue // all checkers busy: due again at the next tick
+		}
+		p.mu.Lock()
+		p.next[t.Name] = now.Add(t.Every)
+		p.mu.Unlock()
+		p.w.bg.Add(1)
+		go func() {
+			defer p.w.bg.Done()
+			defer func() { <-p.slots }()
+			p.check(ctx, t)
+		}()
+	}
+	// Tables created since the last discovery have no state to poll: a
+	// discovery each interval brings them in (it loads only new tables).
+	if shortest > 0 && now.After(p.discoverAt) {
+		if !p.discoverAt.IsZero() {
+			select {
+			case p.w.discoverAgain <- struct{}{}:
+			default:
+			}
+		}
+		p.discoverAt = now.Add(shortest)
+	}
+}
+
+// check polls one table.
+func (p *poller) check(ctx context.Context, t planner.PollTarget) {
+	loc, err := p.locate(ctx, t.Ident)
+	outcome := PollChanged
+	switch {
+	case err == nil && t.Applied != "" && location.Identity(loc) == t.Applied:
+		p.record(t.Name, PollUnchanged)
+		return
+	case errors.Is(err, catalogs.ErrNoCheapLocation):
+		outcome = PollLoaded
+	case err != nil:
+		p.w.log.Warn("polling a table failed; the next interval tries again", "table", t.Name, "error", err)
+		p.record(t.Name, PollError)
+		return
+	}
+	done := make(chan error, 1)
+	p.refresh(t.Name, t.Ident, func(err error) { done <- err })
+	select {
+	case err = <-done:
+	case <-ctx.Done():
+		return
+	}
+	if err != nil {
+		if !errors.Is(err, planner.ErrNotOwned) {
+			p.w.log.Warn("refreshing a polled table failed; the next interval tries again", "table", t.Name, "error", err)
+		}
+		outcome = PollError
+	} else if outcome == PollChanged {
+		p.w.log.Debug("polling found a commit no event announced", "table", t.Name, "metadata", loc)
+	}
+	p.record(t.Name, outcome)
+}
+
+func (p *poller) record(name, outcome string) {
+	p.w.Metrics.Polls.WithLabelValues(outcome).Inc()
+	p.mu.Lock()
+	p.last[name] = PollState{At: time.Now(), Outcome: outcome}
+	p.mu.Unlock()
+}
+
+// state is a table's last poll.
+func (p *poller) state(name string) (PollState, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	s, ok := p.last[name]
+	return s, ok
+}
