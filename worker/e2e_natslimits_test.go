@@ -51,10 +51,14 @@ func TestUnknownTableStormCostsOneLoadPerName(t *testing.T) {
 			t.Errorf("ghost.t%d: %d catalog loads for %d events, want 1 or 2", n, got, perName)
 		}
 	}
+	// How many events the memory answered, rather than the load they
+	// arrived during (the coalescer hands those the load's answer), depends
+	// on timing; that the memory answers is what the load count above
+	// proves: without it each name costs about one load per event.
 	remembered := testutil.ToFloat64(w.Metrics.UnknownTablesRemembered)
 	t.Logf("%d events for %d unknown names: %d catalog loads, %.0f answered from memory", names*perName, names, total, remembered)
-	if remembered < names*perName-2*names {
-		t.Errorf("%.0f events answered from memory, want at least %d", remembered, names*perName-2*names)
+	if remembered == 0 {
+		t.Errorf("no event answered from memory")
 	}
 	if dl := h.deadLetters(); len(dl) != names*perName || dl[len(dl)-1].Reason != events.ReasonUnknownTable ||
 		!strings.Contains(dl[len(dl)-1].Error, "it is asked again after") {
