@@ -14,6 +14,7 @@ import (
 	"github.com/icereactor/reactor/embedded"
 	"github.com/icereactor/reactor/embedded/embeddedtest"
 	"github.com/icereactor/reactor/events"
+	"github.com/icereactor/reactor/jobs"
 	"github.com/icereactor/reactor/metrics"
 	"github.com/icereactor/reactor/planner"
 	"github.com/icereactor/reactor/streamwriter"
@@ -50,7 +51,7 @@ func TestBacklogCostsOneRefreshPerTable(t *testing.T) {
 				t.Fatal(err)
 			}
 			log := slog.New(slog.DiscardHandler)
-			p := planner.New(planner.Options{Catalog: watched, Config: cfg, Dispatch: func(planner.Job) {}, Logger: log})
+			p := planner.New(planner.Options{Catalog: watched, Config: cfg, Dispatch: func(jobs.Job) {}, Logger: log})
 			t.Cleanup(p.Close)
 			_, _, js := embeddedtest.JetStream(t, dir+"/nats")
 			opts := triggers.CommitOptions{MaxAckPending: 400} // pulls of 100: each table's events span every pull
