@@ -43,6 +43,14 @@
 //     once and then at most every 30 s; a notification waiting for its
 //     table (a new table) or its commit is held, at most 256 at once, until
 //     [DefaultNewTableGrace].
+//   - Stream limits (limits.go, streamwatch.go): [StreamLimits] on every
+//     stream the package creates (bytes, messages, age, discard policy;
+//     [DefaultEventLimits], [DefaultDeadLetterLimits]), and [WatchStreams],
+//     which reads the streams' sizes against them into gauges and log
+//     lines, and counts a stream found full.
+//   - Unknown table names (unknown.go): the catalog's "no such table" is
+//     remembered per name for CommitOptions.UnknownTableTTL, so further
+//     events for it are dead-lettered without a catalog load.
 //   - Dead letters (deadletter.go): the original payload as the body, what
 //     happened in headers (events.DeadLetter), sized to the server's
 //     max_payload, credentials masked; stored before the original is

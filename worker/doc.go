@@ -16,13 +16,25 @@
 //     lease) by which replicas share the tables: which tables and shards
 //     this process owns, and the guard the executor asks before every
 //     commit.
-//   - HTTP (http.go): /metrics for Prometheus, /healthz and /readyz; Ready
-//     says whether the worker can do its work (connected to NATS, allowed to
+//   - NATS credentials and TLS (natsauth.go): NATSSecurity (creds file,
+//     nkey seed, CA, client certificate) for every connection, and
+//     ExplainNATSError, which says what to fix when the server's
+//     certificate or the client's is refused.
+//   - HTTP (http.go): /metrics for Prometheus, /healthz and /readyz on
+//     HTTPAddr, the status pages (package status) beside them or on a
+//     listener of their own (StatusAddr); every listener with read, write
+//     and idle timeouts and a connection bound (HTTPLimits). Ready says
+//     whether the worker can do its work (connected to NATS, allowed to
 //     take tables, the catalog reachable as its background probe last saw
-//     it); every other path goes to the status pages (package status).
+//     it: readiness.go keeps that state, so no probe or scrape calls the
+//     catalog).
+//   - Status page credential (statusauth.go): the token of
+//     StatusTokenFile, as a Bearer token or basic auth's password, re-read
+//     when the file changes.
 //   - Status (status.go): the read-only view the status pages render
 //     (Worker.Status) and the bounded job history they show, fed by every
-//     job event the worker publishes.
+//     job event the worker publishes; a table page's read of its table is
+//     kept while the table's snapshot holds (at most 30 s, 32 tables).
 //   - Config reload (reload.go): the thresholds file is re-read when its
 //     content changes (a ConfigMap's symlink swap included); a file that
 //     fails to read, parse or validate is rejected and counted, and the last

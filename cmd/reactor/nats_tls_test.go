@@ -59,8 +59,14 @@ func TestNATSTLS(t *testing.T) {
 		return code, stderr
 	}
 
+	// Every connection reactor makes uses the settings: the consumers',
+	// the reports' and the leases' (one), and the fast lane's own.
+	allConnected := func(stderr string) bool {
+		return strings.Contains(stderr, "consuming commit events") && strings.Contains(stderr, "table leases acquired") &&
+			!strings.Contains(stderr, "no fast lane")
+	}
 	plain := natsServer(t, tlsServer(t, certs, false))
-	if code, stderr := run(plain, "--nats-tls-ca", certs.CA); code != 0 || !strings.Contains(stderr, "consuming commit events") || !strings.Contains(stderr, `"nats_tls":true`) {
+	if code, stderr := run(plain, "--nats-tls-ca", certs.CA); code != 0 || !allConnected(stderr) || !strings.Contains(stderr, `"nats_tls":true`) {
 		t.Fatalf("with the CA: exit %d\n%s", code, stderr)
 	}
 	for _, tt := range []struct {
@@ -82,7 +88,7 @@ func TestNATSTLS(t *testing.T) {
 
 	mutual := natsServer(t, tlsServer(t, certs, true))
 	if code, stderr := run(mutual, "--nats-tls-ca", certs.CA, "--nats-tls-cert", certs.ClientCert, "--nats-tls-key", certs.ClientKey); code != 0 ||
-		!strings.Contains(stderr, "consuming commit events") {
+		!allConnected(stderr) {
 		t.Fatalf("mutual TLS with a client certificate: exit %d\n%s", code, stderr)
 	}
 	if code, stderr := run(mutual, "--nats-tls-ca", certs.CA); code != 1 || !strings.Contains(stderr, "set --nats-tls-cert and --nats-tls-key") {
@@ -122,7 +128,8 @@ func TestNATSNKey(t *testing.T) {
 		return []string{"run", "--nats-url", url, "--nats-nkey", seed, "--data-dir", t.TempDir(), "--http-addr", "", "--status-addr", "",
 			"--notification-subject", ""}
 	}
-	if code, _, stderr, _ := runCommand(t, args(seedFile), "reactor running"); code != 0 || !strings.Contains(stderr, "consuming commit events") {
+	if code, _, stderr, _ := runCommand(t, args(seedFile), "reactor running"); code != 0 || !strings.Contains(stderr, "consuming commit events") ||
+		strings.Contains(stderr, "no fast lane") {
 		t.Fatalf("with the seed: exit %d\n%s", code, stderr)
 	}
 	code, _, stderr, _ := runCommand(t, args(otherFile), "")
