@@ -57,9 +57,9 @@ type Metrics struct {
 	DeletionsRefused *prometheus.CounterVec
 	RecordsRefused   *prometheus.CounterVec
 	// Polls counts the polling safety net's checks by outcome.
-	Polls *prometheus.CounterVec
-	DeleteFiles      *prometheus.GaugeVec
-	DeleteFileRatio  *prometheus.GaugeVec
+	Polls           *prometheus.CounterVec
+	DeleteFiles     *prometheus.GaugeVec
+	DeleteFileRatio *prometheus.GaugeVec
 	// Spark backend (jobs also count in Jobs and JobDuration).
 	SparkLocalRuns   *prometheus.CounterVec
 	SparkInterrupts  *prometheus.CounterVec
