@@ -103,6 +103,15 @@ func TestDashboardAndRulesQueriesAgainstRealPrometheus(t *testing.T) {
 	} {
 		waitUntil(ctx, t, func() bool { return len(api.query(q)) > 0 }, "Prometheus to see "+q+diag())
 	}
+	// The refresh lag has a series once an event waited for its table's
+	// refresh. The commits above may all have been read by the discovery
+	// at start, their events then acknowledged as seen without one; a
+	// commit now is one the planner has not seen.
+	if _, err := writer.Commit(ctx, "a", 50); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(ctx, t, func() bool { return len(api.query("reactor_table_refresh_lag_seconds")) > 0 },
+		"Prometheus to see reactor_table_refresh_lag_seconds"+diag())
 
 	// Each expression parses and runs; each metric it names has series.
 	subst := strings.NewReplacer("$__rate_interval", "1m", "${__rate_interval}", "1m", "$__range", "5m",
