@@ -10,6 +10,8 @@ import (
 	_ "github.com/apache/iceberg-go/catalog/hive"
 	_ "github.com/apache/iceberg-go/catalog/rest"
 	_ "github.com/apache/iceberg-go/catalog/sql"
-	// Registers s3://, s3a:// and s3n:// warehouses (aws-sdk-go-v2).
-	_ "github.com/apache/iceberg-go/io/gocloud/s3"
+	// Registers s3://, s3a://, s3n:// (aws-sdk-go-v2), gs:// and
+	// abfs(s)://, wasb(s):// warehouses: objectio's FileIOs, each on its
+	// store's client.
+	_ "github.com/icereactor/reactor/objectio"
 )

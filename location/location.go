@@ -106,7 +106,8 @@ func Dir(loc string) (string, error) {
 
 // Identity returns the key two locations are compared by: equal for every
 // pair of spellings some object store or iceberg-go IO resolves to the same
-// object. It folds scheme aliases and case; decodes percent escapes (more
+// object. It folds scheme aliases (s3a, s3n, oss as s3; abfss, wasb, wasbs as
+// abfs, an Azure account's dfs. endpoint as its blob. one) and case; decodes percent escapes (more
 // than once, so a doubly escaped name meets its decoded form), '+' as a
 // space and backslashes as slashes; drops a '?' or '#' suffix; resolves
 // empty, "." and ".." segments; and applies Unicode compatibility
@@ -131,7 +132,37 @@ func Identity(loc string) string {
 	if scheme == "file" {
 		return "file:///" + path
 	}
-	return scheme + "://" + fold(decodeRepeatedly(authority)) + "/" + path
+	authority = fold(decodeRepeatedly(authority))
+	if scheme == "abfs" {
+		authority = azureBlobHost(authority)
+	}
+	return scheme + "://" + authority + "/" + path
+}
+
+// azureAuthority reports whether an Azure location's authority is
+// container@account.host, the only form iceberg-go's Azure IO opens.
+func azureAuthority(authority string) bool {
+	container, host, ok := strings.Cut(authority, "@")
+	account, _, _ := strings.Cut(host, ".")
+	return ok && container != "" && account != "" && !strings.ContainsAny(authority[len(container)+1:], "@%\\ ") &&
+		!strings.ContainsAny(container, "%:\\ ")
+}
+
+// azureBlobHost spells an Azure authority's ADLS Gen2 endpoint
+// (account.dfs.core.windows.net, or another cloud's dfs.) as the Blob
+// endpoint (account.blob....): abfs:// and wasb:// locations reach the same
+// blob through either, and iceberg-go's Azure IO reads the account from
+// the host's first label whichever it is.
+func azureBlobHost(authority string) string {
+	container, host, ok := strings.Cut(authority, "@")
+	if !ok {
+		return authority
+	}
+	account, rest, ok := strings.Cut(host, ".")
+	if after, isDFS := strings.CutPrefix(rest, "dfs."); ok && isDFS {
+		return container + "@" + account + ".blob." + after
+	}
+	return authority
 }
 
 // fold applies Unicode compatibility normalisation and full case folding
@@ -163,8 +194,10 @@ func badAuthority(scheme, authority string) string {
 		return "no bucket"
 	case authority != strings.ToLower(authority):
 		return "the bucket is not in lower case"
-	case schemeAliases[scheme] == "s3" && strings.ContainsAny(authority, "%@:\\ "):
+	case (schemeAliases[scheme] == "s3" || schemeAliases[scheme] == "gs") && strings.ContainsAny(authority, "%@:\\ "):
 		return "the bucket is not a plain bucket name"
+	case schemeAliases[scheme] == "abfs" && !azureAuthority(authority):
+		return "an Azure location's authority is container@account.host"
 	case !utf8.ValidString(authority):
 		return "invalid UTF-8 in the bucket"
 	}

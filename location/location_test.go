@@ -13,6 +13,11 @@ func TestCanonicalAccepts(t *testing.T) {
 		{"s3a://lake/wh/t/data/x.parquet", "s3://lake/wh/t/data/x.parquet"},
 		{"S3N://lake/wh/t/data/x.parquet", "s3://lake/wh/t/data/x.parquet"},
 		{"gs://lake/wh/x", "gs://lake/wh/x"},
+		{"gs://lake.example.com/wh/x", "gs://lake.example.com/wh/x"},
+		// Azure: ADLS Gen2 and Blob schemes are one IO, spelt abfs.
+		{"abfss://lake@acct.dfs.core.windows.net/wh/x", "abfs://lake@acct.dfs.core.windows.net/wh/x"},
+		{"wasbs://lake@acct.blob.core.windows.net/wh/x", "abfs://lake@acct.blob.core.windows.net/wh/x"},
+		{"ABFS://lake@devstoreaccount1.dfs.core.windows.net/wh/x", "abfs://lake@devstoreaccount1.dfs.core.windows.net/wh/x"},
 		// Object keys are literal: a percent escape or a plus is a character.
 		{"s3://lake/wh/t/data/c=it%27s/x.parquet", "s3://lake/wh/t/data/c=it%27s/x.parquet"},
 		{"s3://lake/wh/t/data/c=a+b/x.parquet", "s3://lake/wh/t/data/c=a+b/x.parquet"},
@@ -50,6 +55,15 @@ func TestCanonicalRefuses(t *testing.T) {
 		{"s3://Lake/wh/x", "lower case"},
 		{"s3://la%6be/wh/x", "plain bucket name"},
 		{"s3://user@lake/wh/x", "plain bucket name"},
+		{"gs://user@lake/wh/x", "plain bucket name"},
+		{"gs://lake:443/wh/x", "plain bucket name"},
+		{"gs://la%6be/wh/x", "plain bucket name"},
+		{"abfss://acct.dfs.core.windows.net/wh/x", "container@account.host"},
+		{"abfss://@acct.dfs.core.windows.net/wh/x", "container@account.host"},
+		{"abfss://lake@/wh/x", "container@account.host"},
+		{"abfss://lake@acct@x.dfs.core.windows.net/wh/x", "container@account.host"},
+		{"wasbs://la%6be@acct.blob.core.windows.net/wh/x", "container@account.host"},
+		{"abfss://Lake@acct.dfs.core.windows.net/wh/x", "lower case"},
 		{"s3://lake", "no key"},
 		{"s3://lake/", "no key"},
 		{"s3:///wh/x", "no bucket"},
@@ -114,6 +128,12 @@ func TestIdentitiesMeet(t *testing.T) {
 		{"s3://lake/t/data/x.parquet.", "s3://lake/t/data/x.parquet"},
 		{"s3://lake/t/data/c=e\u0301/x", "s3://lake/t/data/c=\u00e9/x"}, // NFD vs NFC
 		{"s3://lake/t/data/ｘ.parquet", "s3://lake/t/data/x.parquet"},    // fullwidth
+		{"gs://lake/t/data//x.parquet", "GS://lake/t/data/x.parquet"},
+		// One blob through the ADLS Gen2 (dfs) and Blob endpoints, by any
+		// of the four Azure schemes.
+		{"abfss://lake@acct.dfs.core.windows.net/t/x.parquet", "wasbs://lake@acct.blob.core.windows.net/t/x.parquet"},
+		{"abfs://lake@acct.dfs.core.windows.net/t/x.parquet", "wasb://LAKE@ACCT.blob.core.windows.net/t/x.parquet"},
+		{"abfss://lake@acct.dfs.core.chinacloudapi.cn/t/x", "wasbs://lake@acct.blob.core.chinacloudapi.cn/t/x"},
 	} {
 		if a, b := Identity(tt.a), Identity(tt.b); a != b {
 			t.Errorf("%q and %q do not meet: %q vs %q", tt.a, tt.b, a, b)
@@ -125,6 +145,9 @@ func TestIdentitiesMeet(t *testing.T) {
 		{"s3://lake/t/data/x.parquet", "gs://lake/t/data/x.parquet"},
 		{"s3://lake/t/data/x.parquet", "s3://lake/t/data/y.parquet"},
 		{"file:///tmp/t/x", "s3://tmp/t/x"},
+		{"gs://lake/t/x", "abfs://lake@acct.dfs.core.windows.net/t/x"},
+		{"abfss://lake@acct.dfs.core.windows.net/t/x", "abfss://lake@other.dfs.core.windows.net/t/x"},
+		{"abfss://lake@acct.dfs.core.windows.net/t/x", "abfss://pond@acct.dfs.core.windows.net/t/x"},
 	} {
 		if Identity(tt.a) == Identity(tt.b) {
 			t.Errorf("different objects meet: %q and %q both %q", tt.a, tt.b, Identity(tt.a))

@@ -1,9 +1,15 @@
-// Package objectio shapes reactor's reads of s3:// objects for object
-// storage reached over a network, below iceberg-go's FileIO interface.
+// Package objectio shapes reactor's reads of objects for object storage
+// reached over a network, below iceberg-go's FileIO interface: S3 (s3://,
+// s3a://, s3n://), Google Cloud Storage (gs://) and Azure Blob storage and
+// ADLS Gen2 (abfs://, abfss://, wasb://, wasbs://).
 //
 // It replaces the FileIO iceberg-go registers for the s3, s3a and s3n
 // schemes (io/gocloud/s3) with one that keeps iceberg-go's for everything
-// but opening a file:
+// but opening a file (register.go, object.go), and iceberg-go's GCS and
+// Azure FileIOs with BucketIO (bucket.go, gcs.go, azure.go), which takes
+// the same catalog properties and credentials in the same order and reads
+// the same way (one ranged GET of an object's first WholeObjectBytes,
+// since neither store's gocloud driver reads a suffix range). In detail:
 //
 //   - Open issues one GET, of the object's last WholeObjectBytes (8 MiB by
 //     default, a suffix range). A smaller object arrives whole, and the
@@ -15,10 +21,12 @@
 //     column chunks share a request.
 //
 //   - Every FileIO it builds shares one HTTP transport per proxy and
-//     connect-timeout setting, whose idle pool holds more connections per
-//     host than any read concurrency reactor allows, so connections are
-//     reused across the FileIOs iceberg-go builds per scan and per commit
-//     instead of being opened for each.
+//     connect-timeout setting (one for all GCS and Azure FileIOs), whose
+//     idle pool holds more connections per host than any read concurrency
+//     reactor allows, so connections are reused across the FileIOs
+//     iceberg-go builds per scan and per commit instead of being opened
+//     for each (the GCS client's default transport keeps 2 idle
+//     connections per host, the Azure SDK's 10).
 //
 //   - Open and ReadFile refuse a table file over its size limit
 //     (package sizelimit: metadata.json, manifest lists, manifests,
@@ -36,8 +44,11 @@
 //     cleanup's full listing of a partitioned table costs a few round
 //     trips instead of two per directory one after another.
 //
-// Writes, deletes and the listing of one directory are iceberg-go's own
-// (blobfs.FileIO) on the same client. The package owns no table semantics:
+// Writes, bulk deletes and the listing of one directory are iceberg-go's
+// own (blobfs.FileIO) on the same client; Remove is one request (no
+// existence check on S3, no directory-marker retry on GCS and Azure);
+// Open and ReadFile refuse a table file over its size limit (package
+// sizelimit) on every store. The package owns no table semantics:
 // it must not interpret metadata (the kinds of files with a size limit are
 // package sizelimit's), cache objects beyond one open file, or
 // change what is written. Importing it (for its side effect) is enough;

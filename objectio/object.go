@@ -22,8 +22,9 @@ import (
 	"github.com/icereactor/reactor/sizelimit"
 )
 
-// FileIO is iceberg-go's blob FileIO on S3 with Open and Remove replaced; every
-// other method (writes, bulk deletes, listings, ReadFile, Stat) is blobfs's.
+// FileIO is iceberg-go's blob FileIO on S3 with Open, ReadFile, Remove
+// and WalkDir replaced; every other method (writes, bulk deletes, one
+// directory's listing, Stat) is blobfs's.
 type FileIO struct {
 	*blobfs.FileIO
 
@@ -39,17 +40,24 @@ type FileIO struct {
 	attempts int
 	// limits refuse a table file too large to read (package sizelimit).
 	limits sizelimit.Limits
+	// expires is when the credentials in the properties expire (zero:
+	// none given).
+	expires time.Time
 }
 
 // ReadConcurrency is how many files a scan should read at once from
-// fsys: the configured read concurrency for this package's FileIO, 0
-// (the scan's own default) for any other.
+// fsys: the configured read concurrency for this package's FileIOs (and
+// any FileIO wrapping one that says so), 0 (the scan's own default) for
+// any other.
 func ReadConcurrency(fsys iceio.IO) int {
-	if f, ok := fsys.(*FileIO); ok {
-		return f.readers
+	if f, ok := fsys.(interface{ ReadConcurrency() int }); ok {
+		return f.ReadConcurrency()
 	}
 	return 0
 }
+
+// ReadConcurrency is the configured read concurrency.
+func (f *FileIO) ReadConcurrency() int { return f.readers }
 
 var (
 	_ iceio.ReadFileIO      = (*FileIO)(nil)
@@ -76,7 +84,6 @@ func (f *FileIO) Open(name string) (iceio.File, error) {
 	if !fs.ValidPath(key) {
 		return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrInvalid}
 	}
-	o := &object{io: f, name: pathpkg.Base(key), key: key}
 	data, start, total, mod, err := f.get(key, "bytes=-"+strconv.FormatInt(f.whole, 10))
 	var ae smithy.APIError
 	if errors.As(err, &ae) && ae.ErrorCode() == "InvalidRange" {
@@ -86,17 +93,16 @@ func (f *FileIO) Open(name string) (iceio.File, error) {
 	if err != nil {
 		return nil, &fs.PathError{Op: "open", Path: name, Err: err}
 	}
+	o := &object{sys: f, name: pathpkg.Base(key), size: total, mod: mod, mem: data, memAt: start, rng: f.rng,
+		fetch: func(off, n int64) ([]byte, error) {
+			data, _, _, _, err := f.get(key, fmt.Sprintf("bytes=%d-%d", off, off+n-1))
+			return data, err
+		}}
 	// The first GET brought at most the whole-object size: a file over
 	// its limit is refused before anything more of it is read.
-	if err := f.limits.CheckFile(name, total); err != nil {
+	if err := checkOpened(f.limits, name, o); err != nil {
 		return nil, err
 	}
-	if total >= 8 && int64(len(data)) >= 8 && start+int64(len(data)) == total {
-		if err := f.limits.CheckFooter(name, total, data[len(data)-8:]); err != nil {
-			return nil, err
-		}
-	}
-	o.tail, o.tailAt, o.size, o.mod = data, start, total, mod
 	return o, nil
 }
 
@@ -106,25 +112,56 @@ func (f *FileIO) Open(name string) (iceio.File, error) {
 // is read, and a compressed one by what it decompresses to before it is
 // handed over.
 func (f *FileIO) ReadFile(name string) ([]byte, error) {
-	file, err := f.Open(name)
+	return readWhole(f, f.limits, name)
+}
+
+// checkOpened refuses an opened file over its size limit, and a Parquet
+// footer over its limit when the first read reached the file's end.
+func checkOpened(limits sizelimit.Limits, name string, o *object) error {
+	if err := limits.CheckFile(name, o.size); err != nil {
+		return err
+	}
+	if end := o.memAt + int64(len(o.mem)); o.size >= 8 && len(o.mem) >= 8 && end == o.size {
+		return limits.CheckFooter(name, o.size, o.mem[len(o.mem)-8:])
+	}
+	return nil
+}
+
+// readWhole opens name through fsys and reads all of it: what the first
+// read brought, and what lies before and after it in one more read each.
+func readWhole(fsys iceio.IO, limits sizelimit.Limits, name string) ([]byte, error) {
+	file, err := fsys.Open(name)
 	if err != nil {
 		return nil, err
 	}
 	defer file.Close()
 	o := file.(*object)
-	data := o.tail
-	if o.tailAt > 0 {
-		// What the first GET did not bring, in one more.
-		head, _, _, _, err := f.get(o.key, "bytes=0-"+strconv.FormatInt(o.tailAt-1, 10))
+	data := o.mem
+	span := func(off, n int64) ([]byte, error) {
+		part, err := o.fetch(off, n)
 		if err != nil {
 			return nil, &fs.PathError{Op: "read", Path: name, Err: err}
 		}
-		if int64(len(head)) != o.tailAt {
-			return nil, &fs.PathError{Op: "read", Path: name, Err: fmt.Errorf("ranged GET 0-%d returned %d bytes", o.tailAt-1, len(head))}
+		if int64(len(part)) != n {
+			return nil, &fs.PathError{Op: "read", Path: name, Err: fmt.Errorf("ranged read %d-%d returned %d bytes", off, off+n-1, len(part))}
 		}
-		data = append(head, o.tail...)
+		return part, nil
 	}
-	if err := f.limits.CheckMetadata(name, data); err != nil {
+	if o.memAt > 0 {
+		head, err := span(0, o.memAt)
+		if err != nil {
+			return nil, err
+		}
+		data = append(head, data...)
+	}
+	if end := o.memAt + int64(len(o.mem)); end < o.size {
+		rest, err := span(end, o.size-end)
+		if err != nil {
+			return nil, err
+		}
+		data = append(data, rest...)
+	}
+	if err := limits.CheckMetadata(name, data); err != nil {
 		return nil, err
 	}
 	return data, nil
@@ -200,17 +237,24 @@ func parseContentRange(cr string) (start, total int64, err error) {
 	return start, total, nil
 }
 
-// object is an open S3 object: its tail in memory and, for a large
-// object, the last range fetched before it. Reads at any offset may come
+// fetcher reads the bytes [off, off+n) of one object: a ranged GET.
+type fetcher func(off, n int64) ([]byte, error)
+
+// object is an open object: the part of it the first read brought (the
+// tail on S3, the head on the other stores) in memory and, for a large
+// object, the last range fetched outside it. Reads at any offset may come
 // from several goroutines (Parquet column readers); the window is
 // guarded.
 type object struct {
-	io        *FileIO
-	name, key string
-	size      int64
-	mod       time.Time
-	tail      []byte
-	tailAt    int64
+	sys   any
+	name  string
+	size  int64
+	mod   time.Time
+	mem   []byte
+	memAt int64
+	// fetch reads outside mem, at least rng bytes at a time.
+	fetch fetcher
+	rng   int64
 
 	mu       sync.Mutex
 	pos      int64
@@ -228,8 +272,8 @@ func (o *object) ReadAt(p []byte, off int64) (int, error) {
 		if at >= o.size {
 			return n, io.EOF
 		}
-		if at >= o.tailAt {
-			n += copy(p[n:], o.tail[at-o.tailAt:])
+		if at >= o.memAt && at < o.memAt+int64(len(o.mem)) {
+			n += copy(p[n:], o.mem[at-o.memAt:])
 			continue
 		}
 		c, err := o.fromWindow(p[n:], at, int64(len(p)-n))
@@ -242,19 +286,22 @@ func (o *object) ReadAt(p []byte, off int64) (int, error) {
 }
 
 // fromWindow copies what it can of [at, at+want) from the window,
-// fetching a new window (at least the range size, never into the tail)
-// when at is outside it.
+// fetching a new window (at least the range size, never into the part in
+// memory) when at is outside it.
 func (o *object) fromWindow(p []byte, at, want int64) (int, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if at < o.windowAt || at >= o.windowAt+int64(len(o.window)) {
-		end := min(at+max(want, o.io.rng), o.tailAt)
-		data, _, _, _, err := o.io.get(o.key, fmt.Sprintf("bytes=%d-%d", at, end-1))
+		end := min(at+max(want, o.rng), o.size)
+		if at < o.memAt {
+			end = min(end, o.memAt)
+		}
+		data, err := o.fetch(at, end-at)
 		if err != nil {
 			return 0, &fs.PathError{Op: "read", Path: o.name, Err: err}
 		}
 		if int64(len(data)) != end-at {
-			return 0, &fs.PathError{Op: "read", Path: o.name, Err: fmt.Errorf("ranged GET %d-%d returned %d bytes", at, end-1, len(data))}
+			return 0, &fs.PathError{Op: "read", Path: o.name, Err: fmt.Errorf("ranged read %d-%d returned %d bytes", at, end-1, len(data))}
 		}
 		o.window, o.windowAt = data, at
 	}
@@ -298,8 +345,8 @@ func (o *object) Seek(offset int64, whence int) (int64, error) {
 }
 
 // Close lets go of the window; the object holds no connection (its
-// bodies are read in full before get returns), and the tail goes with
-// the object.
+// bodies are read in full before they are returned), and the part in
+// memory goes with the object.
 func (o *object) Close() error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -313,7 +360,7 @@ func (o *object) Size() int64                { return o.size }
 func (o *object) Mode() fs.FileMode          { return fs.ModeIrregular }
 func (o *object) ModTime() time.Time         { return o.mod }
 func (o *object) IsDir() bool                { return false }
-func (o *object) Sys() any                   { return o.io }
+func (o *object) Sys() any                   { return o.sys }
 
 // Remove deletes the object with one DeleteObject. blobfs asks with a
 // HEAD first so that it can report a missing object as fs.ErrNotExist;

@@ -14,7 +14,9 @@ import (
 
 	iceio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/io/gocloud/blobfs"
-	// Its registration is replaced below; it must initialise first.
+	// Their registrations are replaced below; they must initialise first.
+	_ "github.com/apache/iceberg-go/io/gocloud/azure"
+	_ "github.com/apache/iceberg-go/io/gocloud/gcs"
 	icebergs3 "github.com/apache/iceberg-go/io/gocloud/s3"
 	"github.com/apache/iceberg-go/utils"
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -92,6 +94,14 @@ func init() {
 		iceio.Unregister(s)
 		iceio.Register(s, p.open)
 	}
+	for _, s := range gcsSchemes {
+		iceio.Unregister(s)
+		iceio.Register(s, p.openGCS)
+	}
+	for _, s := range azureSchemes {
+		iceio.Unregister(s)
+		iceio.Register(s, p.openAzure)
+	}
 }
 
 // provider builds FileIOs. It is the one value registered with
@@ -101,6 +111,25 @@ func init() {
 type provider struct {
 	mu      sync.Mutex
 	clients map[transportKey]aws.HTTPClient
+	// shared is the GCS and Azure clients' transport (built once).
+	shared     *http.Transport
+	sharedOnce sync.Once
+}
+
+// sharedTransport is the transport of every GCS and Azure FileIO: the
+// default transport's settings (proxy from the environment, HTTP/2, TLS
+// timeouts) with an idle pool above any read concurrency, where the
+// default keeps 2 idle connections per host (the GCS client's) or 10
+// (the Azure SDK's).
+func (p *provider) sharedTransport() *http.Transport {
+	p.sharedOnce.Do(func() {
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		t.MaxIdleConns = idlePerHost
+		t.MaxIdleConnsPerHost = idlePerHost
+		t.IdleConnTimeout = idleTimeout
+		p.shared = t
+	})
+	return p.shared
 }
 
 type transportKey struct {
@@ -190,6 +219,41 @@ func sizeProp(props map[string]string, key string, def int64) (int64, error) {
 	return n, nil
 }
 
+// shape is how a FileIO reads: the catalog properties of this package.
+type shape struct {
+	whole, rng        int64
+	readers, attempts int
+	// limits refuse a table file too large to read (package sizelimit).
+	limits sizelimit.Limits
+}
+
+func shapeOf(props map[string]string) (shape, error) {
+	whole, err := sizeProp(props, WholeObjectProperty, DefaultWholeObjectBytes)
+	if err != nil {
+		return shape{}, err
+	}
+	rng, err := sizeProp(props, RangeProperty, DefaultRangeBytes)
+	if err != nil {
+		return shape{}, err
+	}
+	readers, err := sizeProp(props, ReadConcurrencyProperty, DefaultReadConcurrency)
+	if err != nil {
+		return shape{}, err
+	}
+	attempts, err := sizeProp(props, MaxAttemptsProperty, DefaultMaxAttempts)
+	if err != nil {
+		return shape{}, err
+	}
+	if readers > MaxReadConcurrency {
+		return shape{}, fmt.Errorf("objectio: %s is at most %d, got %d", ReadConcurrencyProperty, MaxReadConcurrency, readers)
+	}
+	limits, err := sizelimit.FromProperties(props)
+	if err != nil {
+		return shape{}, err
+	}
+	return shape{whole: whole, rng: rng, readers: int(readers), attempts: int(attempts), limits: limits}, nil
+}
+
 // open is the FileIO factory for s3:// locations: iceberg-go's
 // configuration (credentials, region, endpoint, path style), this
 // package's transport and Open.
@@ -197,28 +261,9 @@ func (p *provider) open(ctx context.Context, parsed *url.URL, props map[string]s
 	if v, err := strconv.ParseBool(props[iceio.S3CompatMode]); err == nil && v {
 		return nil, fmt.Errorf("objectio: %s is not supported by reactor's S3 IO", iceio.S3CompatMode)
 	}
-	whole, err := sizeProp(props, WholeObjectProperty, DefaultWholeObjectBytes)
+	sh, err := shapeOf(props)
 	if err != nil {
 		return nil, err
-	}
-	rng, err := sizeProp(props, RangeProperty, DefaultRangeBytes)
-	if err != nil {
-		return nil, err
-	}
-	readers, err := sizeProp(props, ReadConcurrencyProperty, DefaultReadConcurrency)
-	if err != nil {
-		return nil, err
-	}
-	attempts, err := sizeProp(props, MaxAttemptsProperty, DefaultMaxAttempts)
-	if err != nil {
-		return nil, err
-	}
-	limits, err := sizelimit.FromProperties(props)
-	if err != nil {
-		return nil, err
-	}
-	if readers > MaxReadConcurrency {
-		return nil, fmt.Errorf("objectio: %s is at most %d, got %d", ReadConcurrencyProperty, MaxReadConcurrency, readers)
 	}
 	var cfg aws.Config
 	if base := utils.GetAwsConfig(ctx); base != nil {
@@ -242,7 +287,7 @@ func (p *provider) open(ctx context.Context, parsed *url.URL, props map[string]s
 	// The property, else AWS_MAX_ATTEMPTS or a shared config's
 	// max_attempts, else the default.
 	if _, set := props[MaxAttemptsProperty]; set || cfg.RetryMaxAttempts == 0 {
-		cfg.RetryMaxAttempts = int(attempts)
+		cfg.RetryMaxAttempts = sh.attempts
 	}
 	if cfg.HTTPClient, err = p.httpClient(props); err != nil {
 		return nil, err
@@ -268,5 +313,6 @@ func (p *provider) open(ctx context.Context, parsed *url.URL, props map[string]s
 	}
 	extract := blobfs.DefaultObjectLocationExtractor(parsed.Host, schemes...)
 	return &FileIO{FileIO: blobfs.New(ctx, bucket, extract), ctx: ctx, client: client, bucket: parsed.Host,
-		extract: extract, whole: whole, rng: rng, readers: int(readers), attempts: cfg.RetryMaxAttempts, limits: limits}, nil
+		extract: extract, whole: sh.whole, rng: sh.rng, readers: sh.readers, attempts: cfg.RetryMaxAttempts,
+		limits: sh.limits, expires: credentialsExpiry(props)}, nil
 }

@@ -18,10 +18,15 @@ import (
 // directories (data/, data/category=c00/, ..., metadata/) were listed one
 // after another by orphan cleanup's full listing.
 func (f *FileIO) WalkDir(root string, fn fs.WalkDirFunc) error {
-	if f.readers <= 1 {
-		return f.FileIO.WalkDir(root, fn)
+	return walkBucket(f.FileIO, f.extract, f.readers, root, fn)
+}
+
+// walkBucket is WalkDir for any bucket blobfs reads.
+func walkBucket(b *blobfs.FileIO, extract blobfs.ObjectLocationExtractor, readers int, root string, fn fs.WalkDirFunc) error {
+	if readers <= 1 {
+		return b.WalkDir(root, fn)
 	}
-	key, err := blobfs.KeyExtractorFromObjectLocation(f.extract)(root)
+	key, err := blobfs.KeyExtractorFromObjectLocation(extract)(root)
 	walkPath := key
 	if err != nil {
 		if !errors.Is(err, blobfs.ErrEmptyObjectKey) {
@@ -40,7 +45,7 @@ func (f *FileIO) WalkDir(root string, fn fs.WalkDirFunc) error {
 	if marker != "" && marker != "." {
 		marker += "/"
 	}
-	return walkDirAhead(f.Bucket, walkPath, f.readers, func(path string, d fs.DirEntry, err error) error {
+	return walkDirAhead(b.Bucket, walkPath, readers, func(path string, d fs.DirEntry, err error) error {
 		if err == nil && d != nil && !d.IsDir() && marker != "" {
 			if info, ierr := d.Info(); ierr == nil {
 				if obj, ok := info.Sys().(*blob.ListObject); ok && obj.Key == marker {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -53,24 +54,41 @@ func (w countingWriter) Flush() {
 	}
 }
 
+// origHost carries a request's Host header as the client sent it.
+type origHost struct{}
+
 // startCounter serves a reverse proxy to the gateway that counts every
 // request by kind and the body bytes each way. The Host header the client
-// signed is passed through unchanged, so signatures stay valid.
-func startCounter(gateway string, c *counts) (addr string, stop func(), err error) {
+// signed is passed through unchanged, so signatures stay valid, unless
+// setHost: then it names the gateway (fake-gcs-server tells its XML API
+// from its JSON API by the Host).
+func startCounter(gateway string, setHost bool, c *counts) (addr string, stop func(), err error) {
 	u, err := url.Parse(gateway)
 	if err != nil {
 		return "", nil, err
 	}
 	rp := httputil.NewSingleHostReverseProxy(u)
 	rp.Transport = &http.Transport{MaxIdleConns: 1024, MaxIdleConnsPerHost: 1024}
+	// fake-gcs-server sends a resumable upload's next requests to its own
+	// address (a Location header): they go back through the proxies the
+	// client came through instead.
+	rp.ModifyResponse = func(resp *http.Response) error {
+		if loc := resp.Header.Get("Location"); loc != "" && resp.Request != nil {
+			if lu, err := url.Parse(loc); err == nil && lu.Host == u.Host {
+				lu.Host, _ = resp.Request.Context().Value(origHost{}).(string)
+				resp.Header.Set("Location", lu.String())
+			}
+		}
+		return nil
+	}
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c.requests.Add(1)
 		q := r.URL.Query()
 		switch r.Method {
 		case http.MethodGet:
-			if q.Has("list-type") || q.Has("prefix") || q.Has("delimiter") {
+			if q.Has("list-type") || q.Has("prefix") || q.Has("delimiter") || q.Get("comp") == "list" {
 				c.lists.Add(1)
-			} else if r.Header.Get("Range") != "" {
+			} else if r.Header.Get("Range") != "" || r.Header.Get("X-Ms-Range") != "" {
 				c.rangedGets.Add(1)
 			} else {
 				c.gets.Add(1)
@@ -86,6 +104,10 @@ func startCounter(gateway string, c *counts) (addr string, stop func(), err erro
 		}
 		if r.ContentLength > 0 {
 			c.bytesIn.Add(r.ContentLength)
+		}
+		r = r.WithContext(context.WithValue(r.Context(), origHost{}, r.Host))
+		if setHost {
+			r.Host = u.Host
 		}
 		n, t0 := c.inFlight.Add(1), time.Now()
 		rp.ServeHTTP(countingWriter{w, &c.bytesOut}, r)

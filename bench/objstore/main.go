@@ -1,5 +1,6 @@
-// Command objstore measures reactor's jobs on an s3:// warehouse over a
-// network with added latency: the embedded S3 gateway on loopback, a
+// Command objstore measures reactor's jobs on an s3:// warehouse (or, with
+// -fake-gcs-server or -azurite, a gs:// or abfs:// one on the store's
+// emulator) over a network with added latency: the embedded S3 gateway on loopback, a
 // counting HTTP front (requests by kind, bytes each way) before it, and a
 // TCP proxy before that which delays each direction by half the round
 // trip and counts the connections opened through it. For each latency a
@@ -17,9 +18,11 @@
 //
 //	go run ./bench/objstore -files 700 -latencies local,0,2,10,30
 //	go run ./bench/objstore -minio ~/.cache/reactor-realparts/bin/minio-... -latencies 0,10,30
+//	go run ./bench/objstore -fake-gcs-server ~/.cache/reactor-cloudparts/bin/fake-gcs-server-... -latencies 0
+//	go run ./bench/objstore -azurite ~/.cache/reactor-cloudparts/npm/node_modules/.bin/azurite-blob -latencies 0
 //
 // It is a benchmark, not part of the reactor binary; BENCHMARKS.md
-// section 18 holds its results.
+// sections 18 and 24 hold its results.
 package main
 
 import (
@@ -70,6 +73,8 @@ func main() {
 		repeat     = flag.Int("repeat", 1, "times each command runs per latency; the row is the run with the median wall time (plan and orphans only: compact and expire change the table)")
 		memProfile = flag.String("memprofile", "", "write a heap profile to this file at every new peak of the heap in use")
 		minioBin   = flag.String("minio", "", "run against this MinIO binary (realparts/setup.sh builds one into ~/.cache/reactor-realparts/bin) instead of the embedded gateway")
+		gcsBin     = flag.String("fake-gcs-server", "", "run on a gs:// warehouse on this fake-gcs-server binary, GCS's emulator (cloudparts/setup.sh builds one into ~/.cache/reactor-cloudparts/bin)")
+		azuriteBin = flag.String("azurite", "", "run on an abfs:// warehouse on this azurite-blob, Azure Blob storage's emulator (cloudparts/setup.sh installs it under ~/.cache/reactor-cloudparts)")
 		trace      = flag.Bool("trace", false, "print every request of the timed commands (start ms, duration ms, in flight, method, target)")
 	)
 	flag.Parse()
@@ -80,7 +85,7 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, *files, *rows, *partitions, *perCommit, *latencies, *commands, *work, *verbose, *trace, *repeat, *readConc, *minioBin); err != nil {
+	if err := run(ctx, *files, *rows, *partitions, *perCommit, *latencies, *commands, *work, *verbose, *trace, *repeat, *readConc, *minioBin, *gcsBin, *azuriteBin); err != nil {
 		fmt.Fprintln(os.Stderr, "objstore:", err)
 		os.Exit(1)
 	}
@@ -100,7 +105,7 @@ type row struct {
 	outcome   string
 }
 
-func run(ctx context.Context, files, rows, partitions, perCommit int, latencies, commands, work string, verbose, trace bool, repeat, readConc int, minioBin string) error {
+func run(ctx context.Context, files, rows, partitions, perCommit int, latencies, commands, work string, verbose, trace bool, repeat, readConc int, minioBin, gcsBin, azuriteBin string) error {
 	var rtts []int
 	for _, s := range strings.Split(latencies, ",") {
 		if strings.TrimSpace(s) == "local" {
@@ -125,11 +130,20 @@ func run(ctx context.Context, files, rows, partitions, perCommit int, latencies,
 	if err != nil {
 		return err
 	}
-	var gw s3Server
-	if minioBin != "" {
-		gw, err = startMinio(ctx, minioBin, filepath.Join(work, "minio", "data"))
-	} else {
-		gw, err = s3gateway.Start(ctx, s3gateway.Options{RootDir: filepath.Join(work, "gateway")})
+	var gw server
+	switch {
+	case minioBin != "":
+		var m *minio
+		m, err = startMinio(ctx, minioBin, filepath.Join(work, "minio", "data"))
+		gw = s3Store{m}
+	case gcsBin != "":
+		gw, err = startFakeGCS(ctx, gcsBin, filepath.Join(work, "gcs"))
+	case azuriteBin != "":
+		gw, err = startAzurite(ctx, azuriteBin, filepath.Join(work, "azurite"))
+	default:
+		var g *s3gateway.Gateway
+		g, err = s3gateway.Start(ctx, s3gateway.Options{RootDir: filepath.Join(work, "gateway")})
+		gw = s3Store{g}
 	}
 	if err != nil {
 		return err
@@ -143,7 +157,8 @@ func run(ctx context.Context, files, rows, partitions, perCommit int, latencies,
 		return err
 	}
 	var cnt counts
-	front, stopFront, err := startCounter(gw.Endpoint(), &cnt)
+	_, isGCS := gw.(*fakeGCS)
+	front, stopFront, err := startCounter(gw.Endpoint(), isGCS, &cnt)
 	if err != nil {
 		return err
 	}
@@ -154,7 +169,7 @@ func run(ctx context.Context, files, rows, partitions, perCommit int, latencies,
 		level = slog.LevelInfo
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
-	direct, err := openCatalog(ctx, work, "s3://"+bucket+"/warehouse", gw.IcebergProperties())
+	direct, err := openCatalog(ctx, work, gw.Warehouse(bucket), gw.Properties(hostOf(gw.Endpoint())))
 	if err != nil {
 		return err
 	}
@@ -197,12 +212,11 @@ func run(ctx context.Context, files, rows, partitions, perCommit int, latencies,
 			if px, err = latencyproxy.Start(front, time.Duration(ms)*time.Millisecond); err != nil {
 				return err
 			}
-			props := gw.IcebergProperties()
-			props["s3.endpoint"] = "http://" + px.Addr()
+			props := gw.Properties(px.Addr())
 			if readConc > 0 {
 				props[objectio.ReadConcurrencyProperty] = strconv.Itoa(readConc)
 			}
-			if cat, err = openCatalog(ctx, work, "s3://"+bucket+"/warehouse", props); err != nil {
+			if cat, err = openCatalog(ctx, work, gw.Warehouse(bucket), props); err != nil {
 				px.Close()
 				return err
 			}

@@ -18,13 +18,52 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 )
 
-// s3Server is the S3 server the benchmark runs against: the embedded
-// gateway (in this process) or a MinIO process.
+// server is the object store the benchmark runs against: the embedded
+// S3 gateway (in this process), a MinIO process, or GCS's or Azure's
+// emulator.
+type server interface {
+	// Endpoint is the store's http://host:port.
+	Endpoint() string
+	// Properties are the catalog properties reaching the store at
+	// hostport (the proxy's address, or the store's own).
+	Properties(hostport string) map[string]string
+	// Warehouse is the warehouse location in bucket.
+	Warehouse(bucket string) string
+	CreateBucket(ctx context.Context, name string) error
+	Close() error
+}
+
+// s3Server is an S3 server: the embedded gateway or MinIO.
 type s3Server interface {
 	Endpoint() string
 	IcebergProperties() map[string]string
 	CreateBucket(ctx context.Context, name string) error
 	Close() error
+}
+
+// s3Store is an S3 server as a server.
+type s3Store struct{ s3Server }
+
+func (s s3Store) Properties(hostport string) map[string]string {
+	p := s.IcebergProperties()
+	p["s3.endpoint"] = "http://" + hostport
+	return p
+}
+
+func (s s3Store) Warehouse(bucket string) string { return "s3://" + bucket + "/warehouse" }
+
+// CPU is the server's when it runs as a process.
+func (s s3Store) CPU() time.Duration {
+	if c, ok := s.s3Server.(serverCPU); ok {
+		return c.CPU()
+	}
+	return 0
+}
+
+// hostOf is the host:port of an http:// endpoint.
+func hostOf(endpoint string) string {
+	_, hp, _ := strings.Cut(endpoint, "://")
+	return hp
 }
 
 // serverCPU is the CPU time of an S3 server that runs as its own process
@@ -128,10 +167,13 @@ func (m *minio) Close() error {
 	return nil
 }
 
-// CPU is MinIO's user and system time from /proc (clock ticks of 1/100 s,
-// the kernel's USER_HZ on Linux).
-func (m *minio) CPU() time.Duration {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", m.cmd.Process.Pid))
+// CPU is MinIO's user and system time.
+func (m *minio) CPU() time.Duration { return processCPU(m.cmd.Process.Pid) }
+
+// processCPU is a process's user and system time from /proc (clock ticks
+// of 1/100 s, the kernel's USER_HZ on Linux).
+func processCPU(pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return 0
 	}

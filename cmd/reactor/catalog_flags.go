@@ -36,7 +36,7 @@ func addCatalogFlags(fs *flag.FlagSet, dataDirUsage string) *catalogFlags {
 	c.warehouse = fs.String("warehouse", "", "warehouse `location` passed to the catalog (the hadoop catalog's root)")
 	fs.Var(&c.props, "catalog-prop", "extra catalog property `key=value`, repeatable (jdbc.user, glue.region, s3.endpoint, credentials, ...; docs/cli.md#catalogs)")
 	c.readConcurrency = fs.Int("read-concurrency", objectio.DefaultReadConcurrency,
-		"data files and manifests a job reads at once from an s3:// warehouse (`n`, 1 to "+strconv.Itoa(objectio.MaxReadConcurrency)+"); a local warehouse reads GOMAXPROCS files at once")
+		"data files and manifests a job reads at once from an s3://, gs:// or Azure warehouse (`n`, 1 to "+strconv.Itoa(objectio.MaxReadConcurrency)+"); a local warehouse reads GOMAXPROCS files at once")
 	c.timeout = fs.Duration("catalog-timeout", catalogs.DefaultTimeout, "how long one catalog call (a load, a listing step, a commit) may take before it fails")
 	c.acceptHadoopRisk = fs.Bool("accept-hadoop-object-store-risk", false,
 		"let a hadoop catalog on an object store (s3, gs, abfs) be written, with allow-unsafe-commits: its commits are not atomic there "+
