@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
@@ -34,8 +35,19 @@ func (p *provider) openAzure(ctx context.Context, parsed *url.URL, props map[str
 	if err != nil {
 		return nil, err
 	}
+	transport, err := p.sharedTransport(props)
+	if err != nil {
+		return nil, err
+	}
+	// Attempts bounded as on S3 (azcore reads 0 retries as its default
+	// of 3, and a negative number as none).
+	retries := int32(sh.attempts - 1)
+	if retries == 0 {
+		retries = -1
+	}
 	client, err := azureContainer(parsed, props, &container.ClientOptions{
-		ClientOptions: azcore.ClientOptions{Transport: &http.Client{Transport: p.sharedTransport()}},
+		ClientOptions: azcore.ClientOptions{Transport: &http.Client{Transport: transport},
+			Retry: policy.RetryOptions{MaxRetries: retries}},
 	})
 	if err != nil {
 		return nil, err

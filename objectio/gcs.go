@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"cloud.google.com/go/storage"
 	iceio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/io/gocloud/blobfs"
 	"github.com/apache/iceberg-go/io/gocloud/gcs"
@@ -31,19 +32,29 @@ func (p *provider) openGCS(ctx context.Context, parsed *url.URL, props map[strin
 	if err != nil {
 		return nil, err
 	}
+	transport, err := p.sharedTransport(props)
+	if err != nil {
+		return nil, err
+	}
 	creds, err := gcsCredentials(ctx, props)
 	if err != nil {
 		return nil, err
 	}
 	var client *gcp.HTTPClient
 	if creds == nil {
-		client = gcp.NewAnonymousHTTPClient(p.sharedTransport())
-	} else if client, err = gcp.NewHTTPClient(p.sharedTransport(), gcp.CredentialsTokenSource(creds)); err != nil {
+		client = gcp.NewAnonymousHTTPClient(transport)
+	} else if client, err = gcp.NewHTTPClient(transport, gcp.CredentialsTokenSource(creds)); err != nil {
 		return nil, err
 	}
 	bucket, err := gcsblob.OpenBucket(ctx, client, parsed.Host, gcs.ParseGCSConfig(props))
 	if err != nil {
 		return nil, err
+	}
+	// The GCS client retries an idempotent request until its context
+	// ends, and a job's context does not: bounded as on S3.
+	var sc *storage.Client
+	if bucket.As(&sc) {
+		sc.SetRetry(storage.WithMaxAttempts(sh.attempts))
 	}
 	extract := blobfs.DefaultObjectLocationExtractor(parsed.Host, gcsSchemes...)
 	return &BucketIO{FileIO: blobfs.New(ctx, bucket, extract), ctx: ctx, extract: extract,

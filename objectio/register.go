@@ -111,25 +111,79 @@ func init() {
 type provider struct {
 	mu      sync.Mutex
 	clients map[transportKey]aws.HTTPClient
-	// shared is the GCS and Azure clients' transport (built once).
-	shared     *http.Transport
-	sharedOnce sync.Once
+	// shared are the GCS and Azure clients' transports, one per timeout
+	// setting.
+	shared map[transportKey]*http.Transport
 }
 
-// sharedTransport is the transport of every GCS and Azure FileIO: the
-// default transport's settings (proxy from the environment, HTTP/2, TLS
-// timeouts) with an idle pool above any read concurrency, where the
-// default keeps 2 idle connections per host (the GCS client's) or 10
-// (the Azure SDK's).
-func (p *provider) sharedTransport() *http.Transport {
-	p.sharedOnce.Do(func() {
-		t := http.DefaultTransport.(*http.Transport).Clone()
-		t.MaxIdleConns = idlePerHost
-		t.MaxIdleConnsPerHost = idlePerHost
-		t.IdleConnTimeout = idleTimeout
-		p.shared = t
-	})
-	return p.shared
+// sharedTransport is the transport of every GCS and Azure FileIO with the
+// timeouts of props: the default transport's settings (proxy from the
+// environment, HTTP/2, TLS timeouts) with an idle pool above any read
+// concurrency, where the default keeps 2 idle connections per host (the
+// GCS client's) or 10 (the Azure SDK's); a connection set up within
+// s3.connect-timeout and a rolling read deadline of reactor.s3.read-timeout,
+// as on S3, so a store that stops answering fails the request.
+func (p *provider) sharedTransport(props map[string]string) (*http.Transport, error) {
+	k, err := timeoutsOf(props)
+	if err != nil {
+		return nil, err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if t, ok := p.shared[k]; ok {
+		return t, nil
+	}
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConns = idlePerHost
+	t.MaxIdleConnsPerHost = idlePerHost
+	t.IdleConnTimeout = idleTimeout
+	dialer := &net.Dialer{Timeout: k.connect, KeepAlive: 30 * time.Second}
+	t.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := dialer.DialContext(ctx, network, addr)
+		if err != nil || k.read <= 0 {
+			return c, err
+		}
+		return &deadlineConn{Conn: c, read: k.read}, nil
+	}
+	if p.shared == nil {
+		p.shared = map[transportKey]*http.Transport{}
+	}
+	p.shared[k] = t
+	return t, nil
+}
+
+// deadlineConn gives every read a deadline of read from its start: a
+// transfer that progresses never fails, a silent store does.
+type deadlineConn struct {
+	net.Conn
+	read time.Duration
+}
+
+func (c *deadlineConn) Read(b []byte) (int, error) {
+	if err := c.Conn.SetReadDeadline(time.Now().Add(c.read)); err != nil {
+		return 0, err
+	}
+	return c.Conn.Read(b)
+}
+
+// timeoutsOf reads s3.connect-timeout and reactor.s3.read-timeout.
+func timeoutsOf(props map[string]string) (transportKey, error) {
+	k := transportKey{connect: DefaultConnectTimeout, read: DefaultReadTimeout}
+	if v, ok := props[iceio.S3ConnectTimeout]; ok {
+		d, err := parseTimeout(iceio.S3ConnectTimeout, v, false)
+		if err != nil {
+			return k, err
+		}
+		k.connect = d
+	}
+	if v, ok := props[ReadTimeoutProperty]; ok {
+		d, err := parseTimeout(ReadTimeoutProperty, v, true)
+		if err != nil {
+			return k, err
+		}
+		k.read = d
+	}
+	return k, nil
 }
 
 type transportKey struct {
@@ -146,21 +200,11 @@ func (p *provider) httpClient(props map[string]string) (aws.HTTPClient, error) {
 		}
 		k.proxy = v
 	}
-	k.connect, k.read = DefaultConnectTimeout, DefaultReadTimeout
-	if v, ok := props[iceio.S3ConnectTimeout]; ok {
-		d, err := parseTimeout(iceio.S3ConnectTimeout, v, false)
-		if err != nil {
-			return nil, err
-		}
-		k.connect = d
+	t, err := timeoutsOf(props)
+	if err != nil {
+		return nil, err
 	}
-	if v, ok := props[ReadTimeoutProperty]; ok {
-		d, err := parseTimeout(ReadTimeoutProperty, v, true)
-		if err != nil {
-			return nil, err
-		}
-		k.read = d
-	}
+	k.connect, k.read = t.connect, t.read
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if c, ok := p.clients[k]; ok {
