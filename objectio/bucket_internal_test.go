@@ -13,6 +13,8 @@ import (
 	iceio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/io/gocloud/blobfs"
 	"gocloud.dev/blob/memblob"
+
+	"github.com/icereactor/reactor/sizelimit"
 )
 
 // memBucketIO is a BucketIO on gocloud's in-memory bucket (the driver
@@ -144,4 +146,32 @@ func TestBucketIOWalkDirIsBlobfs(t *testing.T) {
 		t.Fatalf("ReadConcurrency = %d, want 4", n)
 	}
 	var _ iceio.IO = b
+}
+
+// TestBucketIOSizeLimits: a metadata file over its limit is refused by
+// Open and ReadFile on GCS and Azure as on S3, before it is read whole.
+func TestBucketIOSizeLimits(t *testing.T) {
+	b := memBucketIO(t, 1024, 300)
+	limits, err := sizelimit.FromProperties(map[string]string{sizelimit.MetadataJSONProperty: "2048"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.limits = limits
+	small, large := "gs://lake/t/metadata/00001-a.metadata.json", "gs://lake/t/metadata/00002-b.metadata.json"
+	if err := b.WriteFile(small, randomBytes(2000)); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.WriteFile(large, randomBytes(3000)); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := b.ReadFile(small); err != nil || len(got) != 2000 {
+		t.Fatalf("ReadFile within the limit: %d bytes, %v", len(got), err)
+	}
+	var le *sizelimit.Error
+	if _, err := b.ReadFile(large); !errors.As(err, &le) {
+		t.Fatalf("ReadFile over the limit: %v, want a sizelimit.Error", err)
+	}
+	if _, err := b.Open(large); !errors.As(err, &le) {
+		t.Fatalf("Open over the limit: %v, want a sizelimit.Error", err)
+	}
 }
