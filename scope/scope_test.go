@@ -113,6 +113,29 @@ func TestPlacement(t *testing.T) {
 			{"db.a", "s3://other/db/a/data/x.parquet", OutsideTable},
 			{"db.a", "S3://LAKE/db/a/data/x.parquet", NotCanonical},
 		}},
+		{"GCS: one bucket, a neighbour whose name extends the table's", []tbl{{"db.a", "gs://lake/wh/db/a", nil}, {"db.ab", "gs://lake/wh/db/ab", nil}}, nil, []probe{
+			{"db.a", "gs://lake/wh/db/a/data/x.parquet", ""},
+			{"db.a", "gs://lake/wh/db/ab/data/x.parquet", OutsideTable},
+			{"db.a", "gs://other/wh/db/a/data/x.parquet", OutsideTable},
+			{"db.a", "s3://lake/wh/db/a/data/x.parquet", OutsideTable},
+			{"db.a", "gs://lake/wh/db/a/data//x.parquet", NotCanonical},
+			{"db.a", "gs://user@lake/wh/db/a/data/x.parquet", NotCanonical},
+			{"db.ab", "gs://lake/wh/db/ab/data/x.parquet", ""},
+		}},
+		{"Azure: four schemes and two endpoints reach one blob", []tbl{
+			{"db.a", "abfss://lake@acct.dfs.core.windows.net/wh/db/a", nil},
+			{"db.b", "wasbs://lake@acct.blob.core.windows.net/wh/db/a/b", nil}}, nil, []probe{
+			{"db.a", "abfss://lake@acct.dfs.core.windows.net/wh/db/a/data/x.parquet", ""},
+			{"db.a", "abfs://lake@acct.dfs.core.windows.net/wh/db/a/data/x.parquet", ""},
+			{"db.a", "wasbs://lake@acct.blob.core.windows.net/wh/db/a/data/x.parquet", ""},
+			// The nested table is the nested table's, however it is spelt.
+			{"db.a", "abfss://lake@acct.dfs.core.windows.net/wh/db/a/b/data/x.parquet", OtherTable},
+			{"db.a", "wasb://lake@acct.blob.core.windows.net/wh/db/a/b/data/x.parquet", OtherTable},
+			{"db.a", "abfss://pond@acct.dfs.core.windows.net/wh/db/a/data/x.parquet", OutsideTable},
+			{"db.a", "abfss://lake@other.dfs.core.windows.net/wh/db/a/data/x.parquet", OutsideTable},
+			{"db.a", "abfss://acct.dfs.core.windows.net/wh/db/a/data/x.parquet", NotCanonical},
+			{"db.b", "abfss://lake@acct.dfs.core.windows.net/wh/db/a/b/data/x.parquet", ""},
+		}},
 		{"deletion scope", []tbl{{"db.a", "/wh/db/a", map[string]string{"write.data.path": "/outside/a"}}}, []string{"/wh"}, []probe{
 			{"db.a", "/wh/db/a/data/x.parquet", ""},
 			{"db.a", "/outside/a/x.parquet", OutsideTable},
