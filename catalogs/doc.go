@@ -17,7 +17,7 @@
 //     reactor links: rest, sql, hive, glue and hadoop.
 //   - Opening (open.go): Open for the one-shot commands (fails at once),
 //     OpenWaiting for reactor run (a catalog that is down is opened in the
-//     background, retried, and reported through Reachable).
+//     background and retried; its calls say why meanwhile).
 //   - The shared catalog (catalog.go, deadline.go): every call gets a
 //     deadline (Config.Timeout); a call that outlives it returns
 //     ErrTimeout. Tables it hands out commit through it.

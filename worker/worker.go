@@ -49,7 +49,7 @@ type Config struct {
 	DataDir string
 	// Catalog selects the catalog (package catalogs): nil Props open the
 	// embedded SQLite catalog under DataDir/catalog. A catalog that is
-	// down is waited for; Catalog.OnReachable and Logger are the worker's.
+	// down is waited for; its Logger is the worker's.
 	Catalog    catalogs.Config
 	Thresholds *thresholds.Config
 	// ThresholdsFile, when set, is watched and reloaded on change (a
