@@ -60,7 +60,8 @@ live data files against the ideal, delete files, snapshots, data manifests,
 the files a full scan plans, a full scan's time against the same rows fully
 compacted, bytes rewritten over bytes written, the writer's commit latency,
 reactor's CPU and its jobs by kind and outcome. It writes samples.csv,
-tables.csv, soak.png, summary.txt and reactor.log to -out, checks every
+tables.csv, one plot (soak.png, at most 256 colours), summary.txt, result.json
+and reactor.log to -out (bench/soak/results commits all but the log), checks every
 table's rows and checksum at the end, and prints the summary against the
 streaming targets (docs/design.md#streaming-targets). Exit status 1 when the rows do not match or the run
 failed; a missed target is a result, not a failure.

@@ -160,7 +160,7 @@ func plotSamples(path string, samples []sample, warmup time.Duration, subtitle s
 	if err != nil {
 		return err
 	}
-	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(f); err != nil {
+	if err := writePalettedPNG(f, img.Image()); err != nil {
 		f.Close()
 		return err
 	}
