@@ -96,3 +96,23 @@ func TestResolveCatalogName(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// The catalogs that reach S3 Tables are named in the log; others are not.
+func TestS3TablesCatalog(t *testing.T) {
+	for _, tc := range []struct {
+		props map[string]string
+		s3    bool
+	}{
+		{map[string]string{"uri": "https://s3tables.us-east-1.amazonaws.com/iceberg", "warehouse": "arn:aws:s3tables:us-east-1:111122223333:bucket/b"}, true},
+		{map[string]string{"uri": "https://example.com/iceberg", "warehouse": "arn:aws-cn:s3tables:cn-north-1:111122223333:bucket/b"}, true},
+		{map[string]string{"uri": "https://glue.us-east-1.amazonaws.com/iceberg", "warehouse": "111122223333:s3tablescatalog/b", "rest.signing-name": "glue"}, true},
+		{map[string]string{"uri": "https://proxy.internal/iceberg", "rest.signing-name": "s3tables"}, true},
+		{map[string]string{"uri": "https://s3tables.eu-west-1.amazonaws.com/iceberg"}, true},
+		{map[string]string{"uri": "https://glue.us-east-1.amazonaws.com/iceberg", "warehouse": "111122223333", "rest.signing-name": "glue"}, false},
+		{map[string]string{"uri": "http://localhost:8181", "warehouse": "s3://lake/wh"}, false},
+	} {
+		if got := s3TablesCatalog(tc.props) != ""; got != tc.s3 {
+			t.Errorf("s3TablesCatalog(%v) = %q, want S3 Tables %v", tc.props, s3TablesCatalog(tc.props), tc.s3)
+		}
+	}
+}

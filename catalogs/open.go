@@ -147,6 +147,10 @@ func (c *Catalog) open(ctx context.Context) (catalog.Catalog, error) {
 	}
 	c.log.Info("opened catalog", "name", cfg.Name, "type", props["type"], "uri", redact.String(props["uri"]),
 		"timeout", cfg.Timeout.String(), "read_only", cfg.ReadOnly)
+	if why := s3TablesCatalog(props); why != "" {
+		c.log.Info("Amazon S3 Tables catalog: compaction and the metadata jobs run on its tables; expiry deletes nothing and orphan cleanup is off (S3 removes unreferenced files itself)",
+			"name", cfg.Name, "why", why)
+	}
 	return c.wrap(cat), nil
 }
 

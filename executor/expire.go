@@ -91,6 +91,9 @@ func (e *Executor) expireSnapshots(ctx context.Context, log *slog.Logger, job jo
 		intent       deletions.Ref
 	)
 	var gcOff bool
+	// s3Tables says why the table lies in an S3 table bucket: expired
+	// there like a table with gc.enabled false, nothing deleted.
+	var s3Tables string
 	op := func() error {
 		rep.Attempts++
 		attemptStart = time.Now()
@@ -106,6 +109,7 @@ func (e *Executor) expireSnapshots(ctx context.Context, log *slog.Logger, job jo
 				scope.PartialMetadata, p))
 		}
 		gcOff = !scope.GCEnabled(tbl.Metadata())
+		s3Tables = scope.S3Tables(tbl.Metadata())
 		staging := tbl
 		if gcOff {
 			// iceberg-go (like Iceberg Java) refuses to expire a table
@@ -136,7 +140,7 @@ func (e *Executor) expireSnapshots(ctx context.Context, log *slog.Logger, job jo
 			pre, post = tbl, staged.Table
 			return nil
 		}
-		if intent.Location == "" && delay > 0 && !gcOff {
+		if intent.Location == "" && delay > 0 && !gcOff && s3Tables == "" {
 			// Between the commit and the pending list a crash would leave
 			// the unlinked files to nobody: say first what is about to go.
 			if intent, err = e.writeIntent(ctx, log, tbl, job); err != nil {
@@ -190,6 +194,18 @@ func (e *Executor) expireSnapshots(ctx context.Context, log *slog.Logger, job jo
 	rep.Commits = 1
 	rep.CommittedSnapshotID = post.CurrentSnapshot().SnapshotID
 	res := jobs.Result{Outcome: jobs.Succeeded, Table: post}
+	if s3Tables != "" {
+		// AWS's unreferenced file removal deletes what the expiry
+		// unlinked; the table bucket would refuse reactor's deletes.
+		rep.Expiry = ExpiryCounts{ExpiredSnapshots: len(removed), Kept: true}
+		if n := len(files); err == nil && n > 0 {
+			rep.Refusals.ByRule = map[scope.Rule]int{scope.S3TablesRule: n}
+			e.met.DeletionsRefused.WithLabelValues(job.TableName, string(scope.S3TablesRule)).Add(float64(n))
+		}
+		log.Info("expiry committed; the table is an S3 Tables table, so the files it unlinked are left to S3's unreferenced file removal, not deleted",
+			"expired_snapshots", len(removed), "kept_files", len(files), "rule", scope.S3TablesRule, "reason", s3Tables)
+		return res, rep
+	}
 	if gcOff {
 		if err != nil {
 			log.Warn("expiry committed (gc.enabled is false: nothing is deleted); the files it unlinked could not be counted",

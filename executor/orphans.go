@@ -113,6 +113,12 @@ func (e *Executor) removeOrphans(ctx context.Context, log *slog.Logger, job jobs
 			log.Warn("orphan cleanup refused: nothing listed or deleted", "rule", r.Rule, "detail", r.Detail)
 			return jobs.Result{Outcome: jobs.Noop}, rep
 		}
+		if r.Rule == scope.S3TablesRule {
+			// The planner never schedules it there; asked for by hand
+			// (reactor orphans, a manual job), it is an error that says why.
+			log.Warn("orphan cleanup refused: an S3 Tables table, nothing listed or deleted", "rule", r.Rule, "detail", r.Detail)
+			return jobs.Result{Outcome: jobs.Failed, Err: fmt.Errorf("orphan cleanup refused: S3 Tables removes unreferenced files itself (configure it with put-table-bucket-maintenance-configuration): %w", r)}, rep
+		}
 		return jobs.Result{Outcome: jobs.Failed, Err: fmt.Errorf("orphan cleanup refused: %w", r)}, rep
 	}
 	var settled []string

@@ -93,7 +93,14 @@ type jobOutputsKey struct{}
 // beginOutputs records job's output intent and returns the context its
 // writers run under (the token for reactor's writers, the intent for
 // iceberg-go's). token is the job's output token (a uuid).
+//
+// An S3 Tables table gets no intent (nil jobOutputs): its bucket can
+// neither list intents nor delete them, and AWS's unreferenced file
+// removal deletes a killed job's outputs.
 func (e *Executor) beginOutputs(ctx context.Context, tbl *table.Table, fs iceio.IO, job jobs.Job, token string) (context.Context, *jobOutputs, error) {
+	if scope.S3Tables(tbl.Metadata()) != "" {
+		return datapath.WithOutputToken(ctx, token), nil, nil
+	}
 	e.live.add(job.ID)
 	o := &jobOutputs{e: e, recs: e.records(fs, tbl), in: deletions.OutputIntent{Table: job.TableName, JobID: job.ID,
 		Kind: job.Kind.String(), Token: token, BaseMetadata: tbl.MetadataLocation(), Dirs: dataRoots(tbl), Leased: e.guard != nil,
@@ -384,6 +391,9 @@ func (e *Executor) crashed(point string) bool { return e.crash != nil && e.crash
 // covers reports whether every planned output of the intent is in paths
 // (the ones a failed batch deleted), so that the intent may go.
 func (o *jobOutputs) covers(paths []string) bool {
+	if o == nil {
+		return true
+	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if len(o.in.Planned) == 0 {
@@ -409,6 +419,9 @@ func (e *Executor) recoverOutputsBefore(ctx context.Context, log *slog.Logger, t
 		// table's only one, and another's running job must keep its
 		// outputs.
 		return
+	}
+	if scope.S3Tables(tbl.Metadata()) != "" {
+		return // no intents there (beginOutputs)
 	}
 	if _, err := e.recoverOutputs(ctx, log, tbl, fs); err != nil {
 		log.Warn("could not clean up the outputs ended jobs left; the next job will try again", "error", err)

@@ -65,18 +65,25 @@ func newShared(t *testing.T, store string, propsA iceberg.Properties) *shared {
 	switch store {
 	case "local":
 		s.outside = "file://" + filepath.Join(t.TempDir(), "precious.parquet")
-	case "s3":
+	case "s3", "s3tables":
+		// "s3tables": a bucket named as AWS names a table bucket, on the
+		// embedded gateway, a stand-in for S3 Tables that still lists and
+		// deletes, so a test can see reactor did neither.
+		bucket := "lake"
+		if store == "s3tables" {
+			bucket = "0f3a9c1e-5b7d-4e2a-9c41-reactortest--table-s3"
+		}
 		gw, err := s3gateway.Start(ctx, s3gateway.Options{RootDir: filepath.Join(t.TempDir(), "s3")})
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = gw.Close() })
-		if err := gw.CreateBucket(ctx, "lake"); err != nil {
+		if err := gw.CreateBucket(ctx, bucket); err != nil {
 			t.Fatal(err)
 		}
 		maps.Copy(props, gw.IcebergProperties())
-		props["warehouse"] = "s3://lake/warehouse"
-		s.outside = "s3://lake/precious/keep.parquet" // the same bucket, outside the warehouse
+		props["warehouse"] = "s3://" + bucket + "/warehouse"
+		s.outside = "s3://" + bucket + "/precious/keep.parquet" // the same bucket, outside the warehouse
 	}
 	if s.cat, err = catalog.Load(ctx, embedded.CatalogName, props); err != nil {
 		t.Fatal(err)

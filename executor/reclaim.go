@@ -242,6 +242,14 @@ func (e *Executor) removeOwn(tbl *table.Table, fs iceio.IO, paths []string, log 
 			c := e.registry.known.Check(tableName(tbl), tbl.Metadata())
 			check = &c
 		}
+		if r := check.Refused(); r != nil && r.Rule == scope.S3TablesRule {
+			// The table bucket deletes nothing for reactor; AWS's
+			// unreferenced file removal takes what nothing references.
+			e.met.DeletionsRefused.WithLabelValues(tableName(tbl), string(r.Rule)).Add(float64(len(paths)))
+			log.Info("files of this job that nothing references are left to S3 Tables' unreferenced file removal",
+				"files", len(paths), "rule", r.Rule)
+			return 0, false
+		}
 		canonical, refusal := check.AllowOwnOutput(p)
 		if refusal != nil {
 			all = false

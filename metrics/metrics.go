@@ -177,7 +177,7 @@ func New() *Metrics {
 		}, []string{"table", "reason"}),
 		DeletionsRefused: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "reactor_deletions_refused_total",
-			Help: "Files the deletion rule kept, by table and the rule they broke (outside_table: under none of the table's own roots; other_table: another known table claims them; gc_disabled: the table's gc.enabled is false; partial_metadata: the catalog left snapshots out; not_canonical). Each is logged and never retried.",
+			Help: "Files the deletion rule kept, by table and the rule they broke (outside_table: under none of the table's own roots; other_table: another known table claims them; gc_disabled: the table's gc.enabled is false; partial_metadata: the catalog left snapshots out; s3_tables: the table lies in an S3 table bucket, which AWS maintains; not_canonical). Each is logged and never retried.",
 		}, []string{"table", "rule"}),
 		RecordsRefused: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "reactor_records_refused_total",

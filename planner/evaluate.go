@@ -309,7 +309,7 @@ func mergeRefs(list, refs []deletions.Ref) []deletions.Ref {
 // passed or tracking is incomplete. It returns nil when nothing is due and
 // arms the next deadline through deferUntil.
 func (p *Planner) orphanJobLocked(st *tableState, now time.Time, deferUntil func(time.Time)) *jobs.Job {
-	if st.gcDisabled {
+	if st.gcDisabled || st.s3Tables {
 		return nil
 	}
 	set := st.settings

@@ -150,6 +150,10 @@ type tableState struct {
 	// gcDisabled: the table's gc.enabled is false (Iceberg's: its files
 	// may be shared), so no orphan cleanup is scheduled for it.
 	gcDisabled bool
+	// s3Tables: the table lies in an S3 table bucket (scope.S3Tables):
+	// AWS removes its unreferenced files, and its store lists nothing, so
+	// no orphan cleanup is scheduled for it either.
+	s3Tables bool
 
 	manifestSettledAt int // manifest count a no-op rewrite left; 0: none
 	manifestFloorSaid int // manifest count the "cannot reach manifest_count" line was logged at
@@ -301,6 +305,13 @@ func (p *Planner) observeLocked(ctx context.Context, st *tableState, tbl *table.
 		if !gc {
 			p.log.Info("the table's gc.enabled is false: expiry deletes nothing and orphan cleanup is not scheduled",
 				"table", st.name, "gc.enabled", tbl.Properties()[scope.GCEnabledKey])
+		}
+	}
+	if why := scope.S3Tables(tbl.Metadata()); (why != "") != st.s3Tables {
+		st.s3Tables = why != ""
+		if st.s3Tables {
+			p.log.Info("S3 Tables table: compaction and the metadata jobs run; expiry deletes nothing and orphan cleanup is not scheduled (AWS's unreferenced file removal deletes its files)",
+				"table", st.name, "reason", why)
 		}
 	}
 	if !st.offloadedLoaded {

@@ -214,8 +214,8 @@ type Check struct {
 	roots []root
 	// dropped says, for the log, which of its roots did not qualify.
 	dropped []string
-	// refusal, when set, refuses every file (gc.enabled, partial
-	// metadata).
+	// refusal, when set, refuses every file (an S3 table bucket,
+	// partial metadata, gc.enabled).
 	refusal *Refusal
 	// narrowed: a file must also lie under one of recorded (Within).
 	narrowed bool
@@ -244,7 +244,9 @@ func (k *Known) Check(name string, meta table.Metadata) Check {
 		}
 	}
 	k.mu.RUnlock()
-	if p := Partial(meta); p != "" {
+	if p := S3Tables(meta); p != "" {
+		c.refusal = &Refusal{Rule: S3TablesRule, Detail: p}
+	} else if p := Partial(meta); p != "" {
 		c.refusal = &Refusal{Rule: PartialMetadata, Detail: p}
 	} else if !GCEnabled(meta) {
 		c.refusal = &Refusal{Rule: GCDisabled, Detail: fmt.Sprintf("the table's %s is %q", GCEnabledKey, meta.Properties()[GCEnabledKey])}
@@ -268,8 +270,8 @@ func (c Check) Roots() []string {
 // Dropped says which of the table's roots did not qualify, and why.
 func (c Check) Dropped() []string { return slices.Clone(c.dropped) }
 
-// Refused is the refusal that applies to every file of the table (gc.enabled
-// false, partial metadata), or nil.
+// Refused is the refusal that applies to every file of the table (an S3
+// table bucket, partial metadata, gc.enabled false), or nil.
 func (c Check) Refused() *Refusal { return c.refusal }
 
 // Within narrows the check to files that also lie under one of recorded

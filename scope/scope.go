@@ -11,6 +11,9 @@
 //	    roots, the deepest one holding the file is this table's;
 //	(c) the table's gc.enabled is not false (Iceberg's: anything but
 //	    "true" disables it);
+//	(d) the table does not lie in an Amazon S3 Tables table bucket
+//	    (s3tables.go: AWS maintains those, and their store neither lists
+//	    nor deletes objects);
 //
 // and the table's metadata is complete (every snapshot the snapshot log
 // and the refs name is present: a catalog that left historical snapshots
@@ -54,7 +57,7 @@ const (
 )
 
 // Rules lists every rule (metrics start them at zero).
-var Rules = []Rule{NotCanonical, OutsideTable, OtherTable, GCDisabled, PartialMetadata}
+var Rules = []Rule{NotCanonical, OutsideTable, OtherTable, GCDisabled, PartialMetadata, S3TablesRule}
 
 // Refusal is a file the rule refused to delete, and why.
 type Refusal struct {

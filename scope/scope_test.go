@@ -278,3 +278,25 @@ func TestAncestors(t *testing.T) {
 		}
 	}
 }
+
+// S3 Tables tables are told by their location's bucket: AWS names every
+// table bucket's warehouse location so, and only s3 schemes reach one.
+func TestS3TableBucket(t *testing.T) {
+	for _, tc := range []struct{ loc, want string }{
+		{"s3://63a8e430-6e0b-46f5-k833abtwr6s8tmtsycedn8s4yc3xhuse1b--table-s3", "63a8e430-6e0b-46f5-k833abtwr6s8tmtsycedn8s4yc3xhuse1b--table-s3"},
+		{"s3://63a8e430-6e0b--table-s3/metadata/00001.metadata.json", "63a8e430-6e0b--table-s3"},
+		{"s3a://abc--table-s3/data", "abc--table-s3"},
+		{"S3N://ABC--TABLE-S3/data", "ABC--TABLE-S3"},
+		{"s3://lake/warehouse/abc--table-s3", ""}, // a directory, not the bucket
+		{"s3://lake--table-s3x/t", ""},
+		{"s3://lake-table-s3/t", ""},
+		{"gs://abc--table-s3/t", ""},
+		{"file:///tmp/abc--table-s3", ""},
+		{"", ""},
+		{"::not a url", ""},
+	} {
+		if got := S3TableBucket(tc.loc); got != tc.want {
+			t.Errorf("S3TableBucket(%q) = %q, want %q", tc.loc, got, tc.want)
+		}
+	}
+}
