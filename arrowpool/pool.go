@@ -10,6 +10,11 @@
 // column) is mapped from the operating system and unmapped when Arrow frees
 // it, so it costs what it holds while it holds it and grows in place.
 //
+//   - pool.go: Allocator (New, Allocate, Reallocate, Free, Close) and its
+//     size classes.
+//   - map_linux.go: the mapped buffers (mmap, mremap, munmap);
+//     map_other.go: elsewhere large buffers are plain Go allocations.
+//
 // It must hold nothing but byte buffers, and it trusts Arrow's reference
 // counting: a buffer is reused or unmapped only after Arrow frees it. A
 // buffer freed twice, or one it did not hand out, is ignored rather than

@@ -34,6 +34,11 @@
 //     risk, and then its conflicts are reported as unknown outcomes.
 //   - Read only (readonly.go): plan, health and dry runs open the catalog
 //     refusing every change.
+//   - Metadata cache (metadata_cache.go): each table's last parsed metadata
+//     file, kept by its location (DefaultMetadataCacheBytes in all); the SQL
+//     catalog's current location read from its row first, so an unchanged
+//     table is answered from memory and a commit's returned metadata is not
+//     parsed again (CacheStats).
 //
 // It must not touch tables' files: it reads and writes catalog entries only
 // through iceberg-go, and decides nothing about jobs (package planner,

@@ -15,7 +15,8 @@
 // reactor's own.
 //
 // Beside the batches it keeps the expiry intents (an expiry about to
-// commit), the output intents of rewriting jobs (outputs.go: what a killed
+// commit; both in deletions.go, with Records, one table's records in its
+// storage), the output intents of rewriting jobs (outputs.go: what a killed
 // job may have written, for the table's next owner) and the snapshots
 // reactor committed through Spark (own_snapshots.go: reactor's own, though
 // their summaries cannot say so).

@@ -64,6 +64,13 @@
 //   - manifests.go: the manifest rewrite.
 //   - history.go: the tables' history indexes, borrowed per job, and the
 //     questions expiry and orphan cleanup ask them.
+//   - reclaim.go: the deletion rule of one pass over one table (package
+//     scope's placement, the registry of known tables, the records that did
+//     not verify) and the deletions it refused ([Refusals]).
+//   - progress.go: [Progress], how far a job has come, for a one-shot
+//     command's progress line.
+//   - objectstore.go: objectio's FileIO linked in, and the read concurrency
+//     of a table's store.
 //
 // Pure leaves live under internal/: internal/commit (the staged snapshot,
 // its validation, pruning and summary), internal/datapath (reactor's

@@ -5,7 +5,7 @@
 // history each time: 7 to 15 seconds at 10,100 snapshots (BENCHMARKS.md,
 // section 6), most of it parsing the same immutable Avro files again.
 //
-// An Index holds the facts reactor needs from each manifest list (which
+// An Index (index.go) holds the facts reactor needs from each manifest list (which
 // manifests) and each manifest (which files it holds live, of what kind),
 // keyed by path: those files never change once written. A file's reference
 // count is the number of listed manifests holding it live, a manifest's

@@ -1,6 +1,20 @@
 // Package metrics owns reactor's Prometheus collectors: one Metrics value per
 // process (or per test), registered on its own registry, so nothing is
 // global. Other packages record through it; it must not decide anything.
+//
+//   - metrics.go: [Metrics] and [New], every collector, the outcome label
+//     values, [Metrics.ForgetTable].
+//   - zero.go: the series whose label values are known start at 0 (every job
+//     kind from package jobkind, every outcome, [ObjectOutcomes]).
+//   - http.go: [Metrics.Handler], /metrics with the Go and process collectors;
+//     ready.go reactor_ready, /readyz's answer read at scrape time.
+//   - Gauges read when Prometheus scrapes, from a source the worker sets:
+//     refresh.go the event path's refresh lag ([RefreshState]), lease.go
+//     which replica owns each shard, snapshots.go each table's snapshot count
+//     and oldest snapshot's age.
+//   - surfaces.go: [Surfaces], the collectors of the hardened surfaces (status
+//     pages' credential, streams at their limits, unknown table names,
+//     object-store timeouts, size limits).
 package metrics
 
 import (

@@ -44,6 +44,11 @@
 //     cleanup's full listing of a partitioned table costs a few round
 //     trips instead of two per directory one after another.
 //
+//   - CredentialsExpireAt (expiry.go) is when the credentials a FileIO was
+//     built with expire, from the expiry a REST catalog vends beside them
+//     (zero for credentials that do not expire or that the store's own
+//     chain renews).
+//
 // Writes, bulk deletes and the listing of one directory are iceberg-go's
 // own (blobfs.FileIO) on the same client; Remove is one request (no
 // existence check on S3, no directory-marker retry on GCS and Azure);

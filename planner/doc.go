@@ -22,22 +22,35 @@
 //     brings a table in without an event, [Planner.Discover] every table of
 //     the watched namespaces (at start), and [Planner.Forget] drops the
 //     tables this replica no longer owns.
-//   - Table state (state.go, snapshots.go, counters.go, compact.go): a table's counters advanced snapshot by snapshot from the
+//   - Table state (state.go, snapshots.go, counters.go, compact.go,
+//     dvrefs.go): a table's counters advanced snapshot by snapshot from the
 //     manifests each one added (rebuilt from the current snapshot when the
 //     gap cannot be bridged); [Counters] per partition — data files, bytes,
 //     rows, small files per size tier (jobs.TierCounts), delete files and rows
 //     of each kind, sorted files, last write; the snapshot summary expiry is
 //     scheduled from; compact.go holds the memory-compact forms (partition
-//     tuples, instants, hash sets) an idle table is kept in.
+//     tuples, instants, hash sets) an idle table is kept in; dvrefs.go
+//     follows each data file's live deletion vectors, so a dangling or
+//     duplicate vector is counted. offloaded.go marks the snapshots reactor
+//     committed through Spark as its own (package deletions keeps them).
 //   - Evaluation and scheduling (evaluate.go, explain.go, manifests.go):
-//     which partitions are over a threshold (small files by tier, delete
-//     files and rows, sort cadence) and free to run (quiet period,
+//     which partitions are over a threshold, for which of the partition
+//     jobs — compact (small files by tier, deleted rows),
+//     convert_equality_deletes (equality delete files),
+//     rewrite_position_deletes (position delete files and deletion vectors),
+//     sort (sort cadence) — and free to run (quiet period,
 //     max_quiet_wait, cool-down, settled), the table-wide jobs (expiry by
 //     age and by snapshot_count, the deferred deletion pass, the manifest
 //     rewrite and its floor of one manifest per partition, orphan cleanup),
 //     metadata over its bounds first, and a timer for the next deadline
 //     instead of polling. [Explain] is the same evaluation for
-//     `reactor plan`, per threshold ([Check], [Plan]).
+//     `reactor plan`, per threshold ([Check], [Plan]); [Planner.Outlook]
+//     (outlook.go) is Explain over the state the planner already holds, for
+//     the status pages ([Planner.Tables]).
+//   - Hot tables (hot.go): [Planner.NearThreshold], a table with a partition
+//     at least half way to a threshold, which the triggers give a fast lane.
+//   - Polling (poll.go): [Planner.PollTargets], the owned tables the polling
+//     safety net checks against the catalog's current metadata location.
 //   - Tiers (tiers.go): tierCheck, the due rule of the tier rule
 //     (jobs.Tiers): a partition is over exactly when the executor's
 //     planning, which selects with the same jobs.Tiers, finds a merge.

@@ -14,6 +14,8 @@
 //     Bearer tokens, nkey seeds, JWTs, PEM private keys.
 //   - handler.go: [Handler], the slog.Handler wrapper that passes every
 //     record through [String], walking maps, slices and structs.
+//   - panic.go: [Panic], a recovered panic with its value and stack
+//     redacted ([PanicError]).
 //
 // It must not decide what is logged or returned; it only rewrites text. It
 // errs on the side of masking: a harmless value under a secret-sounding

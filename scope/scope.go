@@ -26,6 +26,13 @@
 // table's properties cannot point that table at another table's files. An
 // operator may also bound every root to deletion scope prefixes.
 //
+//   - scope.go: [Roots] (RootsOf: a table's roots from its metadata), [Rule]
+//     and [Refusal], a file refused and why.
+//   - known.go: [Known], the registry of every table's roots that rule (b)
+//     asks, and [Check], the rule for one table in one pass.
+//   - catalog.go: [Build], the roots of every table of the watched
+//     namespaces, listed from the catalog.
+//
 // The package reads table metadata and lists the catalog (Build); it never
 // touches a file and must not.
 package scope

@@ -27,4 +27,7 @@
 //     Interrupt and ReleaseSession sent through the client's connection.
 //   - results.go: the procedures' result columns into the job's report, and
 //     how a statement ended.
+//   - own_snapshots.go: the snapshots Spark committed for a job, recorded in
+//     the table's storage (package deletions) so that the planner counts them
+//     as reactor's own, not as a writer's commits.
 package sparkrun

@@ -11,7 +11,9 @@
 //     (partitions and their counters, recent jobs, what `reactor plan` would
 //     say, pending deletions, the lease owner) and /jobs (running, queued,
 //     recent jobs and failures); GET and HEAD only.
-//   - view.go: the values the templates render, copied from the Source.
+//   - view.go: the values the templates render, copied from the Source;
+//     outlook.go the planner's outlook of a table with no job queued or
+//     running, in words (what is due but held, or the nearest threshold).
 //   - pages.go and pages/*.html: the templates (inline CSS, no script, a
 //     meta refresh).
 //

@@ -18,6 +18,8 @@
 //     retried, with a message id per snapshot.
 //   - deletes.go: merge-on-read deletes ([MergeOnReadProperties],
 //     DeleteRows), as a CDC pipeline writes them.
+//   - upsert.go: [Writer.Upsert], rows replaced by key in one row delta (an
+//     equality delete and the rows again), as a Flink upsert sink commits.
 //   - abandon.go: [Writer.Abandon], a write that crashed between writing its
 //     files and committing them (orphans to clean up).
 //   - checksum.go: [Tally], the row count and order-independent checksum

@@ -56,4 +56,7 @@
 //     max_payload, credentials masked; stored before the original is
 //     acknowledged, with a message id that makes a redelivery store nothing
 //     new.
+//   - Sweeping a backlog (sweep.go): a refresh that succeeded covers every
+//     event of its table stored before it started, so the later deliveries
+//     of a burst are acknowledged without a load.
 package triggers

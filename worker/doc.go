@@ -50,6 +50,10 @@
 //     every lease acquisition. The catalog itself is opened by package
 //     catalogs (OpenWaiting: one that is down is waited for, and its state
 //     is reactor_catalog_reachable and a readiness input).
+//   - Polling (poll.go): the safety net under the events: every owned table
+//     checked against the catalog's current metadata location each
+//     refresh_interval and refreshed only when it moved ([PollState] for the
+//     status pages, reactor_polls_total).
 //
 // It owns lifecycles only; every decision lives in the parts. It decides no
 // job (package planner), writes no table (package executor), parses no event

@@ -13,6 +13,20 @@
 // temporary directory) and deleted at the end unless -keep. See
 // BENCHMARKS.md for the results and `go run ./bench/compact -h` for the
 // flags. It is a benchmark, not part of the reactor binary.
+//
+// # Files
+//
+//   - main.go: the flags, and the child roles a run starts (roleArgs,
+//     childReport).
+//   - generate.go: the input: one partition of 10,000-row zstd Parquet files of
+//     12 columns, generated under -work.
+//   - measure.go: the rounds: each contender a child process, timed with
+//     getrusage in rotating order, the table restored between runs; the medians
+//     and the ratios against the limit.
+//   - job.go: the reactor role: the compaction (or, with -sort-order, the sort)
+//     through executor.Run.
+//   - limit.go: the limit role: pqarrow reads the files and one writer with
+//     iceberg-go's settings writes them.
 package main
 
 import (

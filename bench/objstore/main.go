@@ -23,6 +23,20 @@
 //
 // It is a benchmark, not part of the reactor binary; BENCHMARKS.md
 // sections 18 and 24 hold its results.
+//
+// # Files
+//
+//   - main.go: the flags, a run per latency and command, the printed table.
+//   - table.go: the generated table of small Parquet files, written straight to
+//     the store.
+//   - counter.go: the counting HTTP front (requests by kind, bytes each way).
+//   - minio.go: the S3 servers: the embedded gateway, or a MinIO process (-minio).
+//   - emulators.go: fake-gcs-server and Azurite as processes (-fake-gcs-server,
+//     -azurite).
+//   - memory.go: peak resident memory (VmHWM, reset before each command) and the
+//     heap profile at the heap's peak.
+//
+// The latency proxy is package bench/latencyproxy.
 package main
 
 import (

@@ -13,6 +13,22 @@
 // It is a benchmark, not part of the reactor binary; it drives reactor
 // only through what a deployment has: NATS, the catalog, commit events,
 // job events and the lease bucket.
+//
+// # Files
+//
+//   - main.go: the entry point; config.go the flags and the replicas'
+//     thresholds file.
+//   - run.go: the phases: servers, tables, replicas, writers, the window, the
+//     row checks.
+//   - child.go: a replica process (worker.Start as `reactor run --replica`
+//     calls it) and the parent's view of it (package bench/selfexec).
+//   - jobs.go: the job events of every replica, and what a phase's jobs show
+//     (twice run, overlapping, failed from races).
+//   - leases.go: the lease bucket watched directly: who holds each shard, and
+//     when it changed hands.
+//   - kill.go: the SIGKILL of a replica mid-job, the takeover, what the killed
+//     job left and its cleanup; files.go the data files no snapshot names.
+//   - report.go: the phases' and the kill's reports.
 package main
 
 import (

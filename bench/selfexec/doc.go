@@ -4,6 +4,11 @@
 // The parent passes a JSON spec in an environment variable and waits for
 // the child's JSON ready file; the child writes that file with WriteReady.
 //
+//   - process.go: Start (the child, its spec and ready file, its log), Process
+//     (Pid, Stop with a grace, Kill, Exited, Err) and WriteReady.
+//   - die_linux.go, die_other.go: on Linux the kernel kills a child whose
+//     parent died (elsewhere nothing does).
+//
 // It owns only the process plumbing: what a child runs, and what its spec
 // and ready file hold, belong to the benchmark that uses it.
 package selfexec

@@ -8,6 +8,25 @@
 //
 // It is a benchmark, not part of the reactor binary; it drives reactor only
 // through what a deployment has: the catalog, commit events and job events.
+//
+// # Files
+//
+//   - main.go: the entry point; config.go the flags and the thresholds laid
+//     over the file's defaults (-set).
+//   - run.go: one run: the tables and their writers, the maintainer, the
+//     sampler, the row checks at the end, the files written to -out.
+//   - reactor.go: reactor's own process (worker.Start as `reactor run` wires
+//     it); maintainer.go the other maintainers a run may use instead (the peers,
+//     each a command in its own process group); rewrites.go the bytes a peer
+//     rewrote, read from its snapshots.
+//   - sample.go: one sample of every table; csv.go samples.csv and tables.csv,
+//     written row by row.
+//   - targets.go: the streaming targets, met or missed, and the summary;
+//     quiet.go the quiet tail's targets and its careful scans.
+//   - deletes.go: the writer's position deletes (-delete-every).
+//   - result.go: result.json, one run's figures for interop/peers' comparison.
+//   - plot.go: soak.png, the figure of the samples; png.go writes it in at most
+//     256 colours; replot.go draws it again from samples.csv (-replot).
 package main
 
 import (

@@ -40,11 +40,15 @@
 //     catalog flags every command that opens a catalog shares;
 //     catalog_tables.go the catalog a table command names in its messages
 //     (and the check that an embedded one exists: reading creates nothing);
-//     env.go the REACTOR_* variables.
+//     env.go the REACTOR_* variables; surface_flags.go the flags of what
+//     `reactor run` exposes and connects to (status pages, NATS credentials
+//     and TLS, stream limits, size limits); record_flags.go the deletion
+//     rule's flags (deletion scope, record keys).
 //   - health.go, plan.go: `reactor health` and `reactor plan`.
 //   - oneshot.go: the one-shot jobs through the worker's executor, printing
 //     the Spark procedure's result columns; compact.go, rewrite_deletes.go,
-//     expire.go, orphans.go, rewrite_manifests.go: one each.
+//     expire.go, orphans.go, rewrite_manifests.go, convert_deletes.go: one
+//     each; progress.go their progress line on a terminal.
 //   - validate_config.go, write.go, version.go: `reactor validate-config`,
 //     `reactor write`, `reactor version`.
 package main

@@ -1,6 +1,12 @@
 // Package embeddedtest starts reactor's embedded servers for tests, each
 // stopped when its test ends. It holds test setup only; nothing outside
 // _test.go files may import it.
+//
+//   - embeddedtest.go: JetStream, a server and a client.
+//   - cluster.go: Cluster, in-process nodes routed on loopback (StartCluster,
+//     Stop, Restart, WaitMetaLeader).
+//   - certs.go: Certificates, a CA and server and client certificates as PEM
+//     files, for the TLS tests.
 package embeddedtest
 
 import (

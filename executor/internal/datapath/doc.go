@@ -14,6 +14,8 @@
 //     Iceberg names, with the levels iceberg-go accepts.
 //   - posdeletes.go: ReadPositionDeletes, WritePositionDeleteFile,
 //     PartitionLocation, DeleteCodec.
+//   - scan.go: Scan, a table's scan reading as many files at once as its
+//     store's read concurrency allows.
 //
 // It owns the bytes of the files reactor writes. It must not commit, plan
 // or delete anything but the partial file of a failed write.
