@@ -39,6 +39,9 @@
 //     catalog's current location read from its row first, so an unchanged
 //     table is answered from memory and a commit's returned metadata is not
 //     parsed again (CacheStats).
+//   - S3 Tables (s3tables.go): whether the properties reach Amazon S3 Tables
+//     (its REST endpoint, or Glue's federated s3tablescatalog), said at
+//     start; each table is told by its location's bucket (scope.S3Tables).
 //
 // It must not touch tables' files: it reads and writes catalog entries only
 // through iceberg-go, and decides nothing about jobs (package planner,
