@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/icereactor/reactor/excerpt"
+	"github.com/icereactor/reactor/tablename"
 )
 
 // ErrMalformed marks input that can never be applied, however often it is
@@ -51,8 +52,20 @@ type CommitEvent struct {
 	MetadataLocation string `json:"metadata_location,omitempty"`
 }
 
-// QualifiedName is "namespace.table", the name thresholds and logs use.
-func (e CommitEvent) QualifiedName() string { return e.Namespace + "." + e.Table }
+// QualifiedName is "namespace.table", the name thresholds and logs use:
+// the spelling of Name (package tablename), without its allocations for
+// the names that need no quoting.
+func (e CommitEvent) QualifiedName() string {
+	if strings.Contains(e.Namespace, "`") || strings.Contains(e.Table, "`") {
+		return e.Name().String()
+	}
+	return e.Namespace + "." + e.Table
+}
+
+// Name is the event's table: its namespace levels and table name. It
+// spells as QualifiedName does for every table an event can name (a level
+// holding a dot is one it cannot: the namespace is dot-joined).
+func (e CommitEvent) Name() tablename.Name { return tablename.Of(append(e.NamespaceLevels(), e.Table)) }
 
 // NamespaceLevels splits the dot-joined namespace into its levels.
 func (e CommitEvent) NamespaceLevels() []string { return strings.Split(e.Namespace, ".") }

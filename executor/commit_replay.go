@@ -76,7 +76,7 @@ func (e *Executor) commitBatchReplay(ctx context.Context, log *slog.Logger, job 
 		attemptStart = time.Now()
 		tbl := head
 		if attempt > 1 {
-			fresh, err := e.cat.LoadTable(ctx, job.Table)
+			fresh, err := e.cat.LoadTable(ctx, job.Table.Ident())
 			if err != nil {
 				if !conflict.IsTransient(err) {
 					log.Warn("reload for commit retry failed; will retry", "attempt", attempt, "error", err)
@@ -155,7 +155,7 @@ func (e *Executor) commitBatchReplay(ctx context.Context, log *slog.Logger, job 
 		}
 		if conflict.Is(err) {
 			rep.Conflicts++
-			e.met.CommitConflicts.WithLabelValues(job.TableName).Inc()
+			e.met.CommitConflicts.WithLabelValues(job.Table.String()).Inc()
 			rep.StagedMetadataCleanedUp += e.removePaths(planned, fs, staged, log)
 			return err
 		}
@@ -186,8 +186,8 @@ func (e *Executor) commitBatchReplay(ctx context.Context, log *slog.Logger, job 
 	rep.AddedBytes += bytesOut
 	rep.RemovedDeleteFiles += removed
 	rep.CommittedSnapshotID = committed.CurrentSnapshot().SnapshotID
-	e.met.FilesRewritten.WithLabelValues(job.TableName).Add(float64(len(oldFiles)))
-	e.met.FilesAdded.WithLabelValues(job.TableName).Add(float64(len(newFiles)))
+	e.met.FilesRewritten.WithLabelValues(job.Table.String()).Add(float64(len(oldFiles)))
+	e.met.FilesAdded.WithLabelValues(job.Table.String()).Add(float64(len(newFiles)))
 	return committed, nil
 }
 
@@ -195,7 +195,7 @@ func (e *Executor) commitBatchReplay(ctx context.Context, log *slog.Logger, job 
 // current history: after an ambiguous commit error it tells whether the
 // commit landed after all.
 func (e *Executor) findCommitted(ctx context.Context, job jobs.Job) *table.Table {
-	tbl, err := e.cat.LoadTable(ctx, job.Table)
+	tbl, err := e.cat.LoadTable(ctx, job.Table.Ident())
 	if err != nil {
 		return nil
 	}

@@ -47,10 +47,10 @@ func (e *Executor) retryCommitsInto(ctx context.Context, log *slog.Logger, job j
 	for {
 		// A replica that lost the table's lease stops here, before the
 		// attempt: nothing of it is committed.
-		if err := e.checkCommit(job.TableName); err != nil {
+		if err := e.checkCommit(job.Table.String()); err != nil {
 			return err
 		}
-		mark := e.watch.mark(job.TableName)
+		mark := e.watch.mark(job.Table.String())
 		err := op()
 		if err == nil {
 			return nil
@@ -66,11 +66,11 @@ func (e *Executor) retryCommitsInto(ctx context.Context, log *slog.Logger, job j
 		if wait == backoff.Stop {
 			return err
 		}
-		e.met.CommitRetries.WithLabelValues(job.TableName).Inc()
+		e.met.CommitRetries.WithLabelValues(job.Table.String()).Inc()
 		n, started := attempt()
 		cost := time.Since(started)
 		waitStart := time.Now()
-		observed := e.watch.wait(ctx, job.TableName, mark, wait)
+		observed := e.watch.wait(ctx, job.Table.String(), mark, wait)
 		if observed && rep != nil {
 			rep.RetriesAfterCommit++
 		}
@@ -94,7 +94,7 @@ func retryOutcome(err error, attempts int) jobs.Result {
 // loadForAttempt loads the job's table at the start of a commit attempt:
 // lock contention is retried like a conflict, anything else ends the job.
 func (e *Executor) loadForAttempt(ctx context.Context, job jobs.Job) (*table.Table, error) {
-	tbl, err := e.cat.LoadTable(ctx, job.Table)
+	tbl, err := e.cat.LoadTable(ctx, job.Table.Ident())
 	if err == nil {
 		return tbl, nil
 	}
@@ -111,7 +111,7 @@ func (e *Executor) commitFailure(job jobs.Job, rep *Report, what string, err err
 	switch {
 	case conflict.Is(err):
 		rep.Conflicts++
-		e.met.CommitConflicts.WithLabelValues(job.TableName).Inc()
+		e.met.CommitConflicts.WithLabelValues(job.Table.String()).Inc()
 		return err
 	case conflict.IsTransient(err):
 		return err
@@ -124,7 +124,7 @@ func (e *Executor) commitFailure(job jobs.Job, rep *Report, what string, err err
 // replicas, whether it holds the table's lease (package lease). It returns
 // when the permission could run out; a commit must not outlive it.
 type CommitGuard interface {
-	CommitDeadline(table string) (time.Time, error)
+	CommitDeadline(name string) (time.Time, error)
 }
 
 // ErrCommitRefused: the guard refused a commit before it reached the
@@ -139,11 +139,11 @@ func (e *Executor) guardWith(g CommitGuard) {
 }
 
 // checkCommit asks the guard (nil: always allowed).
-func (e *Executor) checkCommit(table string) error {
+func (e *Executor) checkCommit(name string) error {
 	if e.guard == nil {
 		return nil
 	}
-	if _, err := e.guard.CommitDeadline(table); err != nil {
+	if _, err := e.guard.CommitDeadline(name); err != nil {
 		return fmt.Errorf("%w: %w", ErrCommitRefused, err)
 	}
 	return nil
@@ -262,6 +262,6 @@ func (w *commitWatch) wait(ctx context.Context, name string, mark uint64, timeou
 // metadata file. A commit of that table that lost a race and is waiting to
 // retry attempts at once. It never blocks; the worker wires the planner's
 // commit observations to it.
-func (e *Executor) CommitObserved(table string) {
-	e.watch.observed(table)
+func (e *Executor) CommitObserved(name string) {
+	e.watch.observed(name)
 }

@@ -101,8 +101,8 @@ func (e *Executor) commitBatch(ctx context.Context, log *slog.Logger, job jobs.J
 	rep.AddedBytes += bytesOut
 	rep.RemovedDeleteFiles += st.RemovedDeleteFiles()
 	rep.CommittedSnapshotID = committed.CurrentSnapshot().SnapshotID
-	e.met.FilesRewritten.WithLabelValues(job.TableName).Add(float64(len(oldFiles)))
-	e.met.FilesAdded.WithLabelValues(job.TableName).Add(float64(len(newFiles)))
+	e.met.FilesRewritten.WithLabelValues(job.Table.String()).Add(float64(len(oldFiles)))
+	e.met.FilesAdded.WithLabelValues(job.Table.String()).Add(float64(len(newFiles)))
 	return committed, nil
 }
 
@@ -218,7 +218,7 @@ func (e *Executor) commitStaged(ctx context.Context, log *slog.Logger, job jobs.
 // history: after an ambiguous commit error it tells whether that very
 // commit landed (a job's earlier batches carry the same job id).
 func (e *Executor) findSnapshot(ctx context.Context, job jobs.Job, id int64) *table.Table {
-	tbl, err := e.cat.LoadTable(ctx, job.Table)
+	tbl, err := e.cat.LoadTable(ctx, job.Table.Ident())
 	if err != nil || tbl.Metadata().SnapshotByID(id) == nil {
 		return nil
 	}

@@ -150,7 +150,7 @@ func (e *Executor) convertOnce(ctx context.Context, log *slog.Logger, job jobs.J
 	fail := func(outcome jobs.Outcome, err error) (jobs.Result, Report) {
 		return jobs.Result{Outcome: outcome, Err: err}, rep
 	}
-	tbl, err := e.cat.LoadTable(ctx, job.Table)
+	tbl, err := e.cat.LoadTable(ctx, job.Table.Ident())
 	if err != nil {
 		return fail(jobs.Failed, fmt.Errorf("load table: %w", err))
 	}

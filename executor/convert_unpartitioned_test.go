@@ -17,6 +17,7 @@ import (
 	"github.com/icereactor/reactor/jobs"
 	"github.com/icereactor/reactor/metrics"
 	"github.com/icereactor/reactor/streamwriter"
+	"github.com/icereactor/reactor/tablename"
 )
 
 // An unpartitioned table: its equality deletes are global (they apply to
@@ -125,7 +126,7 @@ func TestConvertEqualityDeletesUnpartitioned(t *testing.T) {
 	}
 	exec := newTestExecutor(t, cat, slog.New(slog.DiscardHandler), metrics.New())
 	key := jobs.NewKeyer(tbl.Metadata()).Key(0, nil)
-	job := jobs.Job{ID: "test-flat", Kind: jobkind.ConvertEqualityDeletes, Table: id, TableName: "db.flat",
+	job := jobs.Job{ID: "test-flat", Kind: jobkind.ConvertEqualityDeletes, Table: tablename.Of(id),
 		Partitions: []jobs.Partition{{Key: key}}}
 	res, rep := exec.Run(ctx, job)
 	if res.Outcome != jobs.Succeeded {

@@ -25,6 +25,7 @@ import (
 	"github.com/icereactor/reactor/jobs"
 	"github.com/icereactor/reactor/metrics"
 	"github.com/icereactor/reactor/streamwriter"
+	"github.com/icereactor/reactor/tablename"
 	"github.com/icereactor/reactor/thresholds"
 )
 
@@ -166,7 +167,7 @@ func (w *wideTable) compact(yaml string, categories ...string) executor.Report {
 		w.t.Fatal(err)
 	}
 	tbl := w.load()
-	j := jobs.Job{ID: "test-" + w.t.Name(), Kind: jobkind.Compact, Table: wideIdent, TableName: "db.wide",
+	j := jobs.Job{ID: "test-" + w.t.Name(), Kind: jobkind.Compact, Table: tablename.Of(wideIdent),
 		Settings: cfg.For("db.wide", tbl.Properties())}
 	for _, c := range categories {
 		j.Partitions = append(j.Partitions, jobs.Partition{Key: "category=" + c})

@@ -157,7 +157,7 @@ const (
 
 // JobLogger returns log with the attributes every line about job carries.
 func JobLogger(log *slog.Logger, job jobs.Job, backend string) *slog.Logger {
-	return log.With("table", job.TableName, "job_id", job.ID, "kind", job.Kind, "backend", backend)
+	return log.With("table", job.Table.String(), "job_id", job.ID, "kind", job.Kind, "backend", backend)
 }
 
 // RecordFinished records a finished job, whichever backend ran it: its

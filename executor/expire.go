@@ -104,7 +104,7 @@ func (e *Executor) expireSnapshots(ctx context.Context, log *slog.Logger, job jo
 		// A history with snapshots left out would make their files look
 		// unlinked: nothing is expired on it.
 		if p := scope.Partial(tbl.Metadata()); p != "" {
-			e.met.DeletionsRefused.WithLabelValues(job.TableName, string(scope.PartialMetadata)).Inc()
+			e.met.DeletionsRefused.WithLabelValues(job.Table.String(), string(scope.PartialMetadata)).Inc()
 			return backoff.Permanent(fmt.Errorf("expiry refused (%s): %s; force snapshot-loading-mode=all in the catalog",
 				scope.PartialMetadata, p))
 		}
@@ -216,7 +216,7 @@ func (e *Executor) expireSnapshots(ctx context.Context, log *slog.Logger, job jo
 		rep.Expiry = ExpiryCounts{ExpiredSnapshots: len(removed), Kept: true}
 		if n > 0 {
 			rep.Refusals.ByRule = map[scope.Rule]int{scope.GCDisabled: n}
-			e.met.DeletionsRefused.WithLabelValues(job.TableName, string(scope.GCDisabled)).Add(float64(n))
+			e.met.DeletionsRefused.WithLabelValues(job.Table.String(), string(scope.GCDisabled)).Add(float64(n))
 		}
 		log.Info("expiry committed; the table's gc.enabled is false, so the files it unlinked are kept, not deleted",
 			"expired_snapshots", len(removed), "kept_files", n, "gc.enabled", post.Properties()[scope.GCEnabledKey])
@@ -261,7 +261,7 @@ func (e *Executor) expireSnapshots(ctx context.Context, log *slog.Logger, job jo
 		rep.Expiry = x
 		return res, rep
 	}
-	batch := deletions.Batch{Table: job.TableName, JobID: job.ID, LeftAt: leftAt, Due: leftAt.Add(delay), Files: files,
+	batch := deletions.Batch{Table: job.Table.String(), JobID: job.ID, LeftAt: leftAt, Due: leftAt.Add(delay), Files: files,
 		Roots: rc.check.Roots()}
 	refs, err := e.records(fs, post).WriteBatch(batch)
 	if err != nil {
@@ -323,7 +323,7 @@ func (e *Executor) deleteExpiredFiles(ctx context.Context, log *slog.Logger, job
 	fail := func(err error, left []deletions.Ref) (jobs.Result, Report) {
 		return jobs.Result{Outcome: jobs.Failed, Err: err, PendingDeletes: left}, rep
 	}
-	tbl, err := e.cat.LoadTable(ctx, job.Table)
+	tbl, err := e.cat.LoadTable(ctx, job.Table.Ident())
 	if err != nil {
 		return fail(fmt.Errorf("load table: %w", err), job.PendingDeletes)
 	}
@@ -337,7 +337,7 @@ func (e *Executor) deleteExpiredFiles(ctx context.Context, log *slog.Logger, job
 	}
 	if r := rc.refusedWhole(); r != nil && r.Rule == scope.PartialMetadata {
 		// Not the files' fault: the batches wait for a whole history.
-		e.met.DeletionsRefused.WithLabelValues(job.TableName, string(r.Rule)).Inc()
+		e.met.DeletionsRefused.WithLabelValues(job.Table.String(), string(r.Rule)).Inc()
 		return fail(fmt.Errorf("deletion pass refused: %w", r), job.PendingDeletes)
 	}
 	e.recoverOutputsBefore(ctx, log, tbl, fs)
@@ -359,7 +359,7 @@ func (e *Executor) deleteExpiredFiles(ctx context.Context, log *slog.Logger, job
 			continue // another pass finished it
 		}
 		if errors.Is(err, deletions.ErrRefused) {
-			e.refuseRecord(log, job.TableName, err, &rep.Refusals)
+			e.refuseRecord(log, job.Table.String(), err, &rep.Refusals)
 			continue
 		}
 		if err != nil {

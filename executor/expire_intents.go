@@ -65,7 +65,7 @@ func (e *Executor) writeIntent(ctx context.Context, log *slog.Logger, tbl *table
 	if err != nil {
 		return deletions.Ref{}, fmt.Errorf("record the expiry's intent: %w", err)
 	}
-	ref, err := e.records(fs, tbl).WriteIntent(deletions.Intent{Table: job.TableName, JobID: job.ID,
+	ref, err := e.records(fs, tbl).WriteIntent(deletions.Intent{Table: job.Table.String(), JobID: job.ID,
 		BaseMetadata: tbl.MetadataLocation(), Written: time.Now(), Roots: rc.check.Roots()})
 	if err != nil {
 		return deletions.Ref{}, fmt.Errorf("record the expiry's intent: %w", err)
@@ -88,7 +88,7 @@ func (e *Executor) dropIntent(ctx context.Context, job jobs.Job, ref deletions.R
 	if unknown {
 		return nil
 	}
-	tbl, err := e.cat.LoadTable(ctx, job.Table)
+	tbl, err := e.cat.LoadTable(ctx, job.Table.Ident())
 	if err != nil {
 		return err
 	}
@@ -115,7 +115,7 @@ func (e *Executor) recoverIntent(ctx context.Context, log *slog.Logger, job jobs
 		return nil, nil
 	}
 	if errors.Is(err, deletions.ErrRefused) {
-		e.refuseRecord(log, job.TableName, err, refusals)
+		e.refuseRecord(log, job.Table.String(), err, refusals)
 		return nil, nil
 	}
 	if err != nil {
@@ -128,7 +128,7 @@ func (e *Executor) recoverIntent(ctx context.Context, log *slog.Logger, job jobs
 			"metadata", in.BaseMetadata)
 		return nil, recs.Remove(ref)
 	case errors.Is(err, deletions.ErrRefused):
-		e.refuseRecord(log, job.TableName, &deletions.Refusal{Location: ref.Location, Reason: deletions.RefusedTooLarge,
+		e.refuseRecord(log, job.Table.String(), &deletions.Refusal{Location: ref.Location, Reason: deletions.RefusedTooLarge,
 			Detail: fmt.Sprintf("its base metadata %s: %v", in.BaseMetadata, err)}, refusals)
 		return nil, nil
 	case err != nil:
@@ -139,7 +139,7 @@ func (e *Executor) recoverIntent(ctx context.Context, log *slog.Logger, job jobs
 		return nil, fmt.Errorf("parse the expiry's base metadata %s: %w", in.BaseMetadata, err)
 	}
 	if own, other := tbl.Metadata().TableUUID(), base.TableUUID(); own != uuid.Nil && other != own {
-		e.refuseRecord(log, job.TableName, &deletions.Refusal{Location: ref.Location, Reason: deletions.RefusedOtherTable,
+		e.refuseRecord(log, job.Table.String(), &deletions.Refusal{Location: ref.Location, Reason: deletions.RefusedOtherTable,
 			Detail: fmt.Sprintf("its base metadata %s is table %s's, not %s", in.BaseMetadata, other, own)}, refusals)
 		return nil, nil
 	}

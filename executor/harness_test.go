@@ -21,6 +21,7 @@ import (
 	"github.com/icereactor/reactor/jobs"
 	"github.com/icereactor/reactor/metrics"
 	"github.com/icereactor/reactor/streamwriter"
+	"github.com/icereactor/reactor/tablename"
 	"github.com/icereactor/reactor/thresholds"
 )
 
@@ -163,11 +164,10 @@ func (f *fixture) job(yaml string, categories ...string) jobs.Job {
 	}
 	tbl := f.load()
 	j := jobs.Job{
-		ID:        fmt.Sprintf("test-%s", f.t.Name()),
-		Kind:      jobkind.Compact,
-		Table:     ident,
-		TableName: "db.events",
-		Settings:  cfg.For("db.events", tbl.Properties()),
+		ID:       fmt.Sprintf("test-%s", f.t.Name()),
+		Kind:     jobkind.Compact,
+		Table:    tablename.Of(ident),
+		Settings: cfg.For("db.events", tbl.Properties()),
 	}
 	for _, c := range categories {
 		j.Partitions = append(j.Partitions, jobs.Partition{Key: "category=" + c})

@@ -19,6 +19,7 @@ import (
 	"github.com/icereactor/reactor/jobs"
 	"github.com/icereactor/reactor/metrics"
 	"github.com/icereactor/reactor/streamwriter"
+	"github.com/icereactor/reactor/tablename"
 	"github.com/icereactor/reactor/thresholds"
 )
 
@@ -94,7 +95,7 @@ func (h *historyTable) job(kind jobkind.Kind, yaml string) jobs.Job {
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	j := jobs.Job{ID: fmt.Sprintf("%s-%d", kind, time.Now().UnixNano()), Kind: kind, Table: h.ident, TableName: "db.events",
+	j := jobs.Job{ID: fmt.Sprintf("%s-%d", kind, time.Now().UnixNano()), Kind: kind, Table: tablename.Of(h.ident),
 		Settings: cfg.For("db.events", h.load().Properties()), ScheduledAt: time.Now()}
 	if kind == jobkind.Compact {
 		j.Partitions = []jobs.Partition{{Key: "category=a", ApplyDeletes: true}, {Key: "category=b"}}

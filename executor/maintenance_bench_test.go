@@ -47,6 +47,7 @@ import (
 	"github.com/icereactor/reactor/jobs"
 	"github.com/icereactor/reactor/metrics"
 	"github.com/icereactor/reactor/streamwriter"
+	"github.com/icereactor/reactor/tablename"
 	"github.com/icereactor/reactor/thresholds"
 )
 
@@ -209,11 +210,10 @@ func maintJob(b *testing.B, tbl *table.Table, id table.Identifier, kind jobkind.
 	}
 	name := strings.Join(id, ".")
 	return jobs.Job{
-		ID:        "bench-" + name,
-		Kind:      kind,
-		Table:     id,
-		TableName: name,
-		Settings:  cfg.For(name, tbl.Properties()),
+		ID:       "bench-" + name,
+		Kind:     kind,
+		Table:    tablename.Of(id),
+		Settings: cfg.For(name, tbl.Properties()),
 	}
 }
 

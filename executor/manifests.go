@@ -256,7 +256,7 @@ func (mr *manifestRewrite) cleanup(err error) {
 // manifest files, so it only counts the data manifests a rewrite would read.
 func (e *Executor) countManifests(ctx context.Context, job jobs.Job) (jobs.Result, Report) {
 	rep := Report{DryRun: true}
-	tbl, err := e.cat.LoadTable(ctx, job.Table)
+	tbl, err := e.cat.LoadTable(ctx, job.Table.Ident())
 	if err != nil {
 		return jobs.Result{Outcome: jobs.Failed, Err: fmt.Errorf("load table: %w", err)}, rep
 	}

@@ -91,7 +91,7 @@ const maxReportedRefusals = 100
 func (e *Executor) removeOrphans(ctx context.Context, log *slog.Logger, job jobs.Job) (jobs.Result, Report) {
 	var rep Report
 	loadedAt := time.Now()
-	tbl, err := e.cat.LoadTable(ctx, job.Table)
+	tbl, err := e.cat.LoadTable(ctx, job.Table.Ident())
 	if err != nil {
 		return jobs.Result{Outcome: jobs.Failed, Err: fmt.Errorf("load table: %w", err)}, rep
 	}
@@ -106,7 +106,7 @@ func (e *Executor) removeOrphans(ctx context.Context, log *slog.Logger, job jobs
 		// Iceberg's remove_orphan_files refuses a table whose gc.enabled
 		// is false; a history with snapshots left out makes their files
 		// look orphaned. Either way nothing is listed or deleted.
-		e.met.DeletionsRefused.WithLabelValues(job.TableName, string(r.Rule)).Inc()
+		e.met.DeletionsRefused.WithLabelValues(job.Table.String(), string(r.Rule)).Inc()
 		rep.Refusals.ByRule = map[scope.Rule]int{r.Rule: 1}
 		rep.Orphans = or
 		if r.Rule == scope.GCDisabled {
@@ -200,7 +200,7 @@ func (e *Executor) removeTrackedOrphans(ctx context.Context, log *slog.Logger, t
 			}
 			// The lease, per file: a replica cut off mid-pass stops
 			// within one deletion, not at the end of the pass.
-			if err := e.checkCommit(job.TableName); err != nil {
+			if err := e.checkCommit(job.Table.String()); err != nil {
 				return settled, deferred, err
 			}
 			if err := g.fs.Remove(j.canonical); err != nil && !errors.Is(err, iofs.ErrNotExist) {
@@ -276,7 +276,7 @@ func (e *Executor) removeListedOrphans(ctx context.Context, log *slog.Logger, tb
 			if or.DryRun {
 				continue
 			}
-			if err := e.checkCommit(job.TableName); err != nil {
+			if err := e.checkCommit(job.Table.String()); err != nil {
 				return err
 			}
 			if err := g.fs.Remove(j.canonical); err != nil && !errors.Is(err, iofs.ErrNotExist) {

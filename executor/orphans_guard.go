@@ -199,7 +199,7 @@ func (g *deletionGuard) judge(ctx context.Context, loc string, deleting bool) (j
 		return j, nil
 	}
 	if deleting && time.Since(g.refs.readAt) >= min(g.refs.readCost, g.e.referenceMaxAge) {
-		if err := g.refs.refresh(ctx, g.e, g.job.Table); err != nil {
+		if err := g.refs.refresh(ctx, g.e, g.job.Table.Ident()); err != nil {
 			return judgement{}, fmt.Errorf("re-read table history before deleting %s: %w", canonical, err)
 		}
 		if g.refs.has(id) {
@@ -212,7 +212,7 @@ func (g *deletionGuard) judge(ctx context.Context, loc string, deleting bool) (j
 
 // refuse counts and logs a refused candidate and records it in the report.
 func (g *deletionGuard) refuse(log *slog.Logger, or *OrphanReport, loc string, j judgement) {
-	g.e.met.OrphansRefused.WithLabelValues(g.job.TableName, j.reason).Inc()
+	g.e.met.OrphansRefused.WithLabelValues(g.job.Table.String(), j.reason).Inc()
 	shown := bounded(loc)
 	level := slog.LevelWarn
 	if g.refused >= refusalsLogged {

@@ -13,6 +13,7 @@ import (
 	"github.com/icereactor/reactor/jobs"
 	"github.com/icereactor/reactor/location"
 	"github.com/icereactor/reactor/scope"
+	"github.com/icereactor/reactor/tablename"
 )
 
 // The guard judges files on a real local file system the way the listing
@@ -63,7 +64,7 @@ func TestGuardMatchesWriterSpellings(t *testing.T) {
 	}
 	known.Replace(nil)
 	rc := &reclaim{e: e, log: e.log, table: "db.t", check: known.Check("db.t", meta), refusals: &Refusals{}}
-	g := &deletionGuard{e: e, job: jobs.Job{TableName: "db.t"}, tableDir: dir, scope: dir,
+	g := &deletionGuard{e: e, job: jobs.Job{Table: tablename.MustParseName("db.t")}, tableDir: dir, scope: dir,
 		outside: RefusedOutsideTable, hiddenRef: dir, fs: iceio.LocalFS{}, stat: iceio.LocalFS{}, margin: time.Hour,
 		refs: &references{ids: map[string]bool{}}, rc: rc}
 	for _, r := range refs {

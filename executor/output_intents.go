@@ -102,7 +102,7 @@ func (e *Executor) beginOutputs(ctx context.Context, tbl *table.Table, fs iceio.
 		return datapath.WithOutputToken(ctx, token), nil, nil
 	}
 	e.live.add(job.ID)
-	o := &jobOutputs{e: e, recs: e.records(fs, tbl), in: deletions.OutputIntent{Table: job.TableName, JobID: job.ID,
+	o := &jobOutputs{e: e, recs: e.records(fs, tbl), in: deletions.OutputIntent{Table: job.Table.String(), JobID: job.ID,
 		Kind: job.Kind.String(), Token: token, BaseMetadata: tbl.MetadataLocation(), Dirs: dataRoots(tbl), Leased: e.guard != nil,
 		Written: time.Now().UTC()}}
 	ref, err := o.recs.WriteOutputIntent(o.in)

@@ -24,6 +24,7 @@ import (
 	"github.com/icereactor/reactor/jobs"
 	"github.com/icereactor/reactor/metrics"
 	"github.com/icereactor/reactor/streamwriter"
+	"github.com/icereactor/reactor/tablename"
 	"github.com/icereactor/reactor/thresholds"
 )
 
@@ -203,7 +204,7 @@ func (s *shared) job(kind jobkind.Kind, yaml string) jobs.Job {
 		s.t.Fatal(err)
 	}
 	s.jobs++
-	j := jobs.Job{ID: fmt.Sprintf("test-%d", s.jobs), Kind: kind, Table: s.a, TableName: "db.a",
+	j := jobs.Job{ID: fmt.Sprintf("test-%d", s.jobs), Kind: kind, Table: tablename.Of(s.a),
 		Settings: cfg.For("db.a", s.load(s.a).Properties())}
 	if kind == jobkind.Compact {
 		j.Partitions = []jobs.Partition{{Key: "category=a"}}

@@ -20,6 +20,7 @@ import (
 	"github.com/icereactor/reactor/jobs"
 	"github.com/icereactor/reactor/scope"
 	"github.com/icereactor/reactor/streamwriter"
+	"github.com/icereactor/reactor/tablename"
 )
 
 // gc.enabled=false: the expiry still commits (the metadata stays bounded)
@@ -116,7 +117,7 @@ func TestNestedTablesKeepEachOthersFiles(t *testing.T) {
 	}
 	// The inner table's own cleanup takes its orphan.
 	ij := j
-	ij.Table, ij.TableName = inner, "db.inner"
+	ij.Table = tablename.Of(inner)
 	if res, _ := s.exec.Run(ctx, ij); res.Outcome != jobs.Succeeded {
 		t.Fatalf("inner cleanup: %v %v", res.Outcome, res.Err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/icereactor/reactor/jobkind"
 	"github.com/icereactor/reactor/jobs"
 	"github.com/icereactor/reactor/streamwriter"
+	"github.com/icereactor/reactor/tablename"
 )
 
 // deleteIDs deletes rows by id with merge-on-read position deletes, through
@@ -247,7 +248,7 @@ func TestBadJobsFailCleanly(t *testing.T) {
 		t.Errorf("unknown kind: %v %v", res.Outcome, res.Err)
 	}
 	j = f.job("", "a")
-	j.Table = table.Identifier{"db", "missing"}
+	j.Table = tablename.Of(table.Identifier{"db", "missing"})
 	if res, _ := f.exec.Run(f.ctx, j); res.Outcome != jobs.Failed || res.Err == nil {
 		t.Errorf("missing table: %v %v", res.Outcome, res.Err)
 	}

@@ -178,7 +178,7 @@ func (e *Executor) rewritePositionDeletesOnce(ctx context.Context, log *slog.Log
 	fail := func(outcome jobs.Outcome, err error) (jobs.Result, Report) {
 		return jobs.Result{Outcome: outcome, Err: err}, rep
 	}
-	tbl, err := e.cat.LoadTable(ctx, job.Table)
+	tbl, err := e.cat.LoadTable(ctx, job.Table.Ident())
 	if err != nil {
 		return fail(jobs.Failed, fmt.Errorf("load table: %w", err))
 	}

@@ -177,7 +177,7 @@ func (rc *reclaim) refuse(r *scope.Refusal) {
 
 // refuseRecord counts and logs a reactor record that did not verify. It is
 // left where it is; this process logs it once.
-func (e *Executor) refuseRecord(log *slog.Logger, table string, err error, refusals *Refusals) {
+func (e *Executor) refuseRecord(log *slog.Logger, name string, err error, refusals *Refusals) {
 	var r *deletions.Refusal
 	if !errors.As(err, &r) {
 		return
@@ -189,7 +189,7 @@ func (e *Executor) refuseRecord(log *slog.Logger, table string, err error, refus
 	if !e.refusedRecords.first(r.Location) {
 		return
 	}
-	e.met.RecordsRefused.WithLabelValues(table, r.Reason).Inc()
+	e.met.RecordsRefused.WithLabelValues(name, r.Reason).Inc()
 	log.Error("reactor record refused: not acted on, left in place for an operator (docs/operations.md#refused-records)",
 		"record", bounded(r.Location), "reason", r.Reason, "detail", bounded(r.Detail))
 }

@@ -85,7 +85,7 @@ func (e *Executor) replanOnNewDeletes(log *slog.Logger, job jobs.Job) func(jobs.
 			return false
 		}
 		rep.Conflicts++
-		e.met.CommitConflicts.WithLabelValues(job.TableName).Inc()
+		e.met.CommitConflicts.WithLabelValues(job.Table.String()).Inc()
 		attrs := []any{"replan", replan + 1, "max_replans", maxRewriteReplans, "error", res.Err}
 		var nd *commit.NewDeletesError
 		if errors.As(res.Err, &nd) {

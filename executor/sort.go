@@ -34,7 +34,7 @@ const sortWriteBatchRows = 1 << 20
 // tight and min/max pruning works). Commits, validation and retries are
 // compaction's.
 func (e *Executor) sort(ctx context.Context, log *slog.Logger, job jobs.Job) (jobs.Result, Report) {
-	tbl, err := e.cat.LoadTable(ctx, job.Table)
+	tbl, err := e.cat.LoadTable(ctx, job.Table.Ident())
 	if err != nil {
 		return jobs.Result{Outcome: jobs.Failed, Err: fmt.Errorf("load table: %w", err)}, Report{}
 	}
@@ -44,7 +44,7 @@ func (e *Executor) sort(ctx context.Context, log *slog.Logger, job jobs.Job) (jo
 	}
 	bound, err := order.Bind(tbl.Schema())
 	if err != nil {
-		return jobs.Result{Outcome: jobs.Failed, Err: fmt.Errorf("%w %q on %s: %w", ErrSortOrder, order, job.TableName, err)}, Report{}
+		return jobs.Result{Outcome: jobs.Failed, Err: fmt.Errorf("%w %q on %s: %w", ErrSortOrder, order, job.Table.String(), err)}, Report{}
 	}
 	log.Info("sorting partitions", "order", order.String(), "max_group_size", job.Settings.MaxGroupSize)
 	var planned []table.CompactionTaskGroup

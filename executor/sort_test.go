@@ -27,6 +27,7 @@ import (
 	"github.com/icereactor/reactor/jobs"
 	"github.com/icereactor/reactor/metrics"
 	"github.com/icereactor/reactor/sortorder"
+	"github.com/icereactor/reactor/tablename"
 	"github.com/icereactor/reactor/thresholds"
 )
 
@@ -156,7 +157,7 @@ func (s *sortTable) job(kind jobkind.Kind, yaml string) jobs.Job {
 	}
 	tbl := s.load()
 	set := cfg.For("db.events", tbl.Properties())
-	return jobs.Job{ID: "test-" + s.t.Name(), Kind: kind, Table: ident, TableName: "db.events", Settings: set,
+	return jobs.Job{ID: "test-" + s.t.Name(), Kind: kind, Table: tablename.Of(ident), Settings: set,
 		SortOrder: set.SortOrder, Partitions: []jobs.Partition{{Key: "category=a"}}}
 }
 

@@ -4,10 +4,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/apache/iceberg-go/table"
-
 	"github.com/icereactor/reactor/deletions"
 	"github.com/icereactor/reactor/jobkind"
+	"github.com/icereactor/reactor/tablename"
 	"github.com/icereactor/reactor/thresholds"
 )
 
@@ -61,10 +60,10 @@ type OrphanCandidate struct {
 
 // Job is one unit of work for the executor.
 type Job struct {
-	ID          string
-	Kind        jobkind.Kind
-	Table       table.Identifier
-	TableName   string
+	ID   string
+	Kind jobkind.Kind
+	// Table is the job's table: its identifier and its name.
+	Table       tablename.Name
 	Partitions  []Partition
 	Reasons     []Reason
 	Settings    thresholds.Effective

@@ -80,7 +80,7 @@ func (p *Planner) evaluateLocked(st *tableState) {
 			continue
 		}
 		if until := ps.cooldownUntil.time(); now.Before(until) {
-			p.log.Debug("partition over threshold, cooling down", "table", st.name, "partition", ps.Key,
+			p.log.Debug("partition over threshold, cooling down", "table", st.table.String(), "partition", ps.Key,
 				"reason", "cooldown", "until", until)
 			deferUntil(until)
 			continue
@@ -90,7 +90,7 @@ func (p *Planner) evaluateLocked(st *tableState) {
 			if ps.waitingSince == 0 {
 				ps.waitingSince = instantOf(now)
 				p.log.Info("partition over threshold but still being written; waiting for it to cool",
-					"table", st.name, "partition", ps.Key, "reason", "quiet_period",
+					"table", st.table.String(), "partition", ps.Key, "reason", "quiet_period",
 					"quiet_period", set.QuietPeriod, "max_quiet_wait", set.MaxQuietWait)
 			}
 			giveUpWaiting := ps.waitingSince.time().Add(set.MaxQuietWait)
@@ -115,7 +115,7 @@ func (p *Planner) evaluateLocked(st *tableState) {
 		if quiet {
 			part.Quiet = true
 			ps.quietMerged = spellOf(ps)
-			p.log.Info("partition quiet: merging what the tier rule left", "table", st.name, "partition", ps.Key,
+			p.log.Info("partition quiet: merging what the tier rule left", "table", st.table.String(), "partition", ps.Key,
 				"reason", jobs.CompactWhenQuietAfter, "note", reason.Note)
 		}
 		switch kind {
@@ -279,13 +279,13 @@ func (p *Planner) loadPendingLocked(ctx context.Context, st *tableState, tbl *ta
 			st.pending = mergeRefs(st.pending, refs)
 			st.pendingLoaded = true
 			if len(refs) > 0 {
-				p.log.Info("pending deletions found", "table", st.name, "batches", len(refs),
+				p.log.Info("pending deletions found", "table", st.table.String(), "batches", len(refs),
 					"earliest_due", refs[0].Due)
 			}
 			return
 		}
 	}
-	p.log.Warn("could not list the table's pending deletions; will retry", "table", st.name, "error", err)
+	p.log.Warn("could not list the table's pending deletions; will retry", "table", st.table.String(), "error", err)
 }
 
 // mergeRefs adds refs to a due-ordered list, once each.
@@ -358,7 +358,7 @@ func (p *Planner) orphanJobLocked(st *tableState, now time.Time, deferUntil func
 // scheduleLocked creates the job, records it as the table's running one and
 // dispatches it. with sets kind-specific fields before anyone sees the job.
 func (p *Planner) scheduleLocked(st *tableState, kind jobkind.Kind, parts []jobs.Partition, reasons []jobs.Reason, now time.Time, with ...func(*jobs.Job)) {
-	if !p.ownsTable(st.name) {
+	if !p.ownsTable(st.table.String()) {
 		// Its lease moved on; the new owner schedules it.
 		for _, part := range parts {
 			if ps, ok := st.counters.partitions[part.Key]; ok {
@@ -370,8 +370,7 @@ func (p *Planner) scheduleLocked(st *tableState, kind jobkind.Kind, parts []jobs
 	job := jobs.Job{
 		ID:             uuid.NewString(),
 		Kind:           kind,
-		Table:          st.ident,
-		TableName:      st.name,
+		Table:          st.table,
 		Partitions:     parts,
 		Reasons:        reasons,
 		Settings:       st.settings,
@@ -385,7 +384,7 @@ func (p *Planner) scheduleLocked(st *tableState, kind jobkind.Kind, parts []jobs
 	}
 	st.running = &job
 	p.met.JobsScheduled.WithLabelValues(job.Kind.String()).Inc()
-	p.log.Info("job scheduled", "table", st.name, "job_id", job.ID, "kind", job.Kind,
+	p.log.Info("job scheduled", "table", st.table.String(), "job_id", job.ID, "kind", job.Kind,
 		"partitions", job.PartitionKeys(), "reason", job.ReasonText())
 	p.dispatch(job)
 }

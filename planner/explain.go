@@ -260,15 +260,14 @@ func Explain(ctx context.Context, tbl *table.Table, cfg *thresholds.Config, now 
 	if _, err := tc.advance(ctx, tbl, sizesOf(set)); err != nil {
 		return Plan{}, fmt.Errorf("read %s: %w", name, err)
 	}
-	return explain(&tc, summarizeSnapshots(tbl.Metadata()), tbl.Identifier(), set, now), nil
+	return explain(&tc, summarizeSnapshots(tbl.Metadata()), tablename.Of(tbl.Identifier()), set, now), nil
 }
 
 // explain is Explain's evaluation, pure as iceberg-go's PlanCompaction is:
 // what the counters read from the snapshot (tc) and its snapshot history
 // (snaps) are over, and the jobs that follows, with no I/O.
-func explain(tc *tableCounters, snaps snapshotSummary, ident table.Identifier, set thresholds.Effective, now time.Time) Plan {
-	name := tablename.Format(ident)
-	plan := Plan{Table: name, SnapshotID: tc.snapshotID, Settings: set}
+func explain(tc *tableCounters, snaps snapshotSummary, t tablename.Name, set thresholds.Effective, now time.Time) Plan {
+	plan := Plan{Table: t.String(), SnapshotID: tc.snapshotID, Settings: set}
 	planned := map[jobkind.Kind]*PlannedJob{}
 	for _, ps := range tc.sortedPartitions() {
 		checks, kind, reason, applyDeletes, due := partitionDue(tc.evaluated(ps), set, now)
@@ -341,7 +340,7 @@ func explain(tc *tableCounters, snaps snapshotSummary, ident table.Identifier, s
 	}
 	for i := range plan.Jobs {
 		j := &plan.Jobs[i]
-		j.job.Kind, j.job.Table, j.job.TableName, j.job.Reasons = j.Kind, ident, name, j.Reasons
+		j.job.Kind, j.job.Table, j.job.Reasons = j.Kind, t, j.Reasons
 		j.job.Settings, j.job.ScheduledAt, j.job.BaseSnapshotID = set, now, tc.snapshotID
 		j.job.Priority = jobs.PriorityOf(j.Kind, j.Reasons)
 		j.job.InputFiles, j.job.InputBytes = tc.input(j.job.Partitions)

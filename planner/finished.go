@@ -14,12 +14,12 @@ import (
 // committed table's state (so reactor's own commit is accounted for without
 // waiting for the next event, and cannot schedule itself again).
 func (p *Planner) Finished(ctx context.Context, job jobs.Job, res jobs.Result) {
-	if !p.ownsTable(job.TableName) {
+	if !p.ownsTable(job.Table.String()) {
 		p.log.Info("job finished for a table this replica no longer owns; its owner plans it afresh",
-			"table", job.TableName, "job_id", job.ID, "kind", job.Kind, "outcome", res.Outcome.String())
+			"table", job.Table.String(), "job_id", job.ID, "kind", job.Kind, "outcome", res.Outcome.String())
 		return
 	}
-	st := p.state(job.Table, job.TableName)
+	st := p.state(job.Table)
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if st.running != nil && st.running.ID == job.ID {
@@ -126,7 +126,7 @@ func (p *Planner) Finished(ctx context.Context, job jobs.Job, res jobs.Result) {
 	if res.Table != nil {
 		if err := p.observeLocked(ctx, st, res.Table); err != nil {
 			p.log.Warn("could not apply reactor's own commit to table state; the next event will",
-				"table", st.name, "job_id", job.ID, "error", err)
+				"table", st.table.String(), "job_id", job.ID, "error", err)
 		}
 		return
 	}
@@ -143,6 +143,6 @@ func (p *Planner) settleLocked(st *tableState, ps *partitionState, job jobs.Job,
 	}
 	ps.settledWrite = instantOf(ps.LastWrite)
 	ps.settledKinds = ps.settledKinds.With(job.Kind)
-	p.log.Info("partition settled: not scheduled for this kind again until it is written", "table", st.name,
+	p.log.Info("partition settled: not scheduled for this kind again until it is written", "table", st.table.String(),
 		"partition", ps.Key, "kind", job.Kind, "job_id", job.ID, "reason", why)
 }

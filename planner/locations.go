@@ -64,8 +64,7 @@ type locationIndex struct {
 type tableLocation struct {
 	bucket string
 	prefix string // key prefix inside the bucket, ending in "/"
-	ident  table.Identifier
-	name   string
+	table  tablename.Name
 }
 
 // objectPath splits a location ("s3a://bucket/a/b") into bucket and key.
@@ -171,7 +170,7 @@ func (p *Planner) refreshLocations(ctx context.Context, full bool) (int, error) 
 		p.locations.mu.Lock()
 		for _, tables := range p.locations.byBucket {
 			for _, tl := range tables {
-				known[tl.name] = tl
+				known[tl.table.String()] = tl
 			}
 		}
 		for _, ns := range p.locations.namespaceNames {
@@ -245,8 +244,7 @@ func (p *Planner) refreshLocations(ctx context.Context, full bool) (int, error) 
 			locs[bucket] = append(locs[bucket], tableLocation{
 				bucket: bucket,
 				prefix: strings.TrimSuffix(key, "/") + "/",
-				ident:  ident,
-				name:   tablename.Format(ident),
+				table:  tablename.Of(ident),
 			})
 			n++
 		}

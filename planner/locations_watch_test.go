@@ -1,6 +1,10 @@
 package planner
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/icereactor/reactor/tablename"
+)
 
 // Watched prefixes: a configured location, including one at a bucket's
 // root (the REST catalog's warehouse s3://warehouse/ in the realparts
@@ -9,7 +13,7 @@ import "testing"
 func TestUnderWatchedPrefix(t *testing.T) {
 	var ix locationIndex
 	ix.configured = []string{"s3://warehouse/", "s3://lake/prod/wh", "s3://bare"}
-	ix.set(map[string][]tableLocation{"other": {{bucket: "other", prefix: "ns.db/t/", name: "ns.t"}}})
+	ix.set(map[string][]tableLocation{"other": {{bucket: "other", prefix: "ns.db/t/", table: tablename.MustParseName("ns.t")}}})
 	tests := []struct {
 		bucket, key string
 		want        bool

@@ -47,7 +47,7 @@ func (p *Planner) manifestRewriteDueLocked(st *tableState) bool {
 	c := manifestCheck(n, st.counters.manifestFloor(), st.settings.ManifestCount)
 	if c.Note != "" && st.manifestFloorSaid != n {
 		st.manifestFloorSaid = n
-		p.log.Warn("manifest_count reached but no rewrite can reduce the manifests", "table", st.name,
+		p.log.Warn("manifest_count reached but no rewrite can reduce the manifests", "table", st.table.String(),
 			"reason", "manifest_count", "manifests", n, "manifest_count", st.settings.ManifestCount, "note", c.Note)
 	}
 	return st.manifestsOverBound()

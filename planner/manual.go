@@ -42,10 +42,10 @@ type ManualOptions struct {
 // thresholds select. The executor applies every safety rule to it as to a
 // scheduled job (min_reader_margin, orphan margins, commit validation).
 func ManualJob(ctx context.Context, tbl *table.Table, cfg *thresholds.Config, kind jobkind.Kind, opts ManualOptions, now time.Time) (jobs.Job, error) {
-	name := tablename.Format(tbl.Identifier())
-	set := cfg.For(name, tbl.Properties())
+	t := tablename.Of(tbl.Identifier())
+	set := cfg.For(t.String(), tbl.Properties())
 	job := jobs.Job{
-		ID: uuid.NewString(), Kind: kind, Table: tbl.Identifier(), TableName: name, Settings: set,
+		ID: uuid.NewString(), Kind: kind, Table: t, Settings: set,
 		ScheduledAt: now, Priority: jobs.PriorityOf(kind, nil), DryRun: opts.DryRun,
 	}
 	if s := tbl.CurrentSnapshot(); s != nil {
@@ -69,7 +69,7 @@ func ManualJob(ctx context.Context, tbl *table.Table, cfg *thresholds.Config, ki
 		}
 		var tc tableCounters
 		if _, err := tc.advance(ctx, tbl, sizesOf(set)); err != nil {
-			return jobs.Job{}, fmt.Errorf("read %s: %w", name, err)
+			return jobs.Job{}, fmt.Errorf("read %s: %w", t, err)
 		}
 		want, missing := map[string]bool{}, map[string]bool{}
 		for _, k := range opts.Partitions {
@@ -106,7 +106,7 @@ func ManualJob(ctx context.Context, tbl *table.Table, cfg *thresholds.Config, ki
 		}
 		for k := range missing {
 			return jobs.Job{}, fmt.Errorf("%w: %s has no live files in partition %q (partitions: %s)",
-				ErrUnknownPartition, name, k, strings.Join(known, ", "))
+				ErrUnknownPartition, t, k, strings.Join(known, ", "))
 		}
 	case jobkind.ExpireSnapshots:
 		// Any horizon is safe here: files expiry unlinks wait out

@@ -69,15 +69,15 @@ type unconfirmedFile struct {
 func (p *Planner) ApplyObject(ctx context.Context, ev events.ObjectEvent) (ObjectOutcome, error) {
 	r, out, err := p.RouteObject(ctx, ev)
 	switch {
-	case r.Table == "":
+	case r.Table.IsZero():
 		return out, err
 	case !r.Metadata:
 		return p.TrackObject(r, ev), nil
 	case p.ObjectCovered(r, ev):
 		return ObjectCommit, nil
 	}
-	p.commitObserved(r.Table)
-	tbl, err := p.Refresh(ctx, r.Ident)
+	p.commitObserved(r.Table.String())
+	tbl, err := p.Refresh(ctx, r.Table)
 	return p.MetadataOutcome(r, ev, tbl, err)
 }
 
@@ -98,11 +98,14 @@ func (p *Planner) refuseObject(ev events.ObjectEvent, cause error) (ObjectOutcom
 		if !watched {
 			return ObjectOutside, fmt.Errorf("%w: %s", ErrOutsideTables, boundedLocation(ev.Location()))
 		}
-		tl.name = "-" // under a watched prefix, no table: counted all the same
 	}
-	p.met.OrphansRefused.WithLabelValues(tl.name, "not_canonical").Inc()
+	name := tl.table.String()
+	if !ok {
+		name = "-" // under a watched prefix, no table: counted all the same
+	}
+	p.met.OrphansRefused.WithLabelValues(name, "not_canonical").Inc()
 	p.log.Warn("object key not in canonical form: not tracked, never an orphan candidate",
-		"table", tl.name, "location", boundedLocation(ev.Location()), "reason", "not_canonical", "detail", cause)
+		"table", name, "location", boundedLocation(ev.Location()), "reason", "not_canonical", "detail", cause)
 	return ObjectRefused, nil
 }
 
@@ -183,7 +186,7 @@ func sameDirectory(a, b string) bool {
 }
 
 func (p *Planner) trackData(tl tableLocation, ev events.ObjectEvent) ObjectOutcome {
-	st := p.state(tl.ident, tl.name)
+	st := p.state(tl.table)
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	canonical, _ := location.Canonical(ev.Location()) // ApplyObject refused the others
@@ -214,7 +217,7 @@ func (p *Planner) trackData(tl tableLocation, ev events.ObjectEvent) ObjectOutco
 		if !st.trackingIncomplete {
 			st.trackingIncomplete = true
 			p.log.Warn("unconfirmed-file tracking full; orphan cleanup for this table will need a full listing",
-				"table", tl.name, "limit", MaxUnconfirmedPerTable)
+				"table", tl.table.String(), "limit", MaxUnconfirmedPerTable)
 		}
 		return ObjectUntrackable
 	}
@@ -228,7 +231,7 @@ func (p *Planner) trackData(tl tableLocation, ev events.ObjectEvent) ObjectOutco
 		created = now
 	}
 	st.unconfirmed[loc] = unconfirmedFile{location: canonical, size: ev.Size, created: created}
-	p.met.UnconfirmedFiles.WithLabelValues(tl.name).Set(float64(len(st.unconfirmed)))
+	p.met.UnconfirmedFiles.WithLabelValues(tl.table.String()).Set(float64(len(st.unconfirmed)))
 	// Wake when it would become an orphan candidate: nothing else may
 	// happen on this table until then. (Before the table's first commit is
 	// applied its settings are unknown; that evaluation arms the timer.)
@@ -285,7 +288,7 @@ func (p *Planner) OrphanCandidates(ctx context.Context, name string, asOf time.T
 		return nil, false, nil
 	}
 	st.mu.Lock()
-	ident := st.ident
+	ident := st.table.Ident()
 	st.mu.Unlock()
 	tbl, err := p.cat.LoadTable(ctx, ident)
 	if err != nil {

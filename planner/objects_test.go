@@ -8,11 +8,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apache/iceberg-go/table"
-
 	"github.com/icereactor/reactor/events"
 	"github.com/icereactor/reactor/jobs"
 	"github.com/icereactor/reactor/location"
+	"github.com/icereactor/reactor/tablename"
 )
 
 // newIndexedPlanner returns a planner whose location index knows one table,
@@ -21,7 +20,7 @@ func newIndexedPlanner(t testing.TB) *Planner {
 	t.Helper()
 	p := New(Options{Dispatch: func(jobs.Job) {}, LocationRebuildInterval: time.Hour, MissRefreshInterval: time.Hour})
 	p.locations.set(map[string][]tableLocation{
-		"b": {{bucket: "b", prefix: "wh/db/t/", ident: table.Identifier{"db", "t"}, name: "db.t"}},
+		"b": {{bucket: "b", prefix: "wh/db/t/", table: tablename.MustParseName("db.t")}},
 	})
 	p.locations.builtAt = time.Now()
 	p.locations.missRefreshAt = time.Now() // refreshed a moment ago: unclaimed objects are held at once

@@ -22,15 +22,15 @@ func (p *Planner) loadOffloadedLocked(ctx context.Context, st *tableState, tbl *
 	fs, err := tbl.FS(ctx)
 	if err == nil {
 		var n int
-		if n, err = p.markRecordedOffloaded(p.keys.Records(fs, deletions.RefOf(tbl)), st.name, &st.counters); err == nil {
+		if n, err = p.markRecordedOffloaded(p.keys.Records(fs, deletions.RefOf(tbl)), st.table.String(), &st.counters); err == nil {
 			st.offloadedLoaded = true
 			if n > 0 {
-				p.log.Info("snapshots reactor committed through Spark found", "table", st.name, "snapshots", n)
+				p.log.Info("snapshots reactor committed through Spark found", "table", st.table.String(), "snapshots", n)
 			}
 			return
 		}
 	}
-	p.log.Warn("could not read which snapshots reactor committed through Spark; will retry", "table", st.name, "error", err)
+	p.log.Warn("could not read which snapshots reactor committed through Spark; will retry", "table", st.table.String(), "error", err)
 }
 
 // markRecordedOffloaded marks in tc the snapshots of the table's
@@ -38,7 +38,7 @@ func (p *Planner) loadOffloadedLocked(ctx context.Context, st *tableState, tbl *
 // reactor's own for this table is refused (logged once, its snapshots read
 // as another writer's, the worst a forged record could cause otherwise too),
 // and an unreadable one skipped.
-func (p *Planner) markRecordedOffloaded(recs deletions.Records, table string, tc *tableCounters) (int, error) {
+func (p *Planner) markRecordedOffloaded(recs deletions.Records, name string, tc *tableCounters) (int, error) {
 	refs, err := recs.ListOwnSnapshots()
 	if err != nil {
 		return 0, err
@@ -51,9 +51,9 @@ func (p *Planner) markRecordedOffloaded(recs deletions.Records, table string, tc
 		}
 		var refused *deletions.Refusal
 		if errors.As(err, &refused) {
-			p.met.RecordsRefused.WithLabelValues(table, refused.Reason).Inc()
+			p.met.RecordsRefused.WithLabelValues(name, refused.Reason).Inc()
 			p.log.Error("reactor record refused: not acted on, left in place for an operator (docs/operations.md#refused-records)",
-				"table", table, "record", ref.Location, "reason", refused.Reason, "detail", refused.Detail)
+				"table", name, "record", ref.Location, "reason", refused.Reason, "detail", refused.Detail)
 			continue
 		}
 		if err != nil {

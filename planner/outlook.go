@@ -35,5 +35,5 @@ func (p *Planner) Outlook(name string, now time.Time) (plan Plan, ok bool) {
 	if st.counters.partitions == nil {
 		return Plan{}, false
 	}
-	return explain(&st.counters, st.snapshots, st.ident, st.settings, now), true
+	return explain(&st.counters, st.snapshots, st.table, st.settings, now), true
 }

@@ -5,8 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apache/iceberg-go/table"
-
+	"github.com/icereactor/reactor/tablename"
 	"github.com/icereactor/reactor/thresholds"
 )
 
@@ -24,7 +23,7 @@ func BenchmarkOutlook1000Tables(b *testing.B) {
 	now := time.Now()
 	for i := range 1000 {
 		name := fmt.Sprintf("lake%02d.events_%04d", i%10, i)
-		st := &tableState{ident: table.Identifier{fmt.Sprintf("lake%02d", i%10), fmt.Sprintf("events_%04d", i)}, name: name,
+		st := &tableState{table: tablename.MustParseName(name),
 			settings: cfg.For(name, nil)}
 		st.counters.partitions = map[string]*partitionState{}
 		for k := range 4 {

@@ -67,7 +67,7 @@ type Options struct {
 	// as a commit to it is observed (a commit event or a new metadata file
 	// not seen before), before the planner loads it: the moment a
 	// conflicting job's retry should try. It must not block.
-	CommitObserved func(table string)
+	CommitObserved func(name string)
 	// WarehousePrefixes are object-store locations (s3://bucket/prefix)
 	// under which new tables may appear: an object there that no known
 	// table claims refreshes the index at once and is held, not dropped
@@ -80,7 +80,7 @@ type Options struct {
 	// Owns, when set, says which tables this replica owns (package
 	// lease): only those are discovered, refreshed and given jobs; the
 	// state of the others is dropped (Forget).
-	Owns func(table string) bool
+	Owns func(name string) bool
 	// Records verifies the records of the snapshots reactor committed
 	// through Spark (nil: none is trusted; they read as other writers').
 	Records *deletions.Keyring
@@ -93,8 +93,8 @@ type Options struct {
 type Planner struct {
 	cat      catalog.Catalog
 	catName  string
-	observed func(table string)
-	owns     func(table string) bool
+	observed func(name string)
+	owns     func(name string) bool
 	cfg      atomic.Pointer[thresholds.Config]
 	dispatch Dispatcher
 	log      *slog.Logger
@@ -113,8 +113,7 @@ type Planner struct {
 
 type tableState struct {
 	mu       sync.Mutex
-	ident    table.Identifier
-	name     string
+	table    tablename.Name
 	counters tableCounters
 	settings thresholds.Effective
 	running  *jobs.Job
@@ -245,7 +244,7 @@ func (p *Planner) Apply(ctx context.Context, ev events.CommitEvent) error {
 		return nil
 	}
 	p.commitObserved(ev.QualifiedName())
-	_, err := p.Refresh(ctx, append(ev.NamespaceLevels(), ev.Table))
+	_, err := p.Refresh(ctx, ev.Name())
 	return err
 }
 
@@ -255,7 +254,7 @@ func (p *Planner) ownsTable(name string) bool { return p.owns == nil || p.owns(n
 
 // Forget drops the state of the tables sel selects (their leases moved to
 // another replica): timers stopped, nothing more scheduled for them here.
-func (p *Planner) Forget(sel func(table string) bool) int {
+func (p *Planner) Forget(sel func(name string) bool) int {
 	p.mu.Lock()
 	var gone []*tableState
 	for name, st := range p.tables {
@@ -272,7 +271,7 @@ func (p *Planner) Forget(sel func(table string) bool) int {
 			st.timer = nil
 		}
 		st.mu.Unlock()
-		p.met.ForgetTable(st.name)
+		p.met.ForgetTable(st.table.String())
 	}
 	return len(gone)
 }
@@ -287,24 +286,23 @@ func (p *Planner) commitObserved(name string) {
 // and evaluates its partitions. Apply calls it after loading the table; the
 // executor's pool calls it (through Finished) with the table it committed.
 func (p *Planner) Observe(ctx context.Context, tbl *table.Table) error {
-	name := tablename.Format(tbl.Identifier())
-	st := p.state(tbl.Identifier(), name)
+	st := p.state(tablename.Of(tbl.Identifier()))
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	return p.observeLocked(ctx, st, tbl)
 }
 
 func (p *Planner) observeLocked(ctx context.Context, st *tableState, tbl *table.Table) error {
-	st.settings = p.cfg.Load().For(st.name, tbl.Properties())
+	st.settings = p.cfg.Load().For(st.table.String(), tbl.Properties())
 	if p.known != nil {
 		// The deletion rule learns a table's roots as soon as they change.
-		p.known.Set(scope.RootsOf(st.name, tbl.Metadata()))
+		p.known.Set(scope.RootsOf(st.table.String(), tbl.Metadata()))
 	}
 	if gc := scope.GCEnabled(tbl.Metadata()); gc == st.gcDisabled {
 		st.gcDisabled = !gc
 		if !gc {
 			p.log.Info("the table's gc.enabled is false: expiry deletes nothing and orphan cleanup is not scheduled",
-				"table", st.name, "gc.enabled", tbl.Properties()[scope.GCEnabledKey])
+				"table", st.table.String(), "gc.enabled", tbl.Properties()[scope.GCEnabledKey])
 		}
 	}
 	if why := scope.S3Tables(tbl.Metadata()); (why != "") != st.s3Tables {
@@ -326,7 +324,7 @@ func (p *Planner) observeLocked(ctx context.Context, st *tableState, tbl *table.
 		// Reading manifests failed: storage or catalog trouble, not the
 		// event's fault. Forget the partial state so the next try rebuilds.
 		st.counters.reset(sizesOf(st.settings))
-		return fmt.Errorf("%w: update %s: %w", ErrCatalogUnavailable, st.name, err)
+		return fmt.Errorf("%w: update %s: %w", ErrCatalogUnavailable, st.table.String(), err)
 	}
 	if !stats.stale {
 		st.snapshots = summarizeSnapshots(tbl.Metadata())
@@ -337,43 +335,43 @@ func (p *Planner) observeLocked(ctx context.Context, st *tableState, tbl *table.
 	if !st.pendingLoaded {
 		p.loadPendingLocked(ctx, st, tbl)
 	}
-	p.met.SetSnapshots(st.name, st.snapshots.count(), st.snapshots.oldest())
+	p.met.SetSnapshots(st.table.String(), st.snapshots.count(), st.snapshots.oldest())
 	st.confirmLocked(stats.added)
 	if st.unconfirmed != nil {
-		p.met.UnconfirmedFiles.WithLabelValues(st.name).Set(float64(len(st.unconfirmed)))
+		p.met.UnconfirmedFiles.WithLabelValues(st.table.String()).Set(float64(len(st.unconfirmed)))
 	}
 	if stats.rebuilt {
-		p.met.StateRebuilds.WithLabelValues(st.name).Inc()
-		p.log.Info("table state built from current snapshot", "table", st.name,
+		p.met.StateRebuilds.WithLabelValues(st.table.String()).Inc()
+		p.log.Info("table state built from current snapshot", "table", st.table.String(),
 			"snapshot_id", st.counters.snapshotID, "partitions", len(st.counters.partitions),
 			"manifests_read", stats.manifestsRead, "duration", p.now().Sub(start))
 	} else if stats.snapshots > 0 {
-		p.log.Debug("table state advanced", "table", st.name, "snapshot_id", st.counters.snapshotID,
+		p.log.Debug("table state advanced", "table", st.table.String(), "snapshot_id", st.counters.snapshotID,
 			"snapshots", stats.snapshots, "manifests_read", stats.manifestsRead, "changed_partitions", len(stats.changed))
 	}
 	tot := st.counters.totals()
-	p.met.DataFiles.WithLabelValues(st.name).Set(float64(tot.DataFiles))
-	p.met.SmallFiles.WithLabelValues(st.name).Set(float64(tot.SmallFiles))
-	p.met.IdealDataFiles.WithLabelValues(st.name).Set(float64(st.counters.idealDataFiles(st.settings.TargetFileSize)))
-	p.met.DeleteFiles.WithLabelValues(st.name, history.PositionDelete.MetricLabel()).Set(float64(tot.PositionDeleteFiles))
-	p.met.DeleteFiles.WithLabelValues(st.name, history.EqualityDelete.MetricLabel()).Set(float64(tot.EqualityDeleteFiles))
-	p.met.DeleteFiles.WithLabelValues(st.name, "deletion_vector").Set(float64(tot.DeletionVectors))
+	p.met.DataFiles.WithLabelValues(st.table.String()).Set(float64(tot.DataFiles))
+	p.met.SmallFiles.WithLabelValues(st.table.String()).Set(float64(tot.SmallFiles))
+	p.met.IdealDataFiles.WithLabelValues(st.table.String()).Set(float64(st.counters.idealDataFiles(st.settings.TargetFileSize)))
+	p.met.DeleteFiles.WithLabelValues(st.table.String(), history.PositionDelete.MetricLabel()).Set(float64(tot.PositionDeleteFiles))
+	p.met.DeleteFiles.WithLabelValues(st.table.String(), history.EqualityDelete.MetricLabel()).Set(float64(tot.EqualityDeleteFiles))
+	p.met.DeleteFiles.WithLabelValues(st.table.String(), "deletion_vector").Set(float64(tot.DeletionVectors))
 	ratio := 0.0
 	if tot.DataFiles > 0 {
 		ratio = float64(tot.DeleteFiles()) / float64(tot.DataFiles)
 	}
-	p.met.DeleteFileRatio.WithLabelValues(st.name).Set(ratio)
+	p.met.DeleteFileRatio.WithLabelValues(st.table.String()).Set(ratio)
 	p.evaluateLocked(st)
 	return nil
 }
 
-func (p *Planner) state(ident table.Identifier, name string) *tableState {
+func (p *Planner) state(t tablename.Name) *tableState {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	st, ok := p.tables[name]
+	st, ok := p.tables[t.String()]
 	if !ok {
-		st = &tableState{ident: ident, name: name}
-		p.tables[name] = st
+		st = &tableState{table: t}
+		p.tables[t.String()] = st
 	}
 	return st
 }

@@ -3,7 +3,7 @@ package planner
 import (
 	"time"
 
-	"github.com/apache/iceberg-go/table"
+	"github.com/icereactor/reactor/tablename"
 )
 
 // PollTarget is a table the polling safety net checks against the catalog
@@ -11,8 +11,7 @@ import (
 // metadata location with Applied and refreshes the table only when they
 // differ.
 type PollTarget struct {
-	Name  string
-	Ident table.Identifier
+	Table tablename.Name
 	// Applied is the identity (package location) of the metadata file the
 	// state was last brought up to; empty when it has not been read yet.
 	Applied string
@@ -30,11 +29,11 @@ func (p *Planner) PollTargets() []PollTarget {
 	p.mu.Unlock()
 	out := make([]PollTarget, 0, len(states))
 	for _, st := range states {
-		if !p.ownsTable(st.name) {
+		if !p.ownsTable(st.table.String()) {
 			continue
 		}
 		st.mu.Lock()
-		out = append(out, PollTarget{Name: st.name, Ident: st.ident, Applied: st.counters.metadataLocation,
+		out = append(out, PollTarget{Table: st.table, Applied: st.counters.metadataLocation,
 			Every: st.settings.RefreshInterval})
 		st.mu.Unlock()
 	}

@@ -9,10 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apache/iceberg-go/table"
-
 	"github.com/icereactor/reactor/jobkind"
 	"github.com/icereactor/reactor/jobs"
+	"github.com/icereactor/reactor/tablename"
 	"github.com/icereactor/reactor/thresholds"
 )
 
@@ -64,7 +63,7 @@ func newQuietSim(t *testing.T, set thresholds.Effective, parts int) *quietSim {
 	s.p = New(Options{Now: s.clk.Now, AfterFunc: s.clk.AfterFunc, Dispatch: func(j jobs.Job) { s.queue = append(s.queue, j) },
 		Config: thresholds.Default(), Logger: slog.New(slog.DiscardHandler)})
 	t.Cleanup(s.p.Close)
-	s.st = s.p.state(table.Identifier{"db", "t"}, "db.t")
+	s.st = s.p.state(tablename.MustParseName("db.t"))
 	s.st.settings = set
 	s.st.counters.sizes = sizesOf(set)
 	s.st.counters.partitions = map[string]*partitionState{}

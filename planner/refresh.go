@@ -63,12 +63,12 @@ func (p *Planner) CommitSeen(name string) { p.commitObserved(name) }
 // event of the table that arrived before it started. It returns the table
 // it loaded. A table the catalog does not know is ErrUnknownTable; any
 // other failure is transient (ErrCatalogUnavailable).
-func (p *Planner) Refresh(ctx context.Context, ident table.Identifier) (*table.Table, error) {
-	name := tablename.Format(ident)
+func (p *Planner) Refresh(ctx context.Context, t tablename.Name) (*table.Table, error) {
+	name := t.String()
 	if !p.ownsTable(name) {
 		return nil, fmt.Errorf("%w: %s", ErrNotOwned, name)
 	}
-	tbl, err := p.cat.LoadTable(ctx, ident)
+	tbl, err := p.cat.LoadTable(ctx, t.Ident())
 	if err != nil {
 		if errors.Is(err, catalog.ErrNoSuchTable) || errors.Is(err, catalog.ErrNoSuchNamespace) {
 			return nil, fmt.Errorf("%w: %s: %w", ErrUnknownTable, name, err)
@@ -88,9 +88,8 @@ func (p *Planner) Refresh(ctx context.Context, ident table.Identifier) (*table.T
 // is a new metadata file (a commit: it needs the table refreshed) or a
 // data file (tracked, no refresh).
 type ObjectRoute struct {
-	// Table is the table's qualified name, Ident its identifier.
-	Table string
-	Ident table.Identifier
+	// Table is the object's table.
+	Table tablename.Name
 	// Metadata: a new metadata file under the table's metadata/.
 	Metadata bool
 	tl       tableLocation
@@ -137,9 +136,9 @@ func routeIn(tl tableLocation, ev events.ObjectEvent) (ObjectRoute, ObjectOutcom
 	rel := strings.TrimPrefix(ev.Key, tl.prefix)
 	switch {
 	case ev.Action == events.ObjectCreated && strings.HasPrefix(rel, "metadata/") && strings.HasSuffix(rel, ".metadata.json"):
-		return ObjectRoute{Table: tl.name, Ident: tl.ident, Metadata: true, tl: tl}, "", nil
+		return ObjectRoute{Table: tl.table, Metadata: true, tl: tl}, "", nil
 	case strings.HasPrefix(rel, "data/"):
-		return ObjectRoute{Table: tl.name, Ident: tl.ident, tl: tl}, "", nil
+		return ObjectRoute{Table: tl.table, tl: tl}, "", nil
 	default:
 		return ObjectRoute{}, ObjectIgnored, nil
 	}
@@ -148,7 +147,7 @@ func routeIn(tl tableLocation, ev events.ObjectEvent) (ObjectRoute, ObjectOutcom
 // ObjectCovered reports whether a metadata-file event needs no refresh:
 // the table's state already includes that commit.
 func (p *Planner) ObjectCovered(r ObjectRoute, ev events.ObjectEvent) bool {
-	return r.Metadata && p.metadataApplied(r.Table, ev.Location())
+	return r.Metadata && p.metadataApplied(r.Table.String(), ev.Location())
 }
 
 // TrackObject applies a data-file event: tracked until a snapshot

@@ -122,10 +122,10 @@ func Render(job jobs.Job, meta table.Metadata, opts Options) ([]Statement, error
 }
 
 func tableName(job jobs.Job) string {
-	if job.TableName != "" {
-		return job.TableName
+	if job.Table.String() != "" {
+		return job.Table.String()
 	}
-	return strings.Join(job.Table, ".")
+	return strings.Join(job.Table.Ident(), ".")
 }
 
 type renderer struct {
@@ -144,13 +144,13 @@ func (r renderer) call(procedure string, args ...arg) (Statement, error) {
 	if err != nil {
 		return Statement{}, err
 	}
-	if len(r.job.Table) == 0 {
+	if len(r.job.Table.Ident()) == 0 {
 		return Statement{}, fmt.Errorf("%w: the job names no table", ErrNotExpressible)
 	}
 	// The table argument is a string Spark parses as a multipart
 	// identifier; naming the catalog first keeps a namespace that happens
 	// to be called like a catalog from being taken for one.
-	ident, err := QuoteMultipart(append([]string{r.catalog}, r.job.Table...)...)
+	ident, err := QuoteMultipart(append([]string{r.catalog}, r.job.Table.Ident()...)...)
 	if err != nil {
 		return Statement{}, err
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/icereactor/reactor/jobkind"
 	"github.com/icereactor/reactor/jobs"
+	"github.com/icereactor/reactor/tablename"
 	"github.com/icereactor/reactor/thresholds"
 )
 
@@ -237,7 +238,7 @@ func settings() thresholds.Effective {
 }
 
 func job(kind jobkind.Kind, parts ...jobs.Partition) jobs.Job {
-	return jobs.Job{ID: "j1", Kind: kind, Table: table.Identifier{"db", "events"}, TableName: "db.events",
+	return jobs.Job{ID: "j1", Kind: kind, Table: tablename.Of(table.Identifier{"db", "events"}),
 		Partitions: parts, Settings: settings(), ScheduledAt: testNow}
 }
 
@@ -347,7 +348,7 @@ func TestRenderRejects(t *testing.T) {
 		{"tracked orphan candidates", tracked, ErrNotExpressible},
 		{"table with an empty part", func() jobs.Job {
 			j := job(jobkind.RewriteManifests)
-			j.Table = table.Identifier{"db", ""}
+			j.Table = tablename.Of(table.Identifier{"db", ""})
 			return j
 		}(), ErrNotExpressible},
 	} {
@@ -388,7 +389,7 @@ func TestTrickyNames(t *testing.T) {
 	} {
 		for _, catalog := range []string{"lake", "my`cat", "cat.alog"} {
 			j := job(jobkind.RewriteManifests)
-			j.Table = ident
+			j.Table = tablename.Of(ident)
 			st := render1Catalog(t, j, catalog)
 			prefix := "CALL "
 			cat, _ := QuoteIdent(catalog)

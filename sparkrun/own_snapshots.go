@@ -25,7 +25,7 @@ func (r *Runner) recordOwnSnapshots(ctx context.Context, log *slog.Logger, job j
 	}
 	recs := r.keys.Records(fs, deletions.RefOf(after))
 	if len(ids) > 0 {
-		rec := deletions.OwnSnapshots{Table: job.TableName, JobID: job.ID, Kind: job.Kind.String(), Sort: job.Kind == jobkind.Sort,
+		rec := deletions.OwnSnapshots{Table: job.Table.String(), JobID: job.ID, Kind: job.Kind.String(), Sort: job.Kind == jobkind.Sort,
 			SnapshotIDs: ids}
 		if _, err := recs.WriteOwnSnapshots(rec); err != nil {
 			log.Warn("could not record the snapshots Spark committed for the job; after a restart they may read as another writer's",

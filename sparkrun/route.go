@@ -26,7 +26,7 @@ func Decide(job jobs.Job, set thresholds.SparkSettings) Decision {
 	if job.DryRun {
 		return Decision{executor.BackendLocal, "a dry run (one-shot commands run locally)"}
 	}
-	m := set.Match(job.TableName, job.Kind, job.InputBytes, job.InputFiles)
+	m := set.Match(job.Table.String(), job.Kind, job.InputBytes, job.InputFiles)
 	if m.Rule < 0 {
 		return Decision{executor.BackendLocal, m.Why}
 	}

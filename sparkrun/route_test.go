@@ -11,6 +11,7 @@ import (
 	"github.com/icereactor/reactor/executor"
 	"github.com/icereactor/reactor/jobkind"
 	"github.com/icereactor/reactor/jobs"
+	"github.com/icereactor/reactor/tablename"
 	"github.com/icereactor/reactor/thresholds"
 )
 
@@ -50,7 +51,7 @@ func testMetadata(t *testing.T) table.Metadata {
 
 func job(kind jobkind.Kind, tbl string, bytes int64, files int) jobs.Job {
 	i := strings.LastIndex(tbl, ".")
-	return jobs.Job{ID: "j1", Kind: kind, Table: table.Identifier{tbl[:i], tbl[i+1:]}, TableName: tbl,
+	return jobs.Job{ID: "j1", Kind: kind, Table: tablename.Of(table.Identifier{tbl[:i], tbl[i+1:]}),
 		InputBytes: bytes, InputFiles: files, ScheduledAt: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC),
 		Settings: thresholds.Default().For(tbl, nil)}
 }

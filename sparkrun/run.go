@@ -111,7 +111,7 @@ func (r *Runner) Stop() { r.stopOnce.Do(func() { close(r.stop) }) }
 func (r *Runner) Offload(job jobs.Job) bool {
 	d := Decide(job, r.settings())
 	if d.Backend == executor.BackendSpark {
-		r.log.Info("job goes to Spark", "table", job.TableName, "job_id", job.ID, "kind", job.Kind,
+		r.log.Info("job goes to Spark", "table", job.Table.String(), "job_id", job.ID, "kind", job.Kind,
 			"input_files", job.InputFiles, "input_bytes", job.InputBytes, "why", d.Why)
 	}
 	return d.Backend == executor.BackendSpark
@@ -144,7 +144,7 @@ func (r *Runner) Run(ctx context.Context, job jobs.Job, started func()) (jobs.Re
 		return finish(jobs.Result{Outcome: jobs.Failed, Err: err})
 	}
 
-	before, err := r.cat.LoadTable(ctx, job.Table)
+	before, err := r.cat.LoadTable(ctx, job.Table.Ident())
 	if err != nil {
 		return finish(jobs.Result{Outcome: jobs.Failed, Err: fmt.Errorf("load table: %w", err)})
 	}
@@ -197,14 +197,14 @@ func (r *Runner) Run(ctx context.Context, job jobs.Job, started func()) (jobs.Re
 			// Spark committed some groups and lost others to conflicts
 			// (partial progress): its retries are its own; count them.
 			rep.Conflicts++
-			r.met.CommitConflicts.WithLabelValues(job.TableName).Inc()
+			r.met.CommitConflicts.WithLabelValues(job.Table.String()).Inc()
 			log.Warn("Spark could not commit some rewrite groups (conflicts)", "failed_data_files", rep.FailedDataFiles-prev.FailedDataFiles)
 		}
 	}
 	rep.Attempts = 1
 
 	res := jobs.Result{Err: lastErr}
-	after, err := r.cat.LoadTable(context.WithoutCancel(ctx), job.Table)
+	after, err := r.cat.LoadTable(context.WithoutCancel(ctx), job.Table.Ident())
 	if err == nil {
 		r.account(&rep, &res, job, before, after)
 		r.recordOwnSnapshots(context.WithoutCancel(ctx), log, job, after, res.OwnSnapshots)
@@ -231,7 +231,7 @@ func (r *Runner) Run(ctx context.Context, job jobs.Job, started func()) (jobs.Re
 		}
 	case endedConflict:
 		rep.Conflicts++
-		r.met.CommitConflicts.WithLabelValues(job.TableName).Inc()
+		r.met.CommitConflicts.WithLabelValues(job.Table.String()).Inc()
 		res.Outcome = jobs.GaveUp
 	case endedFailed:
 		if rep.Commits == 0 {

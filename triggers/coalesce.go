@@ -10,13 +10,14 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/icereactor/reactor/metrics"
+	"github.com/icereactor/reactor/tablename"
 )
 
 // Refresher brings a table's state up to the catalog's current metadata
 // (the planner): one call covers every event of the table that arrived
 // before it started.
 type Refresher interface {
-	Refresh(ctx context.Context, ident table.Identifier) (*table.Table, error)
+	Refresh(ctx context.Context, t tablename.Name) (*table.Table, error)
 }
 
 // DefaultRefreshConcurrency bounds the table refreshes (catalog loads)
@@ -42,8 +43,9 @@ type work struct {
 // tableQueue holds one table's waiting events. A table is idle, ready
 // (in the run queue once) or running (one round at a time).
 type tableQueue struct {
+	// name keys the queue: the table's name, or a lane's.
 	name  string
-	ident table.Identifier
+	table tablename.Name // zero for a lane
 	items []*work
 	state queueState
 	// urgent: an urgent item waits for the table's next round (counted
@@ -85,11 +87,11 @@ type Coalescer struct {
 	// refreshed hears the name of every table a round refreshed (the
 	// commit consumer's fast lane follows which tables are hot); set
 	// once, before events flow.
-	refreshed func(table string)
+	refreshed func(name string)
 	// starting is told a table's refresh starts, and the func it returns
 	// whether it succeeded (the commit consumer's sweep, sweep.go); set
 	// once, before events flow.
-	starting func(table string) func(ok bool)
+	starting func(name string) func(ok bool)
 	urgent   urgentRounds  // the delivery yields to them (yield.go)
 	done     chan struct{} // closed by Close
 	wg       sync.WaitGroup
@@ -116,39 +118,40 @@ func NewCoalescer(ctx context.Context, r Refresher, workers int, ackWait time.Du
 	return c
 }
 
-// add queues an item for the named table (ident nil: a lane whose round
-// is given instead of a refresh).
-func (c *Coalescer) add(name string, ident table.Identifier, w *work) {
-	c.addTo(name, ident, nil, w)
+// add queues an item for table t's next refresh round.
+func (c *Coalescer) add(t tablename.Name, w *work) {
+	c.enqueue(t.String(), t, nil, w, false)
 }
 
-func (c *Coalescer) addTo(name string, ident table.Identifier, round func(context.Context, []*work), w *work) {
-	c.enqueue(name, ident, round, w, false)
+// addLane queues an item for a lane: a queue of its own, whose round is
+// given instead of a refresh.
+func (c *Coalescer) addLane(lane string, round func(context.Context, []*work), w *work) {
+	c.enqueue(lane, tablename.Name{}, round, w, false)
 }
 
 // addUrgent queues an item for the named table and puts the table at the
 // head of the line (moving it up if it was waiting already): the fast
 // lane's look at a hot table is served before the tables ready before it.
 // The table still runs one round at a time, so its order is kept.
-func (c *Coalescer) addUrgent(name string, ident table.Identifier, w *work) {
-	c.enqueue(name, ident, nil, w, true)
+func (c *Coalescer) addUrgent(t tablename.Name, w *work) {
+	c.enqueue(t.String(), t, nil, w, true)
 }
 
 // onRoundStart sets the hook told each refresh's start and success.
-func (c *Coalescer) onRoundStart(fn func(table string) func(ok bool)) {
+func (c *Coalescer) onRoundStart(fn func(name string) func(ok bool)) {
 	c.mu.Lock()
 	c.starting = fn
 	c.mu.Unlock()
 }
 
 // onRefreshed sets the hook that hears every table a round refreshed.
-func (c *Coalescer) onRefreshed(fn func(table string)) {
+func (c *Coalescer) onRefreshed(fn func(name string)) {
 	c.mu.Lock()
 	c.refreshed = fn
 	c.mu.Unlock()
 }
 
-func (c *Coalescer) enqueue(name string, ident table.Identifier, round func(context.Context, []*work), w *work, urgent bool) {
+func (c *Coalescer) enqueue(name string, t tablename.Name, round func(context.Context, []*work), w *work, urgent bool) {
 	w.arrived = time.Now()
 	c.mu.Lock()
 	if c.closed {
@@ -161,7 +164,7 @@ func (c *Coalescer) enqueue(name string, ident table.Identifier, round func(cont
 	}
 	q, ok := c.tables[name]
 	if !ok {
-		q = &tableQueue{name: name, ident: ident, round: round}
+		q = &tableQueue{name: name, table: t, round: round}
 		c.tables[name] = q
 	}
 	q.items = append(q.items, w)
@@ -280,7 +283,7 @@ func (c *Coalescer) refreshRound(q *tableQueue, items []*work) {
 		if starting != nil {
 			done = starting(q.name)
 		}
-		tbl, err = c.refresher.Refresh(c.ctx, q.ident)
+		tbl, err = c.refresher.Refresh(c.ctx, q.table)
 		if done != nil {
 			done(err == nil)
 		}
@@ -409,6 +412,6 @@ func (c *Coalescer) Close() {
 // Poll queues a refresh of the table for the polling safety net: it takes
 // its turn like an event's and shares the round of any event waiting, and
 // done hears the refresh's error once the round is over.
-func (c *Coalescer) Poll(name string, ident table.Identifier, done func(error)) {
-	c.add(name, ident, &work{refresh: true, apply: func(_ *table.Table, err error) { done(err) }})
+func (c *Coalescer) Poll(t tablename.Name, done func(error)) {
+	c.add(t, &work{refresh: true, apply: func(_ *table.Table, err error) { done(err) }})
 }

@@ -118,7 +118,7 @@ type Applier interface {
 	// CommitCovered: the state already reflects the event's commit.
 	CommitCovered(ev events.CommitEvent) bool
 	// CommitSeen: a commit to the named table was just seen.
-	CommitSeen(table string)
+	CommitSeen(name string)
 }
 
 // CommitConsumer consumes commit events until stopped.
@@ -357,7 +357,7 @@ func (c *CommitConsumer) accept(msg jetstream.Msg, shard int) {
 		return
 	}
 	c.applier.CommitSeen(name)
-	c.refreshes.add(name, append(ev.NamespaceLevels(), ev.Table), &work{
+	c.refreshes.add(ev.Name(), &work{
 		refresh: true,
 		covered: func() bool { return c.applier.CommitCovered(ev) },
 		apply: func(_ *table.Table, err error) {

@@ -19,6 +19,7 @@ import (
 	"github.com/icereactor/reactor/events"
 	"github.com/icereactor/reactor/metrics"
 	"github.com/icereactor/reactor/planner"
+	"github.com/icereactor/reactor/tablename"
 	"github.com/icereactor/reactor/triggers"
 )
 
@@ -34,7 +35,8 @@ func (c *catalogErrors) CheckCommit(events.CommitEvent) error  { return nil }
 func (c *catalogErrors) CommitCovered(events.CommitEvent) bool { return false }
 func (c *catalogErrors) CommitSeen(string)                     {}
 
-func (c *catalogErrors) Refresh(_ context.Context, ident table.Identifier) (*table.Table, error) {
+func (c *catalogErrors) Refresh(_ context.Context, t tablename.Name) (*table.Table, error) {
+	ident := t.Ident()
 	switch ident[len(ident)-1] {
 	case "gone":
 		return nil, fmt.Errorf("%w: GET %s: %s", planner.ErrUnknownTable, leakedURL, strings.Repeat("detail ", 100_000))
@@ -78,8 +80,8 @@ func TestDeadLetterAndRetryLogsAreRedactedAndBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cons.Stop()
-	for _, table := range []string{"gone", "flaky"} {
-		if _, err := js.Publish(ctx, "iceberg.commits.db."+table, fmt.Appendf(nil, `{"namespace":"db","table":%q,"snapshot_id":1}`, table)); err != nil {
+	for _, name := range []string{"gone", "flaky"} {
+		if _, err := js.Publish(ctx, "iceberg.commits.db."+name, fmt.Appendf(nil, `{"namespace":"db","table":%q,"snapshot_id":1}`, name)); err != nil {
 			t.Fatal(err)
 		}
 	}

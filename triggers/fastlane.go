@@ -17,7 +17,7 @@ import (
 // has it gets one): whether a table is near a threshold, so its next
 // commit may make a job.
 type HotTables interface {
-	NearThreshold(table string) bool
+	NearThreshold(name string) bool
 }
 
 // DefaultFastLanes bounds the tables given a fast lane at once in one
@@ -183,7 +183,7 @@ func (f *fastLane) look(m *nats.Msg) {
 	}
 	f.c.met.FastLaneLooks.WithLabelValues("urgent").Inc()
 	f.c.applier.CommitSeen(name)
-	f.c.refreshes.addUrgent(name, append(ev.NamespaceLevels(), ev.Table), &work{
+	f.c.refreshes.addUrgent(ev.Name(), &work{
 		refresh: true,
 		covered: func() bool { return f.c.applier.CommitCovered(ev) },
 		apply:   func(*table.Table, error) {},

@@ -13,13 +13,14 @@ import (
 	"github.com/icereactor/reactor/embedded/embeddedtest"
 	"github.com/icereactor/reactor/events"
 	"github.com/icereactor/reactor/metrics"
+	"github.com/icereactor/reactor/tablename"
 )
 
 // hotApplier: every table is hot and nothing is covered; refreshes are
 // counted.
 type hotApplier struct{ refreshes atomic.Int64 }
 
-func (a *hotApplier) Refresh(context.Context, table.Identifier) (*table.Table, error) {
+func (a *hotApplier) Refresh(context.Context, tablename.Name) (*table.Table, error) {
 	a.refreshes.Add(1)
 	return nil, nil
 }

@@ -114,7 +114,7 @@ type ObjectApplier interface {
 	ObjectCovered(r planner.ObjectRoute, ev events.ObjectEvent) bool
 	TrackObject(r planner.ObjectRoute, ev events.ObjectEvent) planner.ObjectOutcome
 	MetadataOutcome(r planner.ObjectRoute, ev events.ObjectEvent, tbl *table.Table, refreshErr error) (planner.ObjectOutcome, error)
-	CommitSeen(table string)
+	CommitSeen(name string)
 }
 
 // locateLane is the coalescer lane of records no known table claims: the
@@ -253,7 +253,7 @@ func (c *NotificationConsumer) accept(msg jetstream.Msg, shard int) {
 	for _, ev := range n.Events {
 		r, out, err, ok := c.applier.RouteObjectFast(ev)
 		if !ok {
-			c.refreshes.addTo(locateLane, nil, runEach, &work{msg: msg, apply: func(*table.Table, error) {
+			c.refreshes.addLane(locateLane, runEach, &work{msg: msg, apply: func(*table.Table, error) {
 				r, out, err := c.applier.RouteObject(c.ctx, ev)
 				c.owned(parts, ev, r, out, err)
 			}})
@@ -275,15 +275,15 @@ func runEach(_ context.Context, items []*work) {
 // shards.
 func (c *NotificationConsumer) owned(parts *notificationParts, ev events.ObjectEvent, r planner.ObjectRoute,
 	out planner.ObjectOutcome, err error) {
-	if r.Table == "" || c.own == nil {
+	if r.Table.IsZero() || c.own == nil {
 		c.routed(parts, ev, r, out, err)
 		return
 	}
-	shard := c.own.ShardOf(r.Table)
+	shard := c.own.ShardOf(r.Table.String())
 	switch {
 	case parts.shard >= 0 && shard != parts.shard:
 		parts.skip()
-	case c.own.Owns(r.Table):
+	case c.own.Owns(r.Table.String()):
 		c.routed(parts, ev, r, out, err)
 	case parts.shard >= 0:
 		parts.done(ev, "", planner.ErrNotOwned)
@@ -296,13 +296,13 @@ func (c *NotificationConsumer) owned(parts *notificationParts, ev events.ObjectE
 func (c *NotificationConsumer) routed(parts *notificationParts, ev events.ObjectEvent, r planner.ObjectRoute,
 	out planner.ObjectOutcome, err error) {
 	switch {
-	case r.Table == "":
+	case r.Table.IsZero():
 		parts.done(ev, out, err)
 	case !r.Metadata:
 		// After the table's pending refresh, if any: a data file the
 		// refresh finds referenced is then confirmed, not tracked.
-		c.refreshes.add(r.Table, r.Ident, &work{msg: parts.msg, apply: func(*table.Table, error) {
-			if c.own != nil && !c.own.Owns(r.Table) {
+		c.refreshes.add(r.Table, &work{msg: parts.msg, apply: func(*table.Table, error) {
+			if c.own != nil && !c.own.Owns(r.Table.String()) {
 				parts.done(ev, "", planner.ErrNotOwned)
 				return
 			}
@@ -312,8 +312,8 @@ func (c *NotificationConsumer) routed(parts *notificationParts, ev events.Object
 		c.met.EventsCoalesced.Inc()
 		parts.done(ev, planner.ObjectCommit, nil)
 	default:
-		c.applier.CommitSeen(r.Table)
-		c.refreshes.add(r.Table, r.Ident, &work{
+		c.applier.CommitSeen(r.Table.String())
+		c.refreshes.add(r.Table, &work{
 			refresh: true,
 			covered: func() bool { return c.applier.ObjectCovered(r, ev) },
 			msg:     parts.msg,

@@ -108,7 +108,7 @@ func newReactionRig(b *testing.B, viaNATS bool) *reactionRig {
 		Config:  cfg,
 		// Dispatch must not block: the channel is drained after every job.
 		Dispatch: func(job jobs.Job) {
-			if job.TableName != "db.events" {
+			if job.Table.String() != "db.events" {
 				r.otherJobs.Add(1)
 				return
 			}

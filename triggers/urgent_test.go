@@ -12,6 +12,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icereactor/reactor/metrics"
+	"github.com/icereactor/reactor/tablename"
 )
 
 // orderedRefresher records the tables it refreshes, in order, and holds
@@ -24,7 +25,8 @@ type orderedRefresher struct {
 	order []string
 }
 
-func (r *orderedRefresher) Refresh(ctx context.Context, ident table.Identifier) (*table.Table, error) {
+func (r *orderedRefresher) Refresh(ctx context.Context, t tablename.Name) (*table.Table, error) {
+	ident := t.Ident()
 	r.mu.Lock()
 	r.order = append(r.order, strings.Join(ident, "."))
 	first := len(r.order) == 1
@@ -78,16 +80,16 @@ func TestUrgentTableServedFirst(t *testing.T) {
 					mu.Unlock()
 				}}
 			}
-			c.add("busy", table.Identifier{"busy"}, item("busy"))
+			c.add(tablename.Of(table.Identifier{"busy"}), item("busy"))
 			select {
 			case <-r.started:
 			case <-time.After(time.Minute):
 				t.Fatal("the first refresh did not start")
 			}
 			for _, name := range tt.queued {
-				c.add(name, table.Identifier{name}, item(name))
+				c.add(tablename.Of(table.Identifier{name}), item(name))
 			}
-			c.addUrgent(tt.urgent, table.Identifier{tt.urgent}, item(tt.urgent))
+			c.addUrgent(tablename.Of(table.Identifier{tt.urgent}), item(tt.urgent))
 			close(r.release)
 			want := append([]string{"busy"}, tt.want...)
 			for deadline := time.Now().Add(time.Minute); len(r.refreshed()) < len(want); time.Sleep(time.Millisecond) {

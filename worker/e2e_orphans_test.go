@@ -23,6 +23,7 @@ import (
 	"github.com/icereactor/reactor/jobs"
 	"github.com/icereactor/reactor/planner"
 	"github.com/icereactor/reactor/streamwriter"
+	"github.com/icereactor/reactor/tablename"
 	"github.com/icereactor/reactor/thresholds"
 	"github.com/icereactor/reactor/triggers"
 )
@@ -135,7 +136,7 @@ func TestForgedNotificationsNeverDeleteLiveFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, rep := exec.Run(h.ctx, jobs.Job{ID: "forged", Kind: jobkind.RemoveOrphans, Table: h.ident, TableName: "db.events",
+	res, rep := exec.Run(h.ctx, jobs.Job{ID: "forged", Kind: jobkind.RemoveOrphans, Table: tablename.Of(h.ident),
 		Settings: cfg.For("db.events", h.load().Properties()), OrphanSource: jobs.OrphansFromTracking, OrphanCandidates: cands})
 	if res.Outcome == jobs.Failed || rep.Orphans.DeletedFiles != 1 || h.exists(second) {
 		t.Fatalf("direct job: %v %v, deleted %d (want only the second orphan; it exists: %v)",

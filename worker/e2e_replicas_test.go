@@ -54,10 +54,10 @@ func (l *jobLog) all() []events.JobEvent {
 }
 
 // succeeded counts the table's succeeded jobs of kind.
-func (l *jobLog) succeeded(table string, kind jobkind.Kind) int {
+func (l *jobLog) succeeded(name string, kind jobkind.Kind) int {
 	n := 0
 	for _, ev := range l.all() {
-		if ev.Table == table && ev.Kind == kind.String() && ev.Phase == events.JobSucceeded && ev.Outcome == "succeeded" {
+		if ev.Table == name && ev.Kind == kind.String() && ev.Phase == events.JobSucceeded && ev.Outcome == "succeeded" {
 			n++
 		}
 	}
@@ -99,13 +99,13 @@ func (l *jobLog) checkNoJobRanTwice(t *testing.T) {
 			byTable[ev.Table] = append(byTable[ev.Table], runs[ev.JobID])
 		}
 	}
-	for table, rs := range byTable {
+	for name, rs := range byTable {
 		sort.Slice(rs, func(i, j int) bool { return rs[i].start.Before(rs[j].start) })
 		for i := 1; i < len(rs); i++ {
 			prev := rs[i-1]
 			if prev.end.IsZero() || rs[i].start.Before(prev.end) {
 				t.Errorf("table %s: job %s (replica %s) started at %s while job %s (replica %s) ran (%s to %s)",
-					table, rs[i].id, rs[i].replica, rs[i].start.Format(time.StampMicro), prev.id, prev.replica,
+					name, rs[i].id, rs[i].replica, rs[i].start.Format(time.StampMicro), prev.id, prev.replica,
 					prev.start.Format(time.StampMicro), prev.end.Format(time.StampMicro))
 			}
 		}
@@ -242,10 +242,10 @@ type heldLoads struct {
 	table string
 }
 
-func (c *heldLoads) hold(table string) {
+func (c *heldLoads) hold(name string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.table = table
+	c.table = name
 }
 
 func (c *heldLoads) LoadTable(ctx context.Context, ident table.Identifier) (*table.Table, error) {

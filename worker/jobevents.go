@@ -17,7 +17,7 @@ func jobEvent(phase string, job jobs.Job, at time.Time) events.JobEvent {
 		reasons[i] = events.JobReason{Partition: r.Partition, Threshold: string(r.Threshold), Measured: r.Measured, Limit: r.Limit, Note: r.Note}
 	}
 	return events.JobEvent{
-		Phase: phase, JobID: job.ID, Kind: job.Kind.String(), Table: job.TableName,
+		Phase: phase, JobID: job.ID, Kind: job.Kind.String(), Table: job.Table.String(),
 		Partitions: job.PartitionKeys(), Reasons: reasons, Time: at.UTC(),
 		ScheduledAt: job.ScheduledAt.UTC(), BaseSnapshotID: job.BaseSnapshotID,
 	}

@@ -11,12 +11,13 @@ import (
 	"github.com/icereactor/reactor/jobkind"
 	"github.com/icereactor/reactor/jobs"
 	"github.com/icereactor/reactor/redact/redacttest"
+	"github.com/icereactor/reactor/tablename"
 )
 
 // Every outcome maps to the phase a subscriber filters on, with the error
 // kept for failures and noops reported as successes.
 func TestFinishedEventPhases(t *testing.T) {
-	job := jobs.Job{ID: "j", Kind: jobkind.Compact, TableName: "db.t",
+	job := jobs.Job{ID: "j", Kind: jobkind.Compact, Table: tablename.MustParseName("db.t"),
 		Partitions: []jobs.Partition{{Key: "category=a"}}, ScheduledAt: time.Unix(100, 0)}
 	for _, tt := range []struct {
 		outcome jobs.Outcome
@@ -45,7 +46,7 @@ func TestFinishedEventPhases(t *testing.T) {
 // A failed job's event, as published on NATS, masks every shape of
 // secret its error quotes.
 func TestFinishedEventMasksSecrets(t *testing.T) {
-	job := jobs.Job{ID: "j", Kind: jobkind.Compact, TableName: "db.t"}
+	job := jobs.Job{ID: "j", Kind: jobkind.Compact, Table: tablename.MustParseName("db.t")}
 	for _, s := range redacttest.Shapes {
 		ev := finishedEvent(job, jobs.Result{Outcome: jobs.Failed, Err: errors.New("commit: " + s.Text)},
 			executor.Report{}, time.Unix(0, 0))

@@ -17,6 +17,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/icereactor/reactor/tablename"
+
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icereactor/reactor/catalogs"
@@ -48,7 +50,7 @@ type PollState struct {
 type poller struct {
 	w       *Worker
 	locate  func(ctx context.Context, ident table.Identifier) (string, error)
-	refresh func(name string, ident table.Identifier, done func(error))
+	refresh func(t tablename.Name, done func(error))
 	slots   chan struct{}
 
 	mu   sync.Mutex
@@ -59,7 +61,7 @@ type poller struct {
 }
 
 func newPoller(w *Worker, locate func(context.Context, table.Identifier) (string, error),
-	refresh func(string, table.Identifier, func(error))) *poller {
+	refresh func(tablename.Name, func(error))) *poller {
 	return &poller{w: w, locate: locate, refresh: refresh, slots: make(chan struct{}, pollers),
 		next: map[string]time.Time{}, last: map[string]PollState{}}
 }
@@ -92,9 +94,9 @@ func (p *poller) round(ctx context.Context, now time.Time) {
 			shortest = t.Every
 		}
 		p.mu.Lock()
-		due, ok := p.next[t.Name]
+		due, ok := p.next[t.Table.String()]
 		if !ok {
-			p.next[t.Name] = now.Add(time.Duration(rand.Int64N(int64(t.Every))))
+			p.next[t.Table.String()] = now.Add(time.Duration(rand.Int64N(int64(t.Every))))
 		}
 		p.mu.Unlock()
 		if !ok || now.Before(due) {
@@ -106,7 +108,7 @@ func (p *poller) round(ctx context.Context, now time.Time) {
 			continue // all checkers busy: due again at the next tick
 		}
 		p.mu.Lock()
-		p.next[t.Name] = now.Add(t.Every)
+		p.next[t.Table.String()] = now.Add(t.Every)
 		p.mu.Unlock()
 		p.w.bg.Add(1)
 		go func() {
@@ -130,21 +132,21 @@ func (p *poller) round(ctx context.Context, now time.Time) {
 
 // check polls one table.
 func (p *poller) check(ctx context.Context, t planner.PollTarget) {
-	loc, err := p.locate(ctx, t.Ident)
+	loc, err := p.locate(ctx, t.Table.Ident())
 	outcome := PollChanged
 	switch {
 	case err == nil && t.Applied != "" && location.Identity(loc) == t.Applied:
-		p.record(t.Name, PollUnchanged)
+		p.record(t.Table.String(), PollUnchanged)
 		return
 	case errors.Is(err, catalogs.ErrNoCheapLocation):
 		outcome = PollLoaded
 	case err != nil:
-		p.w.log.Warn("polling a table failed; the next interval tries again", "table", t.Name, "error", err)
-		p.record(t.Name, PollError)
+		p.w.log.Warn("polling a table failed; the next interval tries again", "table", t.Table.String(), "error", err)
+		p.record(t.Table.String(), PollError)
 		return
 	}
 	done := make(chan error, 1)
-	p.refresh(t.Name, t.Ident, func(err error) { done <- err })
+	p.refresh(t.Table, func(err error) { done <- err })
 	select {
 	case err = <-done:
 	case <-ctx.Done():
@@ -152,13 +154,13 @@ func (p *poller) check(ctx context.Context, t planner.PollTarget) {
 	}
 	if err != nil {
 		if !errors.Is(err, planner.ErrNotOwned) {
-			p.w.log.Warn("refreshing a polled table failed; the next interval tries again", "table", t.Name, "error", err)
+			p.w.log.Warn("refreshing a polled table failed; the next interval tries again", "table", t.Table.String(), "error", err)
 		}
 		outcome = PollError
 	} else if outcome == PollChanged {
-		p.w.log.Debug("polling found a commit no event announced", "table", t.Name, "metadata", loc)
+		p.w.log.Debug("polling found a commit no event announced", "table", t.Table.String(), "metadata", loc)
 	}
-	p.record(t.Name, outcome)
+	p.record(t.Table.String(), outcome)
 }
 
 func (p *poller) record(name, outcome string) {

@@ -302,9 +302,9 @@ func Start(ctx context.Context, cfg Config) (_ *Worker, err error) {
 	w.Pool = pool.New(runCtx, pool.Options{Runner: exec, Concurrency: w.concurrency, Metrics: cfg.Metrics,
 		Gate: func(job jobs.Job) error {
 			if m := w.leaseManager(); m != nil {
-				return m.MayRun(job.TableName)
+				return m.MayRun(job.Table.String())
 			}
-			return fmt.Errorf("%w: %s (not connected to NATS yet)", lease.ErrLeaseLost, job.TableName)
+			return fmt.Errorf("%w: %s (not connected to NATS yet)", lease.ErrLeaseLost, job.Table.String())
 		},
 		Offloader: w.spark, OffloadConcurrency: w.sparkConcurrency,
 		OnStart: func(job jobs.Job, backend string) {
@@ -320,7 +320,7 @@ func Start(ctx context.Context, cfg Config) (_ *Worker, err error) {
 			var panicked *redact.PanicError
 			if errors.As(res.Err, &panicked) {
 				// The executor never got to count it or say it ended.
-				cfg.Logger.Error("job panicked; it failed, reactor keeps running", "table", job.TableName, "job_id", job.ID,
+				cfg.Logger.Error("job panicked; it failed, reactor keeps running", "table", job.Table.String(), "job_id", job.ID,
 					"kind", job.Kind, "panic", panicked.Value, "stack", panicked.Stack)
 				cfg.Metrics.Jobs.WithLabelValues(job.Kind.String(), metrics.JobFailed).Inc()
 			}
@@ -331,14 +331,14 @@ func Start(ctx context.Context, cfg Config) (_ *Worker, err error) {
 				if !rep.Orphans.DryRun {
 					left -= rep.Orphans.DeletedFiles
 				}
-				w.Metrics.OrphanCandidates.WithLabelValues(job.TableName).Set(float64(left))
+				w.Metrics.OrphanCandidates.WithLabelValues(job.Table.String()).Set(float64(left))
 			}
 			w.publishJob(finishedEvent(job, res, rep, time.Now()))
 			if job.Kind == jobkind.RemoveOrphans && len(rep.Orphans.Orphans) > 0 {
-				w.publish(DefaultOrphanSubjectPrefix+"."+job.TableName, rep.Orphans)
+				w.publish(DefaultOrphanSubjectPrefix+"."+job.Table.String(), rep.Orphans)
 			}
 			w.Planner.Finished(ctx, job, res)
-			w.reportHealth(healthPrefix, job.TableName)
+			w.reportHealth(healthPrefix, job.Table.String())
 		},
 	})
 	w.Planner = planner.New(planner.Options{

@@ -117,7 +117,7 @@ func runOneShot(ctx context.Context, c *tableCommand, kind jobkind.Kind, opts pl
 	}
 	res, rep := exec.Run(ctx, job)
 	// A dry run that found nothing to do reports no dry run of its own.
-	out := oneShotResult{JobID: job.ID, Kind: kind, Table: job.TableName, DryRun: job.DryRun || rep.DryRun || rep.Orphans.DryRun,
+	out := oneShotResult{JobID: job.ID, Kind: kind, Table: job.Table.String(), DryRun: job.DryRun || rep.DryRun || rep.Orphans.DryRun,
 		Outcome: res.Outcome.String(), Counts: rep.CountMap(kind), Orphans: rep.Orphans.Orphans, Young: rep.Orphans.Young}
 	if res.Err != nil {
 		out.Error = res.Err.Error()
@@ -167,9 +167,9 @@ func runOneShot(ctx context.Context, c *tableCommand, kind jobkind.Kind, opts pl
 	}
 	switch res.Outcome {
 	case jobs.Failed:
-		return fmt.Errorf("%s: failed: %w", job.TableName, res.Err)
+		return fmt.Errorf("%s: failed: %w", job.Table.String(), res.Err)
 	case jobs.GaveUp:
-		return fmt.Errorf("%s: gave up: %w", job.TableName, res.Err)
+		return fmt.Errorf("%s: gave up: %w", job.Table.String(), res.Err)
 	}
 	return nil
 }
@@ -241,7 +241,7 @@ func printCounts(w io.Writer, counts []executor.Count, unknown map[string]string
 func deleteDueFiles(ctx context.Context, exec *executor.Executor, expiry jobs.Job) (map[string]int64, error) {
 	pass := expiry
 	pass.Kind = jobkind.DeleteExpiredFiles
-	due, err := exec.DuePendingDeletes(ctx, expiry.Table, time.Now())
+	due, err := exec.DuePendingDeletes(ctx, expiry.Table.Ident(), time.Now())
 	if err != nil || len(due) == 0 {
 		return nil, err
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/icereactor/reactor/jobs"
 	"github.com/icereactor/reactor/redact"
 	"github.com/icereactor/reactor/redact/redacttest"
+	"github.com/icereactor/reactor/tablename"
 )
 
 // panicky panics on the job it is told to, with a value quoting secrets,
@@ -40,8 +41,8 @@ func TestPanickingJobFailsAndTheNextRuns(t *testing.T) {
 			mu.Unlock()
 			done <- struct{}{}
 		}})
-	p.Dispatch(jobs.Job{ID: "bad", TableName: "db.a", Kind: jobkind.Compact})
-	p.Dispatch(jobs.Job{ID: "good", TableName: "db.b", Kind: jobkind.Compact})
+	p.Dispatch(jobs.Job{ID: "bad", Table: tablename.MustParseName("db.a"), Kind: jobkind.Compact})
+	p.Dispatch(jobs.Job{ID: "good", Table: tablename.MustParseName("db.b"), Kind: jobkind.Compact})
 	for range 2 {
 		select {
 		case <-done:

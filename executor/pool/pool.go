@@ -178,7 +178,7 @@ func (p *Pool) WaitTables(ctx context.Context, sel func(table string) bool) {
 func (p *Pool) Dispatch(job jobs.Job) {
 	ctx, cancel := context.WithCancel(p.ctx)
 	p.mu.Lock()
-	p.jobs[job.ID] = &poolJob{table: job.TableName, cancel: cancel}
+	p.jobs[job.ID] = &poolJob{table: job.Table.String(), cancel: cancel}
 	p.mu.Unlock()
 	p.wg.Add(1)
 	go func() {

@@ -10,6 +10,7 @@ import (
 	"github.com/icereactor/reactor/jobkind"
 	"github.com/icereactor/reactor/jobs"
 	"github.com/icereactor/reactor/metrics"
+	"github.com/icereactor/reactor/tablename"
 )
 
 // The order jobs get the pool's slots in: urgent first come first served;
@@ -18,12 +19,12 @@ import (
 func TestSlotsOrder(t *testing.T) {
 	// Each job carries the priority the planner gives its kind and reason.
 	compact := func(table string) jobs.Job {
-		return jobs.Job{Kind: jobkind.Compact, TableName: table, Priority: jobkind.PriorityUrgent}
+		return jobs.Job{Kind: jobkind.Compact, Table: tablename.MustParseName(table), Priority: jobkind.PriorityUrgent}
 	}
 	orphans := func(table string) jobs.Job {
-		return jobs.Job{Kind: jobkind.RemoveOrphans, TableName: table, Priority: jobkind.PriorityBackground}
+		return jobs.Job{Kind: jobkind.RemoveOrphans, Table: tablename.MustParseName(table), Priority: jobkind.PriorityBackground}
 	}
-	countExpiry := jobs.Job{Kind: jobkind.ExpireSnapshots, TableName: "x",
+	countExpiry := jobs.Job{Kind: jobkind.ExpireSnapshots, Table: tablename.MustParseName("x"),
 		Reasons: []jobs.Reason{{Threshold: "snapshot_count"}}, Priority: jobkind.PriorityUrgent}
 	for _, tt := range []struct {
 		name string
@@ -77,7 +78,7 @@ func TestSlotsOrder(t *testing.T) {
 						return
 					}
 					mu.Lock()
-					started = append(started, j.TableName)
+					started = append(started, j.Table.String())
 					mu.Unlock()
 					rel() // hand the slot to the next one
 				}()

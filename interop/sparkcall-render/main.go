@@ -145,7 +145,7 @@ func run() int {
 		}
 		job.Partitions = kept
 	}
-	out := output{Job: &jobSummary{Kind: job.Kind, Table: job.TableName, Partitions: job.PartitionKeys()}, ExtraPartitions: extra}
+	out := output{Job: &jobSummary{Kind: job.Kind, Table: job.Table.String(), Partitions: job.PartitionKeys()}, ExtraPartitions: extra}
 	code := 0
 	out.Statements, err = sparkcall.Render(job, tbl.Metadata(), sparkcall.Options{Catalog: *sparkCatalog, Now: now})
 	if err != nil {
