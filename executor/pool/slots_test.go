@@ -19,12 +19,12 @@ import (
 func TestSlotsOrder(t *testing.T) {
 	// Each job carries the priority the planner gives its kind and reason.
 	compact := func(table string) jobs.Job {
-		return jobs.Job{Kind: jobkind.Compact, Table: tablename.MustParseName(table), Priority: jobkind.PriorityUrgent}
+		return jobs.Job{Kind: jobkind.Compact, Table: tablename.Of([]string{table}), Priority: jobkind.PriorityUrgent}
 	}
 	orphans := func(table string) jobs.Job {
-		return jobs.Job{Kind: jobkind.RemoveOrphans, Table: tablename.MustParseName(table), Priority: jobkind.PriorityBackground}
+		return jobs.Job{Kind: jobkind.RemoveOrphans, Table: tablename.Of([]string{table}), Priority: jobkind.PriorityBackground}
 	}
-	countExpiry := jobs.Job{Kind: jobkind.ExpireSnapshots, Table: tablename.MustParseName("x"),
+	countExpiry := jobs.Job{Kind: jobkind.ExpireSnapshots, Table: tablename.Of([]string{"x"}),
 		Reasons: []jobs.Reason{{Threshold: "snapshot_count"}}, Priority: jobkind.PriorityUrgent}
 	for _, tt := range []struct {
 		name string
