@@ -200,7 +200,7 @@ func (e *Executor) expireSnapshots(ctx context.Context, log *slog.Logger, job jo
 		rep.Expiry = ExpiryCounts{ExpiredSnapshots: len(removed), Kept: true}
 		if n := len(files); err == nil && n > 0 {
 			rep.Refusals.ByRule = map[scope.Rule]int{scope.S3TablesRule: n}
-			e.met.DeletionsRefused.WithLabelValues(job.TableName, string(scope.S3TablesRule)).Add(float64(n))
+			e.met.DeletionsRefused.WithLabelValues(job.Table.String(), string(scope.S3TablesRule)).Add(float64(n))
 		}
 		log.Info("expiry committed; the table is an S3 Tables table, so the files it unlinked are left to S3's unreferenced file removal, not deleted",
 			"expired_snapshots", len(removed), "kept_files", len(files), "rule", scope.S3TablesRule, "reason", s3Tables)

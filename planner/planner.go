@@ -309,7 +309,7 @@ func (p *Planner) observeLocked(ctx context.Context, st *tableState, tbl *table.
 		st.s3Tables = why != ""
 		if st.s3Tables {
 			p.log.Info("S3 Tables table: compaction and the metadata jobs run; expiry deletes nothing and orphan cleanup is not scheduled (AWS's unreferenced file removal deletes its files)",
-				"table", st.name, "reason", why)
+				"table", st.table.String(), "reason", why)
 		}
 	}
 	if !st.offloadedLoaded {
