@@ -118,3 +118,81 @@ func checkPackageDoc(t *testing.T, root, dir, rel string, files []string, doc st
 		}
 	}
 }
+
+// TestLayoutNamesEveryDirectory keeps the one layout list of the repository
+// (docs/development.md#layout) current: its entries (a line's first column,
+// before two spaces; a comma-separated list where several share a line)
+// exist, and they name every Go package and every directory at the top of
+// the repository (but the hidden ones and those .gitignore lists), itself or
+// a directory under it.
+func TestLayoutNamesEveryDirectory(t *testing.T) {
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, err := os.ReadFile(filepath.Join(root, "docs", "development.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(page)
+	start := strings.Index(text, `<a id="layout"></a>`)
+	if start < 0 {
+		t.Fatal(`docs/development.md has no <a id="layout"></a>`)
+	}
+	block := text[start:]
+	open := strings.Index(block, "```\n")
+	if open < 0 {
+		t.Fatal("docs/development.md#layout has no code block")
+	}
+	block = block[open+4:]
+	block = block[:strings.Index(block, "```")]
+	listed, listedTop := map[string]bool{}, map[string]bool{}
+	for _, line := range strings.Split(block, "\n") {
+		first, _, ok := strings.Cut(line, "  ")
+		if !ok {
+			continue // a caption
+		}
+		for _, entry := range strings.Split(first, ",") {
+			entry = strings.TrimSpace(entry)
+			if _, err := os.Stat(filepath.Join(root, entry)); err != nil {
+				t.Errorf("docs/development.md#layout lists %s: %v", entry, err)
+			}
+			listed[strings.TrimSuffix(entry, "/")] = true
+			top, _, _ := strings.Cut(entry, "/")
+			listedTop[top] = true
+		}
+	}
+
+	ignored := map[string]bool{}
+	if data, err := os.ReadFile(filepath.Join(root, ".gitignore")); err == nil {
+		for _, line := range strings.Split(string(data), "\n") {
+			ignored[strings.Trim(strings.TrimSpace(line), "/")] = true
+		}
+	}
+	entries, err := os.ReadDir(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if e.IsDir() && !strings.HasPrefix(e.Name(), ".") && !ignored[e.Name()] && !listedTop[e.Name()] {
+			t.Errorf("docs/development.md#layout does not list the directory %s/", e.Name())
+		}
+	}
+	err = filepath.WalkDir(root, func(dir string, d fs.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			return err
+		}
+		if dir != root && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata" || d.Name() == "node_modules") {
+			return filepath.SkipDir
+		}
+		goFiles, _ := filepath.Glob(filepath.Join(dir, "*.go"))
+		rel, _ := filepath.Rel(root, dir)
+		if len(goFiles) > 0 && !listed[filepath.ToSlash(rel)] {
+			t.Errorf("docs/development.md#layout does not list the package %s/", filepath.ToSlash(rel))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
