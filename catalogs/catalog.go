@@ -71,7 +71,11 @@ func call[T any](ctx context.Context, c *Catalog, op string, f func(context.Cont
 		var zero T
 		return zero, err
 	}
-	return bounded(ctx, c.cfg.Timeout, op, func(ctx context.Context) (T, error) { return f(ctx, inner) })
+	v, err := bounded(ctx, c.cfg.Timeout, op, func(ctx context.Context) (T, error) { return f(ctx, inner) })
+	if err != nil {
+		err = authRefused(c.cfg.describe(), authSource(c.cfg.Props), err)
+	}
+	return v, err
 }
 
 // do is call for calls that return only an error.

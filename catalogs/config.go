@@ -62,6 +62,10 @@ type Config struct {
 	// MetadataCacheBytes bounds the parsed metadata kept by location
 	// (metadata_cache.go; 0: DefaultMetadataCacheBytes, negative: none).
 	MetadataCacheBytes int64
+
+	// now is the clock OAuth2 tokens' expiry is judged by (nil: time.Now);
+	// tests move it.
+	now func() time.Time
 }
 
 // ErrConfig marks a configuration the user must change: Resolve's errors

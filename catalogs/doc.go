@@ -32,6 +32,16 @@
 //   - Hadoop (hadoop.go): the Hadoop catalog on a local or mounted file
 //     system; on an object store it is refused unless the user accepts the
 //     risk, and then its conflicts are reported as unknown outcomes.
+//   - REST authentication (rest.go, restauth.go): a bearer token from
+//     OAuth2 client credentials (renewed before it expires), a token file
+//     (read again when it changes: Kubernetes' projected tokens) or a
+//     static token, given to iceberg-go's REST catalog as its
+//     AuthManager, and a transport that answers a 401 with one renewal
+//     and one resend; SigV4 is left to iceberg-go. No token or secret
+//     reaches a log line, an error or the properties tables inherit.
+//   - S3 Tables (s3tables.go): a catalog that serves Amazon S3 Tables is
+//     named in the log at start (each table is told by its location:
+//     package scope).
 //   - Read only (readonly.go): plan, health and dry runs open the catalog
 //     refusing every change.
 //   - Metadata cache (metadata_cache.go): each table's last parsed metadata

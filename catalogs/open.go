@@ -136,12 +136,20 @@ func (c *Catalog) open(ctx context.Context) (catalog.Catalog, error) {
 			props[allowUnsafeCommits] = "true"
 		}
 		fallthrough
+	case TypeREST:
+		cat, err = bounded(ctx, cfg.Timeout, "opening it", func(ctx context.Context) (catalog.Catalog, error) {
+			return openREST(ctx, cfg.Name, props, c.log, cfg.now)
+		})
 	default:
 		cat, err = bounded(ctx, cfg.Timeout, "opening it", func(ctx context.Context) (catalog.Catalog, error) {
 			return catalog.Load(ctx, cfg.Name, props)
 		})
 	}
 	if err != nil {
+		if errors.Is(err, ErrConfig) {
+			return nil, err
+		}
+		err = authRefused(cfg.describe(), authSource(props), err)
 		// A REST catalog's error quotes the URL it could not reach.
 		return nil, fmt.Errorf("open %s: %w", cfg.describe(), redact.Error(err))
 	}

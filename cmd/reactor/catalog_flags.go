@@ -18,6 +18,7 @@ import (
 // run and the one-shot commands name and read them the same way.
 type catalogFlags struct {
 	dataDir, name, uri, typ, warehouse *string
+	tokenFile                          *string
 	props                              propsFlag
 	readConcurrency                    *int
 	timeout                            *time.Duration
@@ -34,6 +35,8 @@ func addCatalogFlags(fs *flag.FlagSet, dataDirUsage string) *catalogFlags {
 		"empty with no other catalog setting uses the embedded catalog")
 	c.typ = fs.String("catalog-type", "", "catalog `type`: "+strings.Join(catalogs.Types(), ", ")+" (default: what the URI implies)")
 	c.warehouse = fs.String("warehouse", "", "warehouse `location` passed to the catalog (the hadoop catalog's root)")
+	c.tokenFile = fs.String("catalog-token-file", "", "`file` holding a rest catalog's bearer token, read again when it changes "+
+		"(a Kubernetes projected token; catalog property "+catalogs.TokenFileProperty+")")
 	fs.Var(&c.props, "catalog-prop", "extra catalog property `key=value`, repeatable (jdbc.user, glue.region, s3.endpoint, credentials, ...; docs/cli.md#catalogs)")
 	c.readConcurrency = fs.Int("read-concurrency", objectio.DefaultReadConcurrency,
 		"data files and manifests a job reads at once from an s3://, gs:// or Azure warehouse (`n`, 1 to "+strconv.Itoa(objectio.MaxReadConcurrency)+"); a local warehouse reads GOMAXPROCS files at once")
@@ -49,7 +52,16 @@ func addCatalogFlags(fs *flag.FlagSet, dataDirUsage string) *catalogFlags {
 func (c *catalogFlags) properties() (iceberg.Properties, error) {
 	props, err := catalogProperties(*c.typ, *c.uri, *c.warehouse, &c.props)
 	if err != nil || props == nil {
+		if err == nil && *c.tokenFile != "" {
+			return nil, usageErrorf("--catalog-token-file is for a rest catalog: give --catalog-uri")
+		}
 		return props, err
+	}
+	if *c.tokenFile != "" {
+		if _, dup := props[catalogs.TokenFileProperty]; dup {
+			return nil, usageErrorf("catalog property %q is set by both --catalog-token-file and --catalog-prop", catalogs.TokenFileProperty)
+		}
+		props[catalogs.TokenFileProperty] = *c.tokenFile
 	}
 	// The S3 FileIO reads it from the catalog properties, as it reads
 	// s3.*; a --catalog-prop of the same key is kept.
