@@ -39,9 +39,6 @@
 //     AuthManager, and a transport that answers a 401 with one renewal
 //     and one resend; SigV4 is left to iceberg-go. No token or secret
 //     reaches a log line, an error or the properties tables inherit.
-//   - S3 Tables (s3tables.go): a catalog that serves Amazon S3 Tables is
-//     named in the log at start (each table is told by its location:
-//     package scope).
 //   - Read only (readonly.go): plan, health and dry runs open the catalog
 //     refusing every change.
 //   - Metadata cache (metadata_cache.go): each table's last parsed metadata
