@@ -47,6 +47,8 @@ type Catalog struct {
 	cache  *metadataCache
 	locate locator
 	ios    tableIO
+
+	calls callCounts
 }
 
 var _ catalog.Catalog = (*Catalog)(nil)
@@ -71,6 +73,7 @@ func call[T any](ctx context.Context, c *Catalog, op string, f func(context.Cont
 		var zero T
 		return zero, err
 	}
+	c.calls.count(op)
 	v, err := bounded(ctx, c.cfg.Timeout, op, func(ctx context.Context) (T, error) { return f(ctx, inner) })
 	if err != nil {
 		err = authRefused(c.cfg.describe(), authSource(c.cfg.Props), err)
@@ -136,6 +139,7 @@ func (c *Catalog) ListTables(ctx context.Context, ns table.Identifier) iter.Seq2
 			yield(nil, err)
 			return
 		}
+		c.calls.count(CallList)
 		lctx, clock, stop := newProgressDeadline(ctx, c.cfg.Timeout)
 		defer stop()
 		for ident, err := range inner.ListTables(lctx, ns) {
@@ -181,6 +185,7 @@ func (c *Catalog) fromCache(ctx context.Context, ident table.Identifier) (*table
 	if _, err := c.current(); err != nil {
 		return nil, err, true
 	}
+	c.calls.count(CallLocate)
 	loc, err := bounded(ctx, c.cfg.Timeout, "locate "+formatIdent(ident), func(ctx context.Context) (string, error) {
 		return c.locate.locate(ctx, ident)
 	})
@@ -216,6 +221,7 @@ func (c *Catalog) MetadataLocation(ctx context.Context, ident table.Identifier) 
 	if _, err := c.current(); err != nil {
 		return "", err
 	}
+	c.calls.count(CallLocate)
 	loc, err := bounded(ctx, c.cfg.Timeout, "locate "+formatIdent(ident), func(ctx context.Context) (string, error) {
 		return c.locate.locate(ctx, ident)
 	})

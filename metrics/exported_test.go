@@ -45,6 +45,7 @@ func exercised(t *testing.T) *metrics.Metrics {
 	m.EventsForwarded.WithLabelValues("commit")
 	m.SetSnapshots("db.t", 3, time.Now().Add(-time.Hour))
 	m.SetRefreshSource(func() metrics.RefreshState { return metrics.RefreshState{Lag: map[string]float64{"db.t": 2}} })
+	m.SetCatalogCallSource(func() map[string]int64 { return map[string]int64{"load": 3} })
 	m.SetLeaseOwnerSource(func() map[int]string { return map[int]string{0: "r0"} })
 	return m
 }

@@ -110,6 +110,7 @@ type Metrics struct {
 	CatalogReachable prometheus.Gauge
 	snapshots        *snapshotGauges
 	refresh          *refreshGauges
+	catalogCalls     *catalogCalls
 	leaseOwners      *leaseOwners
 	// Surfaces: status page credentials, stream limits, unknown tables,
 	// object-store timeouts, size limits (surfaces.go).
@@ -274,10 +275,11 @@ func New() *Metrics {
 			Name: "reactor_catalog_reachable",
 			Help: "1 while the catalog answers (the readiness probe's last namespace listing, every 15 s, succeeded), 0 while it does not (down at start or later, hung, refusing credentials): reactor waits for it and is not ready meanwhile.",
 		}),
-		snapshots:   newSnapshotGauges(),
-		refresh:     newRefreshGauges(),
-		leaseOwners: newLeaseOwners(),
-		Surfaces:    newSurfaces(),
+		snapshots:    newSnapshotGauges(),
+		refresh:      newRefreshGauges(),
+		catalogCalls: newCatalogCalls(),
+		leaseOwners:  newLeaseOwners(),
+		Surfaces:     newSurfaces(),
 	}
 	m.Registry.MustRegister(m.Events, m.JobsScheduled, m.Jobs, m.JobDuration, m.CommitConflicts,
 		m.CommitRetries, m.StateRebuilds, m.FilesRewritten, m.FilesAdded, m.ConfigReloads, m.Objects, m.UnconfirmedFiles,
@@ -286,7 +288,7 @@ func New() *Metrics {
 		// Created with the rest but long left unregistered, so they were
 		// never exported: the dashboard and alerts read them.
 		m.JobQueue, m.JobsRunning, m.JobQueueWait, m.Refreshes, m.EventsCoalesced, m.LeaseShards,
-		m.LeaseShardsHeld, m.LeaseMembers, m.LeaseHandovers, m.EventsForwarded, m.refresh, m.leaseOwners,
+		m.LeaseShardsHeld, m.LeaseMembers, m.LeaseHandovers, m.EventsForwarded, m.refresh, m.catalogCalls, m.leaseOwners,
 		m.FastLanes, m.FastLaneLooks, m.CatalogReachable)
 	m.Registry.MustRegister(m.Surfaces.collectors()...)
 	m.startAtZero()

@@ -7,6 +7,7 @@ import (
 	"github.com/apache/iceberg-go/catalog"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/icereactor/reactor/catalogs"
 	"github.com/icereactor/reactor/streamwriter"
 )
 
@@ -47,7 +48,7 @@ func TestPollingAloneMaintainsATable(t *testing.T) {
 	unchanged := func() float64 { return testutil.ToFloat64(w.Metrics.Polls.WithLabelValues(PollUnchanged)) }
 	quiet := false
 	for try := 0; try < 20 && !quiet; try++ {
-		loads, from := counted.loadsOf()["db.events"], unchanged()
+		loads, from, calls := counted.loadsOf()["db.events"], unchanged(), w.catalog.CallCounts()
 		jobs, changes := w.Pool.Stats().Jobs, testutil.ToFloat64(w.Metrics.Polls.WithLabelValues(PollChanged))
 		h.eventually("three more unchanged polls", func() bool { return unchanged() >= from+3 })
 		if w.Pool.Stats().Jobs != jobs || testutil.ToFloat64(w.Metrics.Polls.WithLabelValues(PollChanged)) != changes {
@@ -56,6 +57,13 @@ func TestPollingAloneMaintainsATable(t *testing.T) {
 		quiet = true
 		if got := counted.loadsOf()["db.events"]; got != loads {
 			t.Errorf("%d table loads during %v unchanged polls, want 0", got-loads, unchanged()-from)
+		}
+		// What the catalog was asked (reactor_catalog_calls_total): a
+		// location per poll, no load.
+		now := w.catalog.CallCounts()
+		if now[catalogs.CallLoad] != calls[catalogs.CallLoad] || now[catalogs.CallLocate] < calls[catalogs.CallLocate]+3 {
+			t.Errorf("catalog calls during %v unchanged polls: %d loads, %d locates; want 0 loads, at least 3 locates",
+				unchanged()-from, now[catalogs.CallLoad]-calls[catalogs.CallLoad], now[catalogs.CallLocate]-calls[catalogs.CallLocate])
 		}
 	}
 	if !quiet {

@@ -248,6 +248,7 @@ func Start(ctx context.Context, cfg Config) (_ *Worker, err error) {
 		return nil, fmt.Errorf("worker: open catalog: %w", err)
 	}
 	w.Catalog = w.catalog
+	w.Metrics.SetCatalogCallSource(w.catalog.CallCounts)
 	if cfg.wrapCatalog != nil {
 		w.Catalog = cfg.wrapCatalog(w.Catalog)
 	}
