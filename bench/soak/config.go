@@ -48,6 +48,7 @@ type config struct {
 	deleteEvery       int // every n-th commit deletes deleteRows rows by position (deletes.go); 0: appends only
 	upsertKeys        int // every commit replaces this many live keys of its partition by equality delete (a CDC sink); 0: appends
 	deleteRows        int
+	fleet             bool // the fleet preset (fleet.go): its targets are reported
 }
 
 const usageText = `Usage: go run ./bench/soak [flags]
@@ -73,6 +74,11 @@ The streaming scenarios:
   go run ./bench/soak -rate 5 -partitions 8 -upsert-keys 20 -duration 5m -out soak-upsert  # a CDC table
   go run ./bench/soak -smoke                       # 20 s, to check it works
 
+The fleet (many slow tables; CPU per commit and per table, memory, catalog
+calls per second, against the fleet targets):
+  go run ./bench/soak -fleet                       # 1,000 tables at one commit per 10 s, 10 minutes
+  go run ./bench/soak -fleet -tables 10000         # 10,000 tables
+
 Another maintainer in reactor's place (the peers: interop/peers):
   go run ./bench/soak -maintainer flink -maintainer-cmd 'java ... FlinkMaintenance'
   go run ./bench/soak -maintainer none             # nothing maintains the table
@@ -94,7 +100,7 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 	}
 	rate := fs.Float64("rate", 5, "writer `commits` per second, per table")
 	partitions := fs.Int("partitions", 8, "partitions per table, written round-robin")
-	tables := fs.Int("tables", 1, "tables, each with its own writer")
+	tables := fs.Int("tables", 1, "tables, each with its own writer (at most 10000)")
 	rows := fs.Int("rows", 100, "rows per commit (batch size)")
 	duration := fs.Duration("duration", 15*time.Minute, "how long the writers write")
 	interval := fs.Duration("interval", 15*time.Second, "time between two samples")
@@ -121,6 +127,7 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 	deleteEvery := fs.Int("delete-every", 0, "every `n`th commit also deletes -delete-rows rows written n/2 commits before, by position (merge-on-read); 0: appends only")
 	deleteRows := fs.Int("delete-rows", 10, "rows per delete (with -delete-every)")
 	upsertKeys := fs.Int("upsert-keys", 0, "every commit is an upsert: `n` of its -rows replace live rows of its partition by key (an equality delete of their ids and the rows again, one row delta, as a Flink upsert sink commits); 0: appends")
+	fleet := fs.Bool("fleet", false, "the fleet scenario: defaults of -tables 1000 -rate 0.1 -partitions 4 -rows 20 -duration 10m -interval 1m -warmup 3m -window 2m -scan-tables 2 -scan-every 2 (flags given explicitly win), and the fleet targets reported")
 	smoke := fs.Bool("smoke", false, "a short run to check the soak works: 20s, samples every 2s, 4s warm-up, 5s latency windows (flags given explicitly win)")
 	if err := fs.Parse(args); err != nil {
 		return config{}, err
@@ -130,6 +137,17 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 	}
 	if *replot != "" {
 		return config{replot: *replot, warmup: *warmup}, nil
+	}
+	if *fleet {
+		given := map[string]bool{}
+		fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+		for name, v := range fleetDefaults {
+			if !given[name] {
+				if err := fs.Set(name, v); err != nil {
+					return config{}, fmt.Errorf("-fleet: %s=%s: %w", name, v, err)
+				}
+			}
+		}
 	}
 	if *smoke {
 		given := map[string]bool{}
@@ -148,7 +166,7 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 		writerConcurrency: *writerConcurrency, scanEvery: *scanEvery, scanTables: *scanTables,
 		keepData: *keepData, cpuProfile: *cpuProfile, grace: *grace, quietTail: *quietTail,
 		maintainer: *maintainer, maintainerCmd: *maintainerCmd, deleteEvery: *deleteEvery, deleteRows: *deleteRows,
-		upsertKeys: *upsertKeys,
+		upsertKeys: *upsertKeys, fleet: *fleet,
 	}
 	props.Apply(cfg.tableProps)
 	if err := cfg.logLevel.UnmarshalText([]byte(*logLevel)); err != nil {
@@ -159,8 +177,8 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 		return config{}, fmt.Errorf("-rate must be between 0 and 1000 commits per second, got %v", cfg.rate)
 	case cfg.partitions < 1 || cfg.partitions > 1000:
 		return config{}, fmt.Errorf("-partitions must be between 1 and 1000, got %d", cfg.partitions)
-	case cfg.tables < 1 || cfg.tables > 1000:
-		return config{}, fmt.Errorf("-tables must be between 1 and 1000, got %d", cfg.tables)
+	case cfg.tables < 1 || cfg.tables > 10000:
+		return config{}, fmt.Errorf("-tables must be between 1 and 10000, got %d", cfg.tables)
 	case cfg.rows < 1 || cfg.rows > 1_000_000:
 		return config{}, fmt.Errorf("-rows must be between 1 and 1000000, got %d", cfg.rows)
 	case cfg.duration <= 0 || cfg.interval <= 0 || cfg.window <= 0 || cfg.grace <= 0:

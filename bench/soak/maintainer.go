@@ -46,6 +46,10 @@ func (r reactorMaintainer) NATSURL() string { return r.ready.NATSURL }
 
 func (r reactorMaintainer) Usage() (usage, error) { return processUsage(r.Pid()) }
 
+// MetricsAddr is reactor's HTTP listener (/metrics): the fleet's catalog
+// calls are read there.
+func (r reactorMaintainer) MetricsAddr() string { return r.ready.HTTPAddr }
+
 func (r reactorMaintainer) Describe() string {
 	return fmt.Sprintf("reactor (pid %d, its own process)", r.Pid())
 }

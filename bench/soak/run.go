@@ -53,18 +53,19 @@ type soak struct {
 	lat    probe.Latencies
 	tables []*soakTable
 
-	start, writersEnd   time.Time
-	samples             []sample
-	sampleErrors        int
-	scanNext, index     int
-	prevAt              time.Time
-	prevCommits         int
-	prevCPU             time.Duration
-	peakRSS             int64 // the maintainer's, the largest sampled
-	cpuErr              error
-	quietStop, quietEnd carefulScan // the quiet tail's (quiet.go)
-	sampleCSV           *csvFile[sample]
-	tableCSV            *csvFile[tableRow]
+	start, writersEnd    time.Time
+	samples              []sample
+	sampleErrors         int
+	scanNext, index      int
+	prevAt               time.Time
+	prevCommits          int
+	prevCPU              time.Duration
+	peakRSS              int64 // the maintainer's, the largest sampled
+	cpuErr               error
+	quietStop, quietEnd  carefulScan        // the quiet tail's (quiet.go)
+	callsStart, callsEnd map[string]float64 // reactor_catalog_calls_total when the writers start and stop (fleet.go)
+	sampleCSV            *csvFile[sample]
+	tableCSV             *csvFile[tableRow]
 }
 
 // run is the whole benchmark. It returns errRowsDiffer (wrapped) when a
@@ -246,6 +247,7 @@ func (s *soak) createTables(ctx context.Context, js jetstream.JetStream) error {
 // measure runs the writers for the configured duration, sampling every
 // interval, and takes a last sample when they stop.
 func (s *soak) measure(ctx context.Context) {
+	s.callsStart = s.scrapeCalls(ctx)
 	s.start = time.Now()
 	s.prevAt = s.start
 	if u, err := s.mx.Usage(); err == nil {
@@ -297,8 +299,20 @@ func (s *soak) measure(ctx context.Context) {
 		break
 	}
 	s.writersEnd = time.Now()
+	s.callsEnd = s.scrapeCalls(context.WithoutCancel(ctx))
 	s.sample(context.WithoutCancel(ctx))
 	s.quietTail(ctx)
+}
+
+// scrapeCalls reads the maintainer's catalog call counts (nil when it
+// has none, or the scrape failed: the summary leaves them out).
+func (s *soak) scrapeCalls(ctx context.Context) map[string]float64 {
+	calls, err := catalogCalls(ctx, s.mx)
+	if err != nil {
+		s.log.Warn("catalog call counts not read", "error", err)
+		return nil
+	}
+	return calls
 }
 
 // sample measures every table and appends a row to the CSVs.

@@ -115,7 +115,8 @@ func TestSoakShort(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"OK       soak.events", "targets (docs/design.md#streaming-targets)", "live data files <=", "full scan <=",
-		"snapshots <=", "data manifests <=", "writer commit p50", "no job gave up", "write amplification <="} {
+		"snapshots <=", "data manifests <=", "writer commit p50", "no job gave up", "write amplification <=",
+		"ms per writer commit", "fleet: catalog calls", "load ", "locate "} {
 		if !strings.Contains(string(summary), want) {
 			t.Errorf("summary lacks %q:\n%s", want, summary)
 		}

@@ -303,6 +303,7 @@ func (s *soak) summary(checks []rowCheck, interrupted bool) string {
 	}
 	fmt.Fprintf(&b, "%s CPU: %.1f s over %s (%.0f%% of one core), peak memory %s; %s at the end\n", s.cfg.maintainer,
 		cpu.Seconds(), written.Round(time.Second), 100*cpu.Seconds()/written.Seconds(), bytesText(s.peakRSS), loadText())
+	b.WriteString(s.fleetText(cpu, end.Commits))
 	fmt.Fprintf(&b, "last sample: %d live data files (ideal %d), %d snapshots, %d data manifests, %d data files on disk\n",
 		end.DataFiles, end.IdealFiles, end.SnapshotsMax, end.ManifestsMax, end.DiskDataFiles)
 
