@@ -46,6 +46,9 @@
 //     catalog's current location read from its row first, so an unchanged
 //     table is answered from memory and a commit's returned metadata is not
 //     parsed again (CacheStats).
+//   - Call counts (calls.go): every call to the catalog counted by kind
+//     (CallKinds: load, locate, commit, list, other), answered or not
+//     (Catalog.CallCounts, exported as reactor_catalog_calls_total).
 //   - S3 Tables (s3tables.go): whether the properties reach Amazon S3 Tables
 //     (its REST endpoint, or Glue's federated s3tablescatalog), said at
 //     start; each table is told by its location's bucket (scope.S3Tables).

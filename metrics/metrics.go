@@ -11,7 +11,8 @@
 //   - Gauges read when Prometheus scrapes, from a source the worker sets:
 //     refresh.go the event path's refresh lag ([RefreshState]), lease.go
 //     which replica owns each shard, snapshots.go each table's snapshot count
-//     and oldest snapshot's age.
+//     and oldest snapshot's age, catalog_calls.go the catalog's calls by
+//     kind (package catalogs counts them).
 //   - surfaces.go: [Surfaces], the collectors of the hardened surfaces (status
 //     pages' credential, streams at their limits, unknown table names,
 //     object-store timeouts, size limits).

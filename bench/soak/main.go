@@ -24,6 +24,9 @@
 //   - targets.go: the streaming targets, met or missed, and the summary;
 //     quiet.go the quiet tail's targets and its careful scans.
 //   - deletes.go: the writer's position deletes (-delete-every).
+//   - fleet.go: the -fleet preset (many slow tables) and its targets: CPU per
+//     commit and per table, the catalog calls by kind from reactor's
+//     /metrics.
 //   - result.go: result.json, one run's figures for interop/peers' comparison.
 //   - plot.go: soak.png, the figure of the samples; png.go writes it in at most
 //     256 colours; replot.go draws it again from samples.csv (-replot).
