@@ -273,8 +273,12 @@ func (o *oauthSource) token(ctx context.Context, fresh bool) (string, error) {
 		if errors.As(err, &re) {
 			// Its Error() quotes the whole answer; keep the parts the
 			// spec defines.
+			status := 0
+			if re.Response != nil {
+				status = re.Response.StatusCode
+			}
 			return "", fmt.Errorf("the token endpoint refused the login (HTTP %d): %s %s",
-				re.Response.StatusCode, re.ErrorCode, re.ErrorDescription)
+				status, re.ErrorCode, re.ErrorDescription)
 		}
 		return "", fmt.Errorf("log in at the token endpoint: %w", err)
 	}

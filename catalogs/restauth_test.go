@@ -448,3 +448,17 @@ func TestRESTSigV4SignsWithTheAWSChain(t *testing.T) {
 		t.Errorf("the secret key in the log:\n%s", logs.String())
 	}
 }
+
+// A login the token endpoint refuses fails the opening with the
+// endpoint's error code, not its whole answer, and no secret.
+func TestRESTOAuth2LoginRefused(t *testing.T) {
+	f := newAuthFront(t)
+	f.refuseLogins = true
+	_, err := Open(t.Context(), Config{Name: "lake", MetadataCacheBytes: -1, Logger: slog.New(slog.DiscardHandler),
+		Props: iceberg.Properties{"type": TypeREST, "uri": f.srv.URL, "credential": "reactor:" + frontSecret}})
+	if err == nil || !strings.Contains(err.Error(), "REST catalog authentication (OAuth2 client credentials from ") ||
+		!strings.Contains(err.Error(), "the token endpoint refused the login (HTTP 401): invalid_client client authentication failed") {
+		t.Fatalf("Open with a refused login: %v", err)
+	}
+	noSecrets(t, err.Error())
+}
