@@ -168,9 +168,10 @@ func (c *Catalog) LoadTable(ctx context.Context, ident table.Identifier) (*table
 	if err == nil && c.cache != nil {
 		c.cache.put(formatIdent(ident), tbl.MetadataLocation(), tbl.Metadata())
 		c.ios.put(tbl)
-		if c.locate != nil {
-			c.locate.learn(ctx, ident, tbl.MetadataLocation())
-		}
+	}
+	if err == nil && c.locate != nil {
+		// The polling safety net's cheap location needs it too, cache or not.
+		c.locate.learn(ctx, ident, tbl.MetadataLocation())
 	}
 	return tbl, err
 }
@@ -179,7 +180,7 @@ func (c *Catalog) LoadTable(ctx context.Context, ident table.Identifier) (*table
 // cannot (no cheap location, a file not parsed before, a table whose IO is
 // not known), and the load must be made in full.
 func (c *Catalog) fromCache(ctx context.Context, ident table.Identifier) (*table.Table, error, bool) {
-	if c.locate == nil {
+	if c.locate == nil || c.cache == nil {
 		return nil, nil, false
 	}
 	if _, err := c.current(); err != nil {

@@ -112,3 +112,54 @@ func snapshotID(tbl *table.Table) int64 {
 	}
 	return 0
 }
+
+// Without the metadata cache (MetadataCacheBytes < 0) every load parses,
+// and the polling safety net's cheap location still answers: the current
+// file, then a writer's next one, without a load.
+func TestLocationWithoutTheCache(t *testing.T) {
+	ctx := t.Context()
+	dir := t.TempDir()
+	writerCat, err := embedded.OpenCatalog(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := catalogs.Open(ctx, catalogs.Config{EmbeddedDir: dir, MetadataCacheBytes: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	id := table.Identifier{"db", "a"}
+	if _, err := streamwriter.CreateTable(ctx, writerCat, id, nil); err != nil {
+		t.Fatal(err)
+	}
+	w := streamwriter.New(writerCat, id, nil)
+	if _, err := w.Commit(ctx, "a", 5); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.MetadataLocation(ctx, id); err == nil {
+		t.Fatal("a location before any load: the locator learns the namespace from a load")
+	}
+	for range 2 {
+		if _, err := c.LoadTable(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st := c.CacheStats(); st.Hits != 0 || st.Misses != 0 {
+		t.Errorf("cache stats %+v without a cache", st)
+	}
+	if _, err := w.Commit(ctx, "a", 5); err != nil {
+		t.Fatal(err)
+	}
+	want, err := writerCat.LoadTable(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	loads := c.CallCounts()[catalogs.CallLoad]
+	got, err := c.MetadataLocation(ctx, id)
+	if err != nil || got != want.MetadataLocation() {
+		t.Errorf("location %q, %v; the catalog holds %q", got, err, want.MetadataLocation())
+	}
+	if n := c.CallCounts()[catalogs.CallLoad]; n != loads {
+		t.Errorf("%d loads to locate", n-loads)
+	}
+}

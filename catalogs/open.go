@@ -77,21 +77,22 @@ func prepare(cfg Config) (*Catalog, error) {
 	c := &Catalog{cfg: cfg, log: cfg.Logger, notOpen: errors.New("not opened yet")}
 	if cfg.MetadataCacheBytes >= 0 {
 		c.cache = newMetadataCache(cfg.MetadataCacheBytes)
-		name, props := cfg.Name, map[string]string(cfg.Props)
-		if props == nil {
-			name = embedded.CatalogName
-			if props, err = embedded.CatalogProperties(cfg.EmbeddedDir); err != nil {
-				return nil, err
-			}
+	}
+	// The cheap location serves the cache and the polling safety net.
+	name, props := cfg.Name, map[string]string(cfg.Props)
+	if props == nil {
+		name = embedded.CatalogName
+		if props, err = embedded.CatalogProperties(cfg.EmbeddedDir); err != nil {
+			return nil, err
 		}
-		if props["type"] == TypeSQL {
-			l, err := newSQLLocator(name, props)
-			if err != nil {
-				return nil, err
-			}
-			if l != nil {
-				c.locate = l
-			}
+	}
+	if props["type"] == TypeSQL {
+		l, err := newSQLLocator(name, props)
+		if err != nil {
+			return nil, err
+		}
+		if l != nil {
+			c.locate = l
 		}
 	}
 	return c, nil

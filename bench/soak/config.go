@@ -21,34 +21,35 @@ const namespace = "soak"
 
 // config is the soak's command line, validated.
 type config struct {
-	rate              float64 // commits per second per table
-	partitions        int
-	tables            int
-	rows              int // rows per commit
-	duration          time.Duration
-	interval          time.Duration
-	warmup            time.Duration
-	window            time.Duration
-	allowance         time.Duration
-	out               string
-	thresholdsFile    string
-	sets              []string // key=value settings over the file's defaults
-	tableProps        map[string]string
-	writerConcurrency int
-	scanEvery         int
-	scanTables        int
-	keepData          bool
-	cpuProfile        string
-	logLevel          slog.Level
-	grace             time.Duration
-	quietTail         time.Duration // sample this long after the writers stop (quiet.go)
-	replot            string        // redraw this results directory's plot and exit
-	maintainer        string        // reactor, none, or the name of -maintainer-cmd (maintainer.go)
-	maintainerCmd     string
-	deleteEvery       int // every n-th commit deletes deleteRows rows by position (deletes.go); 0: appends only
-	upsertKeys        int // every commit replaces this many live keys of its partition by equality delete (a CDC sink); 0: appends
-	deleteRows        int
-	fleet             bool // the fleet preset (fleet.go): its targets are reported
+	rate               float64 // commits per second per table
+	partitions         int
+	tables             int
+	rows               int // rows per commit
+	duration           time.Duration
+	interval           time.Duration
+	warmup             time.Duration
+	window             time.Duration
+	allowance          time.Duration
+	out                string
+	thresholdsFile     string
+	sets               []string // key=value settings over the file's defaults
+	tableProps         map[string]string
+	writerConcurrency  int
+	scanEvery          int
+	scanTables         int
+	keepData           bool
+	cpuProfile         string
+	logLevel           slog.Level
+	grace              time.Duration
+	quietTail          time.Duration // sample this long after the writers stop (quiet.go)
+	replot             string        // redraw this results directory's plot and exit
+	maintainer         string        // reactor, none, or the name of -maintainer-cmd (maintainer.go)
+	maintainerCmd      string
+	deleteEvery        int // every n-th commit deletes deleteRows rows by position (deletes.go); 0: appends only
+	upsertKeys         int // every commit replaces this many live keys of its partition by equality delete (a CDC sink); 0: appends
+	deleteRows         int
+	fleet              bool // the fleet preset (fleet.go): its targets are reported
+	metadataCacheBytes int64
 }
 
 const usageText = `Usage: go run ./bench/soak [flags]
@@ -127,6 +128,7 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 	deleteEvery := fs.Int("delete-every", 0, "every `n`th commit also deletes -delete-rows rows written n/2 commits before, by position (merge-on-read); 0: appends only")
 	deleteRows := fs.Int("delete-rows", 10, "rows per delete (with -delete-every)")
 	upsertKeys := fs.Int("upsert-keys", 0, "every commit is an upsert: `n` of its -rows replace live rows of its partition by key (an equality delete of their ids and the rows again, one row delta, as a Flink upsert sink commits); 0: appends")
+	metadataCacheBytes := fs.Int64("metadata-cache-bytes", 0, "reactor's parsed-metadata cache bound in `bytes` (0: reactor's default, -1: no cache)")
 	fleet := fs.Bool("fleet", false, "the fleet scenario: defaults of -tables 1000 -rate 0.1 -partitions 4 -rows 20 -duration 10m -interval 1m -warmup 3m -window 2m -scan-tables 2 -scan-every 2 (flags given explicitly win), and the fleet targets reported")
 	smoke := fs.Bool("smoke", false, "a short run to check the soak works: 20s, samples every 2s, 4s warm-up, 5s latency windows (flags given explicitly win)")
 	if err := fs.Parse(args); err != nil {
@@ -166,7 +168,7 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 		writerConcurrency: *writerConcurrency, scanEvery: *scanEvery, scanTables: *scanTables,
 		keepData: *keepData, cpuProfile: *cpuProfile, grace: *grace, quietTail: *quietTail,
 		maintainer: *maintainer, maintainerCmd: *maintainerCmd, deleteEvery: *deleteEvery, deleteRows: *deleteRows,
-		upsertKeys: *upsertKeys, fleet: *fleet,
+		upsertKeys: *upsertKeys, fleet: *fleet, metadataCacheBytes: *metadataCacheBytes,
 	}
 	props.Apply(cfg.tableProps)
 	if err := cfg.logLevel.UnmarshalText([]byte(*logLevel)); err != nil {

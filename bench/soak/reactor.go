@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/icereactor/reactor/bench/selfexec"
+	"github.com/icereactor/reactor/catalogs"
 	"github.com/icereactor/reactor/thresholds"
 	"github.com/icereactor/reactor/worker"
 )
@@ -33,6 +34,9 @@ type reactorSpec struct {
 	ReadyFile      string        `json:"ready_file"`
 	Grace          time.Duration `json:"grace"`
 	CPUProfile     string        `json:"cpu_profile,omitempty"`
+	// MetadataCacheBytes is catalogs.Config's (0: reactor's default,
+	// negative: no cache).
+	MetadataCacheBytes int64 `json:"metadata_cache_bytes,omitempty"`
 }
 
 // reactorReady is what it answers once it runs.
@@ -85,6 +89,7 @@ func runReactor(specJSON string) int {
 		Concurrency: concurrency,
 		Logger:      log,
 		HTTPAddr:    "127.0.0.1:0",
+		Catalog:     catalogs.Config{MetadataCacheBytes: spec.MetadataCacheBytes},
 	})
 	if err != nil {
 		log.Error("soak reactor: start", "error", err)
@@ -112,7 +117,8 @@ type reactorProcess struct {
 func startReactor(ctx context.Context, cfg config, dataDir, logPath string) (*reactorProcess, error) {
 	readyFile := filepath.Join(dataDir, "reactor.ready")
 	spec := reactorSpec{DataDir: dataDir, ThresholdsFile: cfg.thresholdsFile, Sets: cfg.sets,
-		LogLevel: cfg.logLevel.String(), ReadyFile: readyFile, Grace: cfg.grace, CPUProfile: cfg.cpuProfile}
+		LogLevel: cfg.logLevel.String(), ReadyFile: readyFile, Grace: cfg.grace, CPUProfile: cfg.cpuProfile,
+		MetadataCacheBytes: cfg.metadataCacheBytes}
 	rx := &reactorProcess{}
 	p, err := selfexec.Start(ctx, "reactor", reactorEnv, spec, readyFile, logPath, &rx.ready)
 	if err != nil {
