@@ -60,7 +60,7 @@ type Config struct {
 	AcceptHadoopObjectStoreRisk bool
 	Logger                      *slog.Logger
 	// MetadataCacheBytes bounds the parsed metadata kept by location
-	// (metadata_cache.go; 0: DefaultMetadataCacheBytes, negative: none).
+	// (metadata_cache.go); 0 or negative: no cache, the default.
 	MetadataCacheBytes int64
 
 	// now is the clock OAuth2 tokens' expiry is judged by (nil: time.Now);

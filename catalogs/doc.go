@@ -42,10 +42,12 @@
 //   - Read only (readonly.go): plan, health and dry runs open the catalog
 //     refusing every change.
 //   - Metadata cache (metadata_cache.go): each table's last parsed metadata
-//     file, kept by its location (DefaultMetadataCacheBytes in all); the SQL
-//     catalog's current location read from its row first, so an unchanged
-//     table is answered from memory and a commit's returned metadata is not
-//     parsed again (CacheStats).
+//     file, kept by its location, off unless Config.MetadataCacheBytes
+//     asks for it (measured not to pay: the file says why); the SQL
+//     catalog's current location read from its row (MetadataLocation, what
+//     the polling safety net asks), so with the cache an unchanged table is
+//     answered from memory and a commit's returned metadata is not parsed
+//     again (CacheStats).
 //   - Call counts (calls.go): every call to the catalog counted by kind
 //     (CallKinds: load, locate, commit, list, other), answered or not
 //     (Catalog.CallCounts, exported as reactor_catalog_calls_total).

@@ -25,14 +25,19 @@ import (
 // table is answered from memory; only a new metadata file is parsed. A
 // table written every few hundred milliseconds has a new file at nearly
 // every load, so what this saves is the loads of tables that did not move
-// (a job's attempts between two writer commits, polling an idle fleet). Metadata files are immutable and named uniquely (a version
-// and a UUID), so an entry can never be stale: the location comes from the
-// catalog on every load, and a table dropped and created again writes new
-// files under new names.
-
-// DefaultMetadataCacheBytes bounds the parsed metadata kept (an estimate of
-// each entry's size from its snapshots, schemas and logs).
-const DefaultMetadataCacheBytes = 256 << 20
+// (a job's attempts between two writer commits, polling an idle fleet).
+// Metadata files are immutable and named uniquely (a version and a UUID),
+// so an entry can never be stale: the location comes from the catalog on
+// every load, and a table dropped and created again writes new files under
+// new names.
+//
+// It is off unless Config.MetadataCacheBytes asks for it: measured in the
+// soak (one table at 5 commits/s) it cut metadata parsing by a fifth but
+// not reactor's CPU per commit (18.6 ms with it, 17.6 before it), and on a
+// fleet (200 tables at one commit per 10 s) it cost more than it saved:
+// 4.3 against 3.7 ms per commit, 235 against 158 MiB, two catalog calls
+// per commit against one (the location read before each load).
+// BENCHMARKS.md section 27.
 
 // metadataCache holds, per table, the parsed metadata of the last file
 // this process read or committed (an older file of a table is never asked
@@ -57,9 +62,6 @@ type cached struct {
 }
 
 func newMetadataCache(maxBytes int64) *metadataCache {
-	if maxBytes <= 0 {
-		maxBytes = DefaultMetadataCacheBytes
-	}
 	return &metadataCache{max: maxBytes, order: list.New(), byTable: map[string]*list.Element{}}
 }
 

@@ -22,7 +22,7 @@ func TestMetadataCacheIsNeverStale(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := catalogs.Open(ctx, catalogs.Config{EmbeddedDir: dir})
+	c, err := catalogs.Open(ctx, catalogs.Config{EmbeddedDir: dir, MetadataCacheBytes: 64 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +113,7 @@ func snapshotID(tbl *table.Table) int64 {
 	return 0
 }
 
-// Without the metadata cache (MetadataCacheBytes < 0) every load parses,
+// Without the metadata cache (the default) every load parses,
 // and the polling safety net's cheap location still answers: the current
 // file, then a writer's next one, without a load.
 func TestLocationWithoutTheCache(t *testing.T) {
@@ -123,7 +123,7 @@ func TestLocationWithoutTheCache(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := catalogs.Open(ctx, catalogs.Config{EmbeddedDir: dir, MetadataCacheBytes: -1})
+	c, err := catalogs.Open(ctx, catalogs.Config{EmbeddedDir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -75,7 +75,7 @@ func prepare(cfg Config) (*Catalog, error) {
 		cfg.Logger = slog.Default()
 	}
 	c := &Catalog{cfg: cfg, log: cfg.Logger, notOpen: errors.New("not opened yet")}
-	if cfg.MetadataCacheBytes >= 0 {
+	if cfg.MetadataCacheBytes > 0 {
 		c.cache = newMetadataCache(cfg.MetadataCacheBytes)
 	}
 	// The cheap location serves the cache and the polling safety net.

@@ -128,7 +128,7 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 	deleteEvery := fs.Int("delete-every", 0, "every `n`th commit also deletes -delete-rows rows written n/2 commits before, by position (merge-on-read); 0: appends only")
 	deleteRows := fs.Int("delete-rows", 10, "rows per delete (with -delete-every)")
 	upsertKeys := fs.Int("upsert-keys", 0, "every commit is an upsert: `n` of its -rows replace live rows of its partition by key (an equality delete of their ids and the rows again, one row delta, as a Flink upsert sink commits); 0: appends")
-	metadataCacheBytes := fs.Int64("metadata-cache-bytes", 0, "reactor's parsed-metadata cache bound in `bytes` (0: reactor's default, -1: no cache)")
+	metadataCacheBytes := fs.Int64("metadata-cache-bytes", 0, "reactor's parsed-metadata cache bound in `bytes` (0: no cache, reactor's default)")
 	fleet := fs.Bool("fleet", false, "the fleet scenario: defaults of -tables 1000 -rate 0.1 -partitions 4 -rows 20 -duration 10m -interval 1m -warmup 3m -window 2m -scan-tables 2 -scan-every 2 (flags given explicitly win), and the fleet targets reported")
 	smoke := fs.Bool("smoke", false, "a short run to check the soak works: 20s, samples every 2s, 4s warm-up, 5s latency windows (flags given explicitly win)")
 	if err := fs.Parse(args); err != nil {

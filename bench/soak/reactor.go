@@ -34,8 +34,8 @@ type reactorSpec struct {
 	ReadyFile      string        `json:"ready_file"`
 	Grace          time.Duration `json:"grace"`
 	CPUProfile     string        `json:"cpu_profile,omitempty"`
-	// MetadataCacheBytes is catalogs.Config's (0: reactor's default,
-	// negative: no cache).
+	// MetadataCacheBytes is catalogs.Config's (0: no cache, reactor's
+	// default).
 	MetadataCacheBytes int64 `json:"metadata_cache_bytes,omitempty"`
 }
 
