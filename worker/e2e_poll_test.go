@@ -1,10 +1,12 @@
 package worker
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/table"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/icereactor/reactor/catalogs"
@@ -71,5 +73,34 @@ func TestPollingAloneMaintainsATable(t *testing.T) {
 	}
 	if st, ok := w.poller.state("db.events"); !ok || st.Outcome != PollUnchanged || time.Since(st.At) > time.Minute {
 		t.Errorf("poll state %+v, %v", st, ok)
+	}
+}
+
+// A fleet of idle tables is polled in batches: the tables due in one tick
+// have their locations read in one catalog call, so the calls are a
+// fraction of the checks, and an unchanged table still costs no load.
+func TestPollingAFleetReadsLocationsInBatches(t *testing.T) {
+	const tables = 40
+	h := newHarness(t, testThresholds+"  refresh_interval: 2s\n", nil)
+	for i := range tables - 1 { // the harness made db.events
+		if _, err := streamwriter.CreateTable(h.ctx, h.cat, table.Identifier{"db", fmt.Sprintf("idle%02d", i)}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.workerCfg = func(c *Config) { c.DisableNotifications = true }
+	w := h.start()
+	h.eventually("every table discovered", func() bool { return len(w.Planner.Tables()) == tables })
+	unchanged := func() float64 { return testutil.ToFloat64(w.Metrics.Polls.WithLabelValues(PollUnchanged)) }
+	h.eventually("every table polled once", func() bool { return unchanged() >= tables })
+	from, calls := unchanged(), w.catalog.CallCounts()
+	h.eventually("two more rounds of the fleet", func() bool { return unchanged() >= from+2*tables })
+	polls, now := unchanged()-from, w.catalog.CallCounts()
+	locates, loads := now[catalogs.CallLocate]-calls[catalogs.CallLocate], now[catalogs.CallLoad]-calls[catalogs.CallLoad]
+	t.Logf("%v unchanged polls: %d location calls, %d loads", polls, locates, loads)
+	if loads != 0 {
+		t.Errorf("%d loads while every table was unchanged", loads)
+	}
+	if float64(locates)*2 > polls {
+		t.Errorf("%d location calls for %v polls: the tables due together were not read together", locates, polls)
 	}
 }

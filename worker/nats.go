@@ -164,7 +164,7 @@ func (w *Worker) connectNATS(ctx, runCtx context.Context, cfg Config, url string
 	}
 	w.bg.Add(1)
 	go w.refreshLocations(runCtx, every)
-	w.poller = newPoller(w, w.catalog.MetadataLocation, refreshes.Poll)
+	w.poller = newPoller(w, w.catalog.MetadataLocation, w.catalog.MetadataLocations, refreshes.Poll)
 	w.bg.Add(1)
 	go w.poller.run(runCtx)
 	return nil

@@ -50,6 +50,7 @@ type PollState struct {
 type poller struct {
 	w       *Worker
 	locate  func(ctx context.Context, ident table.Identifier) (string, error)
+	batch   func(ctx context.Context, idents []table.Identifier) (map[string]string, error)
 	refresh func(t tablename.Name, done func(error))
 	slots   chan struct{}
 
@@ -61,8 +62,9 @@ type poller struct {
 }
 
 func newPoller(w *Worker, locate func(context.Context, table.Identifier) (string, error),
+	batch func(context.Context, []table.Identifier) (map[string]string, error),
 	refresh func(tablename.Name, func(error))) *poller {
-	return &poller{w: w, locate: locate, refresh: refresh, slots: make(chan struct{}, pollers),
+	return &poller{w: w, locate: locate, batch: batch, refresh: refresh, slots: make(chan struct{}, pollers),
 		next: map[string]time.Time{}, last: map[string]PollState{}}
 }
 
@@ -80,12 +82,16 @@ func (p *poller) run(ctx context.Context) {
 	}
 }
 
-// round starts the checks that are due. A table first seen gets its first
-// check at a random point of its interval, so a fleet's checks spread
-// evenly instead of coming all at once.
+// round checks the tables that are due, together: their locations are
+// read in one call where the catalog allows (a batch per tick, so an idle
+// fleet costs a fraction of a call per table per interval). A table first
+// seen gets its first check at a random point of its interval, so a
+// fleet's checks spread evenly instead of coming all at once.
 func (p *poller) round(ctx context.Context, now time.Time) {
 	targets := p.w.Planner.PollTargets()
 	shortest := time.Duration(0)
+	var due []planner.PollTarget
+	p.mu.Lock()
 	for _, t := range targets {
 		if t.Every <= 0 {
 			continue
@@ -93,29 +99,33 @@ func (p *poller) round(ctx context.Context, now time.Time) {
 		if shortest == 0 || t.Every < shortest {
 			shortest = t.Every
 		}
-		p.mu.Lock()
-		due, ok := p.next[t.Table.String()]
+		at, ok := p.next[t.Table.String()]
 		if !ok {
 			p.next[t.Table.String()] = now.Add(time.Duration(rand.Int64N(int64(t.Every))))
-		}
-		p.mu.Unlock()
-		if !ok || now.Before(due) {
 			continue
 		}
+		if !now.Before(at) {
+			due = append(due, t)
+		}
+	}
+	p.mu.Unlock()
+	if len(due) > 0 {
 		select {
 		case p.slots <- struct{}{}:
+			p.mu.Lock()
+			for _, t := range due {
+				p.next[t.Table.String()] = now.Add(t.Every)
+			}
+			p.mu.Unlock()
+			p.w.bg.Add(1)
+			go func() {
+				defer p.w.bg.Done()
+				defer func() { <-p.slots }()
+				p.checkAll(ctx, due)
+			}()
 		default:
-			continue // all checkers busy: due again at the next tick
+			// every checker busy: still due at the next tick
 		}
-		p.mu.Lock()
-		p.next[t.Table.String()] = now.Add(t.Every)
-		p.mu.Unlock()
-		p.w.bg.Add(1)
-		go func() {
-			defer p.w.bg.Done()
-			defer func() { <-p.slots }()
-			p.check(ctx, t)
-		}()
 	}
 	// Tables created since the last discovery have no state to poll: a
 	// discovery each interval brings them in (it loads only new tables).
@@ -127,6 +137,32 @@ func (p *poller) round(ctx context.Context, now time.Time) {
 			}
 		}
 		p.discoverAt = now.Add(shortest)
+	}
+}
+
+// checkAll polls the tables due in one tick: the unchanged ones answered
+// by one batch read of their locations, the others one by one.
+func (p *poller) checkAll(ctx context.Context, due []planner.PollTarget) {
+	var known map[string]string
+	if p.batch != nil && len(due) > 1 {
+		idents := make([]table.Identifier, len(due))
+		for i, t := range due {
+			idents[i] = t.Table.Ident()
+		}
+		var err error
+		if known, err = p.batch(ctx, idents); err != nil && !errors.Is(err, catalogs.ErrNoCheapLocation) {
+			p.w.log.Warn("reading the polled tables' locations failed; checking them one by one", "tables", len(due), "error", err)
+		}
+	}
+	for _, t := range due {
+		if ctx.Err() != nil {
+			return
+		}
+		if loc, ok := known[t.Table.String()]; ok && t.Applied != "" && location.Identity(loc) == t.Applied {
+			p.record(t.Table.String(), PollUnchanged)
+			continue
+		}
+		p.check(ctx, t)
 	}
 }
 
