@@ -48,6 +48,9 @@
 //     the polling safety net asks), so with the cache an unchanged table is
 //     answered from memory and a commit's returned metadata is not parsed
 //     again (CacheStats).
+//   - Many locations at once (locations.go): MetadataLocations reads the
+//     current metadata file of many tables in one query per namespace (the
+//     polling safety net's tables due in one tick).
 //   - Call counts (calls.go): every call to the catalog counted by kind
 //     (CallKinds: load, locate, commit, list, other), answered or not
 //     (Catalog.CallCounts, exported as reactor_catalog_calls_total).
