@@ -106,10 +106,17 @@ func (mr *manifestRewrite) merge(ctx context.Context, tbl *table.Table) error {
 	if err := mr.e.checkMetadataLog(tbl); err != nil {
 		return backoff.Permanent(err)
 	}
+	cluster := func(df iceberg.DataFile) any { return keys.Key(df.SpecID(), df.Partition()) }
+	if FitsInOneManifest(tbl, mr.fs) {
+		// One manifest per partition would leave as many manifests as
+		// partitions, and the next rewrite due that many appends sooner;
+		// when everything fits in one manifest of the target size, one
+		// it is (its partition bounds cover them all, at a size too
+		// small for pruning to matter).
+		cluster = func(iceberg.DataFile) any { return oneManifest{} }
+	}
 	txn := tbl.NewTransaction()
-	res, err := txn.RewriteManifests(ctx, table.WithRewriteManifestClusterBy(func(df iceberg.DataFile) any {
-		return keys.Key(df.SpecID(), df.Partition())
-	}))
+	res, err := txn.RewriteManifests(ctx, table.WithRewriteManifestClusterBy(cluster))
 	if err != nil {
 		return backoff.Permanent(fmt.Errorf("rewrite manifests: %w", err))
 	}
@@ -278,4 +285,32 @@ func (e *Executor) countManifests(ctx context.Context, job jobs.Job) (jobs.Resul
 		}
 	}
 	return jobs.Result{Outcome: jobs.Succeeded}, rep
+}
+
+// oneManifest is the cluster key that puts every data file in one manifest
+// (per partition spec).
+type oneManifest struct{}
+
+// FitsInOneManifest reports whether the table's data manifests together
+// are no larger than its target manifest size
+// (commit.manifest.target-size-bytes): merged, they make one manifest, as
+// Iceberg Java's RewriteManifests bins them by size; past it a rewrite
+// clusters them by partition.
+func FitsInOneManifest(tbl *table.Table, fs iceio.IO) bool {
+	snap := tbl.CurrentSnapshot()
+	if snap == nil {
+		return false
+	}
+	manifests, err := snap.Manifests(fs)
+	if err != nil {
+		return false // the merge reads them again and says why
+	}
+	target := int64(tbl.Properties().GetInt(table.ManifestTargetSizeBytesKey, table.ManifestTargetSizeBytesDefault))
+	var total int64
+	for _, m := range manifests {
+		if m.ManifestContent() == iceberg.ManifestContentData {
+			total += m.Length()
+		}
+	}
+	return total <= target
 }

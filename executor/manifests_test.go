@@ -48,10 +48,17 @@ func allDataFiles(t *testing.T, f *fixture) []string {
 	return out
 }
 
-// One manifest per streaming append becomes one per partition; the data
-// files and rows are exactly what they were.
+// perPartitionManifests is a target manifest size the tests' manifests do
+// not fit in together, so a rewrite clusters them by partition.
+var perPartitionManifests = iceberg.Properties{table.ManifestTargetSizeBytesKey: "32768"}
+
+// One manifest per streaming append becomes one per partition when they
+// do not fit in one manifest of the target size; the data files and rows
+// are exactly what they were.
 func TestRewriteManifestsClustersByPartition(t *testing.T) {
-	f := newFixture(t, nil)
+	// 30 manifests of a few KB each: over 32 KiB together, a partition's
+	// ten entries well under it.
+	f := newFixture(t, perPartitionManifests)
 	for i := range 30 {
 		f.commit([]string{"a", "b", "c"}[i%3], 5)
 	}
@@ -70,6 +77,33 @@ func TestRewriteManifestsClustersByPartition(t *testing.T) {
 	}
 	if rep.ManifestsRewritten != 30 || rep.ManifestsAdded != 3 {
 		t.Errorf("report: %d rewritten, %d added; want 30 and 3", rep.ManifestsRewritten, rep.ManifestsAdded)
+	}
+	if after := f.contents(); after.Total != before.Total {
+		t.Errorf("rows %v after, %v before", after.Total, before.Total)
+	}
+	if files := allDataFiles(t, f); !slices.Equal(files, filesBefore) {
+		t.Errorf("data files changed:\n%v\n%v", filesBefore, files)
+	}
+}
+
+// Manifests that fit in one of the target size together become one: the
+// next rewrite is due after manifest_count appends, not manifest_count
+// less the partitions.
+func TestRewriteManifestsIntoOneWhenTheyFit(t *testing.T) {
+	f := newFixture(t, nil) // the default target, 8 MiB
+	for i := range 30 {
+		f.commit([]string{"a", "b", "c"}[i%3], 5)
+	}
+	before, filesBefore := f.contents(), allDataFiles(t, f)
+	j := f.job("")
+	j.Kind = jobkind.RewriteManifests
+	res, rep := f.exec.Run(f.ctx, j)
+	if res.Outcome != jobs.Succeeded {
+		t.Fatalf("outcome %v: %v", res.Outcome, res.Err)
+	}
+	if n := dataManifestCount(t, f); n != 1 || rep.ManifestsRewritten != 30 || rep.ManifestsAdded != 1 {
+		t.Errorf("%d data manifests after the rewrite (report: %d rewritten, %d added); want 1 from 30", n,
+			rep.ManifestsRewritten, rep.ManifestsAdded)
 	}
 	if after := f.contents(); after.Total != before.Total {
 		t.Errorf("rows %v after, %v before", after.Total, before.Total)
@@ -135,7 +169,7 @@ func unreferencedMetadata(t *testing.T, f *fixture) []string {
 // merged manifests the first attempt wrote beside the writer's new one, and
 // the losing attempt's manifest list is deleted.
 func TestRewriteManifestsRetryReusesMergedManifests(t *testing.T) {
-	f := newFixture(t, nil)
+	f := newFixture(t, perPartitionManifests) // one manifest per partition
 	for i := range 20 {
 		f.commit([]string{"a", "b"}[i%2], 5)
 	}
@@ -202,7 +236,8 @@ func TestRewriteManifestsMergesAgainWhenAReplacedManifestIsGone(t *testing.T) {
 // two in, two out. That rewrite is not committed (the count would trigger
 // the same rewrite after it), and the manifests it wrote are deleted.
 func TestRewriteManifestsSkipsARewriteThatKeepsTheCount(t *testing.T) {
-	f := newFixture(t, nil)
+	// Two manifests of a few KB: together over 6,000 bytes.
+	f := newFixture(t, iceberg.Properties{table.ManifestTargetSizeBytesKey: "6000"})
 	for round := range 2 {
 		appendMixed(t, f, int64(round*100+1), "a", "b")
 	}

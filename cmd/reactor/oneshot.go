@@ -189,6 +189,9 @@ func dryRunEstimate(ctx context.Context, tbl *table.Table, cfg *thresholds.Confi
 		if rep.ManifestsRewritten == 0 {
 			return ""
 		}
+		if fs, err := tbl.FS(ctx); err == nil && executor.FitsInOneManifest(tbl, fs) {
+			return "not known until written: 1 (together they fit in one manifest of the target size)"
+		}
 		plan, err := planner.Explain(ctx, tbl, cfg, time.Now())
 		if err != nil || len(plan.Partitions) == 0 {
 			return "not known until written"
