@@ -205,10 +205,20 @@ def backdate(root, seconds):
 
 
 def tools_from_env():
-    """The tools interop/run set up: reactor, sparkcall-render, the jars."""
+    """The tools interop/run set up: reactor, sparkcall-render, the jars.
+
+    The commit reporter's jar is among the jars of every Spark session:
+    PySpark starts one JVM for the whole run, with the spark.jars of the
+    first session on its classpath, and the reporter scenario's catalog
+    loads the reporter's class there (later sessions' spark.jars do not
+    reach the driver's class loader). Unconfigured, the class is inert."""
+    jars = json.loads(os.environ["INTEROP_JARS"])
+    reporter = os.environ.get("INTEROP_REPORTER_JAR")
+    if reporter and reporter not in jars:
+        jars.append(reporter)
     return {"reactor": os.environ.get("INTEROP_REACTOR"), "render": os.environ.get("INTEROP_RENDER"),
             "jobtail": os.environ.get("INTEROP_JOBTAIL"), "eqdelete": os.environ.get("INTEROP_EQDELETE"),
-            "jars": json.loads(os.environ["INTEROP_JARS"])}
+            "jars": jars}
 
 
 def run_py(args, **kw):

@@ -319,7 +319,7 @@ def scenario_reporter(work, tools, opts):
         reactor = Reactor(env, nats.url)
         log(f"  reactor ready on {nats.url}; notifications off")
         flink = FlinkWriter(env, nats.url)  # its JVM starts while Spark's does
-        jars = tools["jars"] + [os.environ["INTEROP_REPORTER_JAR"]]
+        jars = tools["jars"]  # the reporter's among them (tools_from_env)
         plain = "spark.sql.catalog.plain"
         spark = env.spark("reporter", {
             "spark.jars": ",".join(jars),

@@ -596,10 +596,17 @@ def scenario_sparkcall(work, tools, opts):
         spark.stop()
 
 
+def reactor_name(*levels):
+    """A table's name as reactor spells it (package tablename): levels
+    joined by dots, a level holding a dot or a backtick quoted in backticks
+    with its backticks doubled."""
+    return ".".join("`" + lv.replace("`", "``") + "`" if ("." in lv or "`" in lv) else lv for lv in levels)
+
+
 def sparkcall_table(spark, env, ns, name, spec):
     q = lambda part: "`" + part.replace("`", "``") + "`"  # noqa: E731
     table = f"{CATALOG}.{q(ns)}.{q(name)}"
-    ident = f"{ns}.{name}"
+    ident = reactor_name(ns, name)
     log(f"-- table {table} partitioned by ({spec})")
     spark.sql(f"""CREATE TABLE {table} (id BIGINT NOT NULL, `kind of` STRING, ts TIMESTAMP, `it's` INT)
         USING iceberg PARTITIONED BY ({spec}) TBLPROPERTIES ({MOR_PROPS})""")
