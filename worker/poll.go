@@ -6,9 +6,10 @@ package worker
 // reporter, AWS S3 without notifications), an event lost with a NATS node,
 // and tables created since the last discovery are all caught within an
 // interval. A check asks the catalog for the table's current metadata
-// location (one row of a SQL catalog, no metadata read) and refreshes the
-// table only when it is not the file the planner applied; a catalog with no
-// such call is loaded instead.
+// location (one row of a SQL catalog, no metadata read; the tables due in
+// the same tick share one query) and refreshes the table only when it is
+// not the file the planner applied; a catalog with no such call is loaded
+// instead.
 
 import (
 	"context"
@@ -17,13 +18,12 @@ import (
 	"sync"
 	"time"
 
-	"github.com/icereactor/reactor/tablename"
-
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icereactor/reactor/catalogs"
 	"github.com/icereactor/reactor/location"
 	"github.com/icereactor/reactor/planner"
+	"github.com/icereactor/reactor/tablename"
 )
 
 // Outcomes of a poll: the values of reactor_polls_total's outcome label.
@@ -35,7 +35,7 @@ const (
 )
 
 // pollTick is how often the poller looks for due tables; pollers bounds the
-// checks in flight.
+// ticks' checks in flight (each tick's due tables are one round).
 const (
 	pollTick = time.Second
 	pollers  = 4
