@@ -16,7 +16,7 @@ type catalogCalls struct {
 
 func newCatalogCalls() *catalogCalls {
 	return &catalogCalls{desc: prometheus.NewDesc("reactor_catalog_calls_total",
-		"Calls made to the catalog by kind (load: a table's metadata in full; locate: only its current metadata location, one SQL row; commit; list: namespaces and tables; other), answered or not.",
+		"Calls made to the catalog by kind (load: a table's metadata in full; locate: only current metadata locations, one SQL query for one table or the tables polled together; commit; list: namespaces and tables; other), answered or not.",
 		[]string{"call"}, nil)}
 }
 
