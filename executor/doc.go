@@ -33,8 +33,8 @@
 //   - commit_retry.go: the retry loop (budget, backoff, a retry right after
 //     a writer's commit: [Executor.CommitObserved]); [CommitGuard], asked
 //     before every commit, and [ErrCommitRefused].
-//   - expire.go: snapshot expiry ([ExpiryCounts]) and the later deletion
-//     of what it unlinked; expire_intents.go: the intent files those
+//   - expire.go: snapshot expiry ([ExpiryCounts]); expire_delete.go: the
+//     later deletion of what it unlinked; expire_intents.go: the intent files those
 //     deletions are recorded in ([Executor.DuePendingDeletes]);
 //     expire_unlinked.go: the files an expiry unlinks.
 //   - output_intents.go: the output intent every rewrite records before
