@@ -41,6 +41,13 @@ const (
 	pollers  = 4
 )
 
+// pollDue is when a table's next check is due and the round that last saw
+// it among the targets.
+type pollDue struct {
+	at    time.Time
+	round uint64
+}
+
 // PollState is a table's last poll, for the status pages.
 type PollState struct {
 	At      time.Time
@@ -55,8 +62,13 @@ type poller struct {
 	slots   chan struct{}
 
 	mu   sync.Mutex
-	next map[string]time.Time
+	next map[string]pollDue
 	last map[string]PollState
+	// rounds counts round calls; an entry of next not stamped by the
+	// latest round names a table no longer polled here (dropped, handed to
+	// another replica) and is forgotten, so a fleet's churn does not grow
+	// the maps.
+	rounds uint64
 	// discoverAt is when the next discovery of new tables is due.
 	discoverAt time.Time
 }
@@ -65,7 +77,7 @@ func newPoller(w *Worker, locate func(context.Context, table.Identifier) (string
 	batch func(context.Context, []table.Identifier) (map[string]string, error),
 	refresh func(tablename.Name, func(error))) *poller {
 	return &poller{w: w, locate: locate, batch: batch, refresh: refresh, slots: make(chan struct{}, pollers),
-		next: map[string]time.Time{}, last: map[string]PollState{}}
+		next: map[string]pollDue{}, last: map[string]PollState{}}
 }
 
 func (p *poller) run(ctx context.Context) {
@@ -88,33 +100,13 @@ func (p *poller) run(ctx context.Context) {
 // seen gets its first check at a random point of its interval, so a
 // fleet's checks spread evenly instead of coming all at once.
 func (p *poller) round(ctx context.Context, now time.Time) {
-	targets := p.w.Planner.PollTargets()
-	shortest := time.Duration(0)
-	var due []planner.PollTarget
-	p.mu.Lock()
-	for _, t := range targets {
-		if t.Every <= 0 {
-			continue
-		}
-		if shortest == 0 || t.Every < shortest {
-			shortest = t.Every
-		}
-		at, ok := p.next[t.Table.String()]
-		if !ok {
-			p.next[t.Table.String()] = now.Add(time.Duration(rand.Int64N(int64(t.Every))))
-			continue
-		}
-		if !now.Before(at) {
-			due = append(due, t)
-		}
-	}
-	p.mu.Unlock()
+	due, shortest := p.dueAt(p.w.Planner.PollTargets(), now)
 	if len(due) > 0 {
 		select {
 		case p.slots <- struct{}{}:
 			p.mu.Lock()
 			for _, t := range due {
-				p.next[t.Table.String()] = now.Add(t.Every)
+				p.next[t.Table.String()] = pollDue{at: now.Add(t.Every), round: p.rounds}
 			}
 			p.mu.Unlock()
 			p.w.bg.Add(1)
@@ -137,6 +129,55 @@ func (p *poller) round(ctx context.Context, now time.Time) {
 			}
 		}
 		p.discoverAt = now.Add(shortest)
+	}
+}
+
+// dueAt lists the targets due at now and the shortest interval among them;
+// a target first seen is scheduled at a random point of its interval.
+func (p *poller) dueAt(targets []planner.PollTarget, now time.Time) (due []planner.PollTarget, shortest time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.rounds++
+	polled := 0
+	for _, t := range targets {
+		if t.Every <= 0 {
+			continue
+		}
+		polled++
+		if shortest == 0 || t.Every < shortest {
+			shortest = t.Every
+		}
+		name := t.Table.String()
+		d, ok := p.next[name]
+		if !ok {
+			p.next[name] = pollDue{at: now.Add(time.Duration(rand.Int64N(int64(t.Every)))), round: p.rounds}
+			continue
+		}
+		d.round = p.rounds
+		p.next[name] = d
+		if !now.Before(d.at) {
+			due = append(due, t)
+		}
+	}
+	if len(p.next) > polled || len(p.last) > polled {
+		p.forgetLocked()
+	}
+	return due, shortest
+}
+
+// forgetLocked drops the tables the latest round did not list: their next
+// check and their last poll.
+func (p *poller) forgetLocked() {
+	for name, d := range p.next {
+		if d.round != p.rounds {
+			delete(p.next, name)
+		}
+	}
+	// A check in flight when its table was forgotten records after it.
+	for name := range p.last {
+		if _, ok := p.next[name]; !ok {
+			delete(p.last, name)
+		}
 	}
 }
 
