@@ -14,6 +14,7 @@ import (
 
 	"github.com/icereactor/reactor/conflict"
 	"github.com/icereactor/reactor/jobs"
+	"github.com/icereactor/reactor/ownership"
 	"github.com/icereactor/reactor/tablename"
 )
 
@@ -33,7 +34,7 @@ func (e *Executor) retryCommits(ctx context.Context, log *slog.Logger, job jobs.
 
 // retryCommitsInto is retryCommits counting, in rep when not nil, the
 // retries that went on an observed writer commit. Every attempt first asks
-// the commit guard (Options.CommitGuard): a refusal ends the loop with
+// the commit guard (Options.Ownership): a refusal ends the loop with
 // ErrCommitRefused, nothing committed.
 func (e *Executor) retryCommitsInto(ctx context.Context, log *slog.Logger, job jobs.Job, rep *Report, op func() error,
 	attempt func() (int, time.Time)) error {
@@ -120,20 +121,15 @@ func (e *Executor) commitFailure(job jobs.Job, rep *Report, what string, err err
 	}
 }
 
-// CommitGuard says whether this process may commit to a table now: with
-// replicas, whether it holds the table's lease (package lease). It returns
-// when the permission could run out; a commit must not outlive it.
-type CommitGuard interface {
-	CommitDeadline(name string) (time.Time, error)
-}
-
 // ErrCommitRefused: the guard refused a commit before it reached the
 // catalog, so nothing of the attempt was committed and its files may go.
 var ErrCommitRefused = errors.New("commit refused: this replica may not commit to the table")
 
-// guardWith makes every commit of the executor ask g first (see
-// Options.CommitGuard).
-func (e *Executor) guardWith(g CommitGuard) {
+// guardWith makes every commit of the executor ask g's CommitDeadline
+// first (see Options.Ownership): with replicas, whether this process holds
+// the table's lease (package lease), and until when; a commit must not
+// outlive it.
+func (e *Executor) guardWith(g ownership.Tables) {
 	e.guard = g
 	e.cat = &guardedCatalog{Catalog: e.cat, guard: g}
 }
@@ -154,7 +150,7 @@ func (e *Executor) checkCommit(name string) error {
 // goes to the catalog the table was loaded from) is guarded too.
 type guardedCatalog struct {
 	catalog.Catalog
-	guard CommitGuard
+	guard ownership.Tables
 }
 
 func (g *guardedCatalog) LoadTable(ctx context.Context, ident table.Identifier) (*table.Table, error) {

@@ -15,6 +15,7 @@ import (
 	"github.com/icereactor/reactor/jobkind"
 	"github.com/icereactor/reactor/jobs"
 	"github.com/icereactor/reactor/metrics"
+	"github.com/icereactor/reactor/ownership"
 	"github.com/icereactor/reactor/scope"
 )
 
@@ -31,8 +32,8 @@ type Executor struct {
 	// replayCommits sends every data rewrite through commitBatchReplay
 	// (benchmarks compare the two paths).
 	replayCommits bool
-	// guard, when set, is asked before every commit (Options.CommitGuard).
-	guard CommitGuard
+	// guard, when set, is asked before every commit (Options.Ownership).
+	guard ownership.Tables
 	// referenceMaxAge: see the constant (tests set 0: re-read before
 	// every delete).
 	referenceMaxAge time.Duration
@@ -302,11 +303,13 @@ type Options struct {
 	// default logger, a fresh set of metrics).
 	Logger  *slog.Logger
 	Metrics *metrics.Metrics
-	// CommitGuard, when set, is asked before every commit: at the start
-	// of every attempt of the commit retry loop, and in the catalog's
-	// CommitTable itself (through the tables the executor loads), whose
-	// context then ends when the permission could (commit_retry.go).
-	CommitGuard CommitGuard
+	// Ownership, when set, is asked before every commit (its
+	// CommitDeadline, the commit-time fence; the executor asks nothing
+	// else of it): at the start of every attempt of the commit retry
+	// loop, and in the catalog's CommitTable itself (through the tables
+	// the executor loads), whose context then ends when the permission
+	// could (commit_retry.go). Nil: a one-shot command, no lease.
+	Ownership ownership.Tables
 	// Concurrency bounds the output files written at once across every
 	// job of the executor (reactor run's concurrency); 0 means 1.
 	Concurrency int
@@ -375,8 +378,8 @@ func New(o Options) (*Executor, error) {
 	default:
 		e.hist = newHistories(o.HistoryBytes)
 	}
-	if o.CommitGuard != nil {
-		e.guardWith(o.CommitGuard)
+	if o.Ownership != nil {
+		e.guardWith(o.Ownership)
 	}
 	e.keys = o.Records
 	if e.keys == nil {

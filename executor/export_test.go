@@ -2,6 +2,7 @@ package executor
 
 import (
 	"context"
+	"time"
 
 	"github.com/apache/iceberg-go/table"
 
@@ -50,9 +51,22 @@ func SyncHistory(ctx context.Context, e *Executor, tbl *table.Table) error {
 	return nil
 }
 
-// GuardCommits makes every commit of e ask g first, as Options.CommitGuard
+// GuardCommits makes every commit of e ask g first, as Options.Ownership
 // does for an executor built with it.
-func GuardCommits(e *Executor, g CommitGuard) { e.guardWith(g) }
+func GuardCommits(e *Executor, g CommitDeadliner) { e.guardWith(commitsOnly{g}) }
+
+// CommitDeadliner is the one method of an ownership.Tables the executor
+// asks.
+type CommitDeadliner interface {
+	CommitDeadline(table string) (time.Time, error)
+}
+
+// commitsOnly is a test's guard as an ownership.Tables: the executor never
+// asks Owns or ShardOf.
+type commitsOnly struct{ CommitDeadliner }
+
+func (commitsOnly) Owns(string) bool   { panic("the executor asks only CommitDeadline") }
+func (commitsOnly) ShardOf(string) int { panic("the executor asks only CommitDeadline") }
 
 // MaxRewriteReplans is how often a rewrite plans again after a writer's
 // deletes against its inputs.

@@ -16,7 +16,8 @@
 //
 // Files:
 //   - manager.go: Options, Start, ownership queries (Owns, MayRun,
-//     CheckCommit, CommitDeadline, Held, Owners) and the lease values.
+//     CheckCommit, CommitDeadline, Held, Owners: a Manager is an
+//     ownership.Tables) and the lease values.
 //   - identity.go: names and incarnations, the liveness probe and
 //     responder, claiming the name, adopting a gone incarnation's shards,
 //     the connection epoch a commit needs.
@@ -26,8 +27,9 @@
 //     expired ones, releasing for a rebalance and on shutdown (Release,
 //     Stop, Pause, Resume).
 //
-// It decides nothing about tables beyond ownership: the worker tells the
-// planner which tables it owns, routes events of other tables to their
-// owner, and the executor asks CommitDeadline before every commit and
-// every deletion. It must not touch tables, events or jobs itself.
+// It decides nothing about tables beyond ownership: the worker hands its
+// Manager, as one ownership.Tables, to the planner (which tables it
+// keeps), the triggers (events of other tables go to their owner), the
+// job pool (a job leaving its queue) and the executor (CommitDeadline
+// before every commit and every deletion). It must not touch tables, events or jobs itself.
 package lease

@@ -3,7 +3,6 @@ package lease
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"hash/fnv"
 	"log/slog"
@@ -17,6 +16,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/icereactor/reactor/metrics"
+	"github.com/icereactor/reactor/ownership"
 )
 
 // Defaults for Options.
@@ -31,8 +31,10 @@ const (
 )
 
 // ErrLeaseLost: this replica does not hold the table's lease, or no
-// longer surely enough to start a commit. Nothing may be committed.
-var ErrLeaseLost = errors.New("table lease not held by this replica")
+// longer surely enough to start a commit. Nothing may be committed. It is
+// ownership.ErrNotHeld, which the layers that take an ownership.Tables
+// test for.
+var ErrLeaseLost = ownership.ErrNotHeld
 
 // Options configure a Manager.
 type Options struct {

@@ -20,6 +20,7 @@ import (
 	"github.com/icereactor/reactor/jobs"
 	"github.com/icereactor/reactor/location"
 	"github.com/icereactor/reactor/metrics"
+	"github.com/icereactor/reactor/ownership"
 	"github.com/icereactor/reactor/scope"
 	"github.com/icereactor/reactor/tablename"
 	"github.com/icereactor/reactor/thresholds"
@@ -34,7 +35,7 @@ var (
 	// ErrOtherCatalog: the event names a catalog this reactor does not
 	// serve. Not an error of the event: another reactor may serve it.
 	ErrOtherCatalog = errors.New("event for another catalog")
-	// ErrNotOwned: another replica owns the table (Options.Owns); its
+	// ErrNotOwned: another replica owns the table (Options.Ownership); its
 	// events go to it.
 	ErrNotOwned = errors.New("table owned by another replica")
 )
@@ -77,10 +78,10 @@ type Options struct {
 	// MissRefreshInterval is the least time between two such refreshes
 	// (default DefaultMissRefreshInterval).
 	MissRefreshInterval time.Duration
-	// Owns, when set, says which tables this replica owns (package
-	// lease): only those are discovered, refreshed and given jobs; the
-	// state of the others is dropped (Forget).
-	Owns func(name string) bool
+	// Ownership, when set, says which tables this replica owns (package
+	// lease; nil: all of them): only those are discovered, refreshed and
+	// given jobs; the state of the others is dropped (Forget).
+	Ownership ownership.Tables
 	// Records verifies the records of the snapshots reactor committed
 	// through Spark (nil: none is trusted; they read as other writers').
 	Records *deletions.Keyring
@@ -94,7 +95,7 @@ type Planner struct {
 	cat      catalog.Catalog
 	catName  string
 	observed func(name string)
-	owns     func(name string) bool
+	owns     ownership.Tables
 	cfg      atomic.Pointer[thresholds.Config]
 	dispatch Dispatcher
 	log      *slog.Logger
@@ -164,7 +165,7 @@ func New(opts Options) *Planner {
 		cat:      opts.Catalog,
 		catName:  opts.CatalogName,
 		observed: opts.CommitObserved,
-		owns:     opts.Owns,
+		owns:     opts.Ownership,
 		dispatch: opts.Dispatch,
 		log:      opts.Logger,
 		met:      opts.Metrics,
@@ -249,8 +250,8 @@ func (p *Planner) Apply(ctx context.Context, ev events.CommitEvent) error {
 }
 
 // ownsTable reports whether this replica owns the table (always, without
-// Options.Owns).
-func (p *Planner) ownsTable(name string) bool { return p.owns == nil || p.owns(name) }
+// Options.Ownership).
+func (p *Planner) ownsTable(name string) bool { return p.owns == nil || p.owns.Owns(name) }
 
 // Forget drops the state of the tables sel selects (their leases moved to
 // another replica): timers stopped, nothing more scheduled for them here.

@@ -14,6 +14,7 @@ import (
 	"github.com/icereactor/reactor/events"
 	"github.com/icereactor/reactor/excerpt"
 	"github.com/icereactor/reactor/metrics"
+	"github.com/icereactor/reactor/ownership"
 	"github.com/icereactor/reactor/planner"
 	"github.com/icereactor/reactor/sizelimit"
 )
@@ -47,10 +48,11 @@ type CommitOptions struct {
 	// starts its own (RefreshConcurrency workers) and closes it on Stop.
 	Refreshes          *Coalescer
 	RefreshConcurrency int
-	// Ownership, when set, says which tables this replica owns: events of
-	// the others are forwarded to their shard stream (see
-	// ShardSubjectPrefix).
-	Ownership Ownership
+	// Ownership, when set, says which tables this replica owns (package
+	// lease): their events are applied here; the others' are forwarded to
+	// their shard stream (see ShardSubjectPrefix), which the owning
+	// replica consumes.
+	Ownership ownership.Tables
 	// FastLanes bounds the hot tables given a fast lane (see fastLane):
 	// 0 is DefaultFastLanes, negative turns the fast lane off.
 	FastLanes int
@@ -134,7 +136,7 @@ type CommitConsumer struct {
 	retry     *redelivery
 	refreshes *Coalescer
 	ownsRefr  bool
-	own       Ownership
+	own       ownership.Tables
 	fwd       *forwarder
 	lane      *fastLane // nil: none (see newFastLane)
 	stopOnce  sync.Once

@@ -34,7 +34,7 @@
 //     acknowledged and counted, once, when it arrives covered), and the
 //     durable deliveries briefly yield to urgent rounds.
 //   - Forwarding between replicas (forward.go): an event of a table another
-//     replica owns ([Ownership], package lease) is copied byte for byte to
+//     replica owns (ownership.Tables, package lease) is copied byte for byte to
 //     its shard's subject on REACTOR_SHARDS and the original acknowledged
 //     once the copy is stored; [StartShardConsumers] consumes the shards this
 //     replica owns, moving with the lease.

@@ -41,6 +41,9 @@ func (o *switchedOwner) Owns(string) bool {
 	return o.owned
 }
 func (o *switchedOwner) ShardOf(string) int { return 0 }
+func (o *switchedOwner) CommitDeadline(string) (time.Time, error) {
+	panic("the triggers never commit")
+}
 
 func (o *switchedOwner) set(owned bool) {
 	o.mu.Lock()

@@ -16,14 +16,6 @@ import (
 	"github.com/icereactor/reactor/metrics"
 )
 
-// Ownership says which tables this replica owns (package lease): their
-// events are applied here; the others go to their shard's stream, which
-// the owning replica consumes.
-type Ownership interface {
-	Owns(table string) bool
-	ShardOf(table string) int
-}
-
 // Shard streams: every replica consumes the shared commit and notification
 // streams (whoever gets an event), and an event of a table another replica
 // owns is forwarded, byte for byte, to that table's shard subject; the

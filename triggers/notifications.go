@@ -15,6 +15,7 @@ import (
 	"github.com/icereactor/reactor/events"
 	"github.com/icereactor/reactor/excerpt"
 	"github.com/icereactor/reactor/metrics"
+	"github.com/icereactor/reactor/ownership"
 	"github.com/icereactor/reactor/planner"
 )
 
@@ -63,7 +64,7 @@ type NotificationOptions struct {
 	Refreshes          *Coalescer
 	RefreshConcurrency int
 	// Ownership: as in CommitOptions.
-	Ownership Ownership
+	Ownership ownership.Tables
 }
 
 // DefaultNewTableGrace is how long a notification no table claims yet is
@@ -136,7 +137,7 @@ type NotificationConsumer struct {
 	hold      *holder
 	refreshes *Coalescer
 	ownsRefr  bool
-	own       Ownership
+	own       ownership.Tables
 	fwd       *forwarder
 	stopOnce  sync.Once
 }

@@ -121,7 +121,7 @@ func (w *Worker) connectNATS(ctx, runCtx context.Context, cfg Config, url string
 	// metadata notifications share one refresh.
 	refreshes = triggers.NewCoalescer(runCtx, w.Planner, cfg.RefreshConcurrency, triggers.AckWait, cfg.Logger, cfg.Metrics)
 	cfg.Commits.Refreshes, cfg.Notifications.Refreshes = refreshes, refreshes
-	cfg.Commits.Ownership, cfg.Notifications.Ownership = leases, leases
+	cfg.Commits.Ownership, cfg.Notifications.Ownership = w.ownership, w.ownership
 	if commits, err = triggers.StartCommits(runCtx, js, cfg.Commits, w.Planner, cfg.Logger, cfg.Metrics); err != nil {
 		return err
 	}

@@ -40,22 +40,40 @@ func (w *Worker) leaseManager() *lease.Manager {
 	return w.leases
 }
 
-// owns reports whether this replica owns the table (nothing is owned
-// before NATS is reachable).
-func (w *Worker) owns(table string) bool {
-	m := w.leaseManager()
-	return m != nil && m.Owns(table)
-}
-
 // Leases is the worker's lease manager (nil before it connected to NATS).
 func (w *Worker) Leases() *lease.Manager { return w.leaseManager() }
 
-// leaseGuard is the executor's commit guard: the table's lease, held and
-// renewed recently enough.
-type leaseGuard struct{ w *Worker }
+// leaseOwnership is the worker's one ownership.Tables, handed to the
+// planner, the triggers, the job pool and the executor: the lease
+// manager's answers once NATS is connected; before, no table is owned and
+// none may be committed to.
+type leaseOwnership struct {
+	w      *Worker
+	shards int // the shard count before the manager is known
+}
 
-func (g leaseGuard) CommitDeadline(table string) (time.Time, error) {
-	m := g.w.leaseManager()
+func newLeaseOwnership(w *Worker, cfg LeaseConfig) leaseOwnership {
+	shards := cfg.Shards
+	if shards <= 0 {
+		shards = lease.DefaultShards
+	}
+	return leaseOwnership{w: w, shards: shards}
+}
+
+func (o leaseOwnership) Owns(table string) bool {
+	m := o.w.leaseManager()
+	return m != nil && m.Owns(table)
+}
+
+func (o leaseOwnership) ShardOf(table string) int {
+	if m := o.w.leaseManager(); m != nil {
+		return m.ShardOf(table)
+	}
+	return lease.ShardOf(table, o.shards)
+}
+
+func (o leaseOwnership) CommitDeadline(table string) (time.Time, error) {
+	m := o.w.leaseManager()
 	if m == nil {
 		return time.Time{}, fmt.Errorf("%w: %s (not connected to NATS yet)", lease.ErrLeaseLost, table)
 	}

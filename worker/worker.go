@@ -143,6 +143,9 @@ type Worker struct {
 	objects   *triggers.NotificationConsumer
 	refreshes *triggers.Coalescer
 	leases    *lease.Manager
+	// ownership is the one ownership.Tables every layer is handed
+	// (replicas.go).
+	ownership leaseOwnership
 	shardCons *triggers.ShardConsumers
 	// reports is the connection job events and reports go out on. It is
 	// set as soon as NATS answers, before the consumers start: an event
@@ -267,9 +270,13 @@ func Start(ctx context.Context, cfg Config) (_ *Worker, err error) {
 		execCat = cfg.executorCatalog(execCat)
 	}
 	w.concurrency = max(cfg.Concurrency, 1)
+	// One answer to "does this replica own the table" for every layer
+	// (nothing is owned before NATS is connected and the leases known).
+	own := newLeaseOwnership(w, cfg.Leases)
+	w.ownership = own
 	exec, err := executor.New(executor.Options{Catalog: execCat, Logger: cfg.Logger, Metrics: cfg.Metrics,
 		// Every commit, every attempt, asks for the table's lease first.
-		CommitGuard: leaseGuard{w},
+		Ownership: own,
 		// The same bound holds the output files written at once, across
 		// jobs: each holds a buffered row group (docs/operations.md#memory-and-pod-sizing).
 		Concurrency: w.concurrency,
@@ -301,12 +308,7 @@ func Start(ctx context.Context, cfg Config) (_ *Worker, err error) {
 		w.jobPrefix = events.DefaultJobSubjectPrefix
 	}
 	w.Pool = pool.New(runCtx, pool.Options{Runner: exec, Concurrency: w.concurrency, Metrics: cfg.Metrics,
-		Gate: func(job jobs.Job) error {
-			if m := w.leaseManager(); m != nil {
-				return m.MayRun(job.Table.String())
-			}
-			return fmt.Errorf("%w: %s (not connected to NATS yet)", lease.ErrLeaseLost, job.Table.String())
-		},
+		Ownership: own,
 		Offloader: w.spark, OffloadConcurrency: w.sparkConcurrency,
 		OnStart: func(job jobs.Job, backend string) {
 			ev := jobEvent(events.JobStarted, job, time.Now())
@@ -356,7 +358,7 @@ func Start(ctx context.Context, cfg Config) (_ *Worker, err error) {
 		// A job that lost a commit race retries right after a writer's
 		// next commit.
 		CommitObserved: exec.CommitObserved,
-		Owns:           w.owns,
+		Ownership:      own,
 		Records:        w.keys,
 		Tables:         w.known,
 	})

@@ -3,8 +3,8 @@
 // them, hands the jobs an Offloader takes to another backend (Spark), and
 // reports every finished job.
 //
-//   - pool.go: Pool, Options, New, Dispatch, the gate a job passes when it
-//     leaves the queue, offloading, Abandon and WaitTables (replicas),
+//   - pool.go: Pool, Options, New, Dispatch, the ownership a job's table
+//     must still have when it leaves the queue (mayRun), offloading, Abandon and WaitTables (replicas),
 //     Stats.
 //   - slots.go: the local slots — earliest deadline first, urgent before
 //     background, one slot kept for urgent jobs.
@@ -16,12 +16,14 @@ package pool
 
 import (
 	"context"
+	"fmt"
 	"runtime/debug"
 	"sync"
 
 	"github.com/icereactor/reactor/executor"
 	"github.com/icereactor/reactor/jobs"
 	"github.com/icereactor/reactor/metrics"
+	"github.com/icereactor/reactor/ownership"
 	"github.com/icereactor/reactor/redact"
 )
 
@@ -63,7 +65,7 @@ type Pool struct {
 	slots   *slots
 	offload Offloader
 	offSem  chan struct{}
-	gate    func(job jobs.Job) error
+	own     ownership.Tables
 	wg      sync.WaitGroup
 
 	mu    sync.Mutex
@@ -105,10 +107,11 @@ type Options struct {
 	Concurrency int
 	// Metrics receive the queue's gauges and waits (nil: a fresh set).
 	Metrics *metrics.Metrics
-	// Gate is what a job must pass when it leaves the queue (with
-	// replicas: this replica still owns the table); a job it refuses
-	// ends Failed with its error, having done nothing.
-	Gate func(job jobs.Job) error
+	// Ownership, when set, is asked when a job leaves the queue (with
+	// replicas: whether this replica still owns the table); a job of a
+	// table it does not own ends Failed with ownership.ErrNotHeld, having
+	// done nothing. Nil: every table is this process's.
+	Ownership ownership.Tables
 	// Offloader, when set, takes the jobs it selects to its backend, at
 	// most OffloadConcurrency at once (0 means 1).
 	Offloader          Offloader
@@ -122,6 +125,18 @@ type Options struct {
 	OnFinish Finisher
 }
 
+// mayRun: a job leaving the queue runs only while this replica owns its
+// table (the same words as lease.Manager.MayRun).
+func (p *Pool) mayRun(job jobs.Job) error {
+	if p.own == nil {
+		return nil
+	}
+	if name := job.Table.String(); !p.own.Owns(name) {
+		return fmt.Errorf("%w: %s (shard %d)", ownership.ErrNotHeld, name, p.own.ShardOf(name))
+	}
+	return nil
+}
+
 // New creates a pool whose jobs run under ctx: cancelling it abandons
 // running jobs cleanly (their uncommitted outputs are deleted).
 func New(ctx context.Context, o Options) *Pool {
@@ -130,7 +145,7 @@ func New(ctx context.Context, o Options) *Pool {
 		met = metrics.New()
 	}
 	p := &Pool{ctx: ctx, exec: o.Runner, slots: newSlots(max(o.Concurrency, 1), met), jobs: map[string]*poolJob{},
-		gate: o.Gate, start: o.OnStart, finish: o.OnFinish}
+		own: o.Ownership, start: o.OnStart, finish: o.OnFinish}
 	if o.Offloader != nil {
 		p.offload = o.Offloader
 		p.offSem = make(chan struct{}, max(o.OffloadConcurrency, 1))
@@ -184,11 +199,9 @@ func (p *Pool) Dispatch(job jobs.Job) {
 	go func() {
 		defer p.wg.Done()
 		defer p.forget(job.ID, cancel)
-		if p.gate != nil {
-			if err := p.gate(job); err != nil {
-				p.done(job, jobs.Result{Outcome: jobs.Failed, Err: err}, executor.Report{})
-				return
-			}
+		if err := p.mayRun(job); err != nil {
+			p.done(job, jobs.Result{Outcome: jobs.Failed, Err: err}, executor.Report{})
+			return
 		}
 		if p.offload != nil && p.offload.Offload(job) {
 			res, rep, local, ok := p.runOffloaded(ctx, job)
@@ -206,12 +219,10 @@ func (p *Pool) Dispatch(job jobs.Job) {
 			return
 		}
 		defer release()
-		if p.gate != nil {
-			// It may have waited long for its slot.
-			if err := p.gate(job); err != nil {
-				p.done(job, jobs.Result{Outcome: jobs.Failed, Err: err}, executor.Report{})
-				return
-			}
+		// It may have waited long for its slot.
+		if err := p.mayRun(job); err != nil {
+			p.done(job, jobs.Result{Outcome: jobs.Failed, Err: err}, executor.Report{})
+			return
 		}
 		if p.start != nil {
 			p.start(job, executor.BackendLocal)
