@@ -77,14 +77,22 @@ func readAhead[T any](ctx context.Context, n, readers int, read func(i int) (T, 
 }
 
 // ReadManifests reads the entries of each manifest of ms (DELETED ones
-// left out with discardDeleted), readers at a time on an object store
+// left out with discardDeleted) with fetch (nil: the manifest's own
+// FetchEntries; the planner passes manifestread's, which parses each
+// distinct schema once), readers at a time on an object store
 // (readAhead; 0 or 1: one after another, in the caller's goroutine), and
 // calls use with each manifest's entries in the order of ms, one at a
 // time from the caller's goroutine. The first error stops it.
 func ReadManifests(ctx context.Context, fs iceio.IO, ms []iceberg.ManifestFile, readers int, discardDeleted bool,
+	fetch func(fs iceio.IO, m iceberg.ManifestFile, discardDeleted bool) ([]iceberg.ManifestEntry, error),
 	use func(m iceberg.ManifestFile, entries []iceberg.ManifestEntry) error) error {
+	if fetch == nil {
+		fetch = func(fs iceio.IO, m iceberg.ManifestFile, discardDeleted bool) ([]iceberg.ManifestEntry, error) {
+			return m.FetchEntries(fs, discardDeleted)
+		}
+	}
 	read := func(i int) ([]iceberg.ManifestEntry, error) {
-		entries, err := ms[i].FetchEntries(fs, discardDeleted)
+		entries, err := fetch(fs, ms[i], discardDeleted)
 		if err != nil {
 			return nil, fmt.Errorf("read manifest %s: %w", ms[i].FilePath(), err)
 		}

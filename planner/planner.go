@@ -19,6 +19,7 @@ import (
 	"github.com/icereactor/reactor/history"
 	"github.com/icereactor/reactor/jobs"
 	"github.com/icereactor/reactor/location"
+	"github.com/icereactor/reactor/manifestread"
 	"github.com/icereactor/reactor/metrics"
 	"github.com/icereactor/reactor/ownership"
 	"github.com/icereactor/reactor/scope"
@@ -110,6 +111,9 @@ type Planner struct {
 	locations locationIndex
 	keys      *deletions.Keyring
 	known     *scope.Known
+	// manifests reads the tables' manifests, each distinct Avro schema
+	// parsed once (package manifestread).
+	manifests *manifestread.Reader
 }
 
 type tableState struct {
@@ -174,6 +178,8 @@ func New(opts Options) *Planner {
 		tables:   map[string]*tableState{},
 		keys:     opts.Records,
 		known:    opts.Tables,
+
+		manifests: manifestread.New(0),
 	}
 	if p.keys == nil {
 		p.keys = deletions.EphemeralKeyring()
@@ -372,6 +378,7 @@ func (p *Planner) state(t tablename.Name) *tableState {
 	st, ok := p.tables[t.String()]
 	if !ok {
 		st = &tableState{table: t}
+		st.counters.manifests = p.manifests
 		p.tables[t.String()] = st
 	}
 	return st

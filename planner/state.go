@@ -12,6 +12,7 @@ import (
 	"github.com/icereactor/reactor/history"
 	"github.com/icereactor/reactor/jobkind"
 	"github.com/icereactor/reactor/jobs"
+	"github.com/icereactor/reactor/manifestread"
 	"github.com/icereactor/reactor/objectio"
 )
 
@@ -49,6 +50,8 @@ type tableCounters struct {
 	// offloaded are the last snapshots reactor's jobs committed through
 	// Spark (see jobs.Result.OwnSnapshots), offloadedSort those a sort wrote.
 	offloaded, offloadedSort recentHashes // snapshot ids, grown on demand
+	// manifests reads the manifests (nil: iceberg-go's reader).
+	manifests *manifestread.Reader
 }
 
 // own reports whether s is reactor's: its summary says so, or a job run
@@ -219,10 +222,11 @@ func (tc *tableCounters) advance(ctx context.Context, tbl *table.Table, sz fileS
 				continue
 			}
 			st.manifestsRead++
-			for entry, err := range m.Entries(fs, false) {
-				if err != nil {
-					return st, fmt.Errorf("read manifest %s: %w", m.FilePath(), err)
-				}
+			entries, err := tc.manifests.Fetch(fs, m, false)
+			if err != nil {
+				return st, fmt.Errorf("read manifest %s: %w", m.FilePath(), err)
+			}
+			for _, entry := range entries {
 				if entry.SnapshotID() != snap.SnapshotID {
 					continue
 				}
@@ -329,7 +333,7 @@ func (tc *tableCounters) rebuild(ctx context.Context, tbl *table.Table, fs iceio
 	}
 	// On an object store each manifest is a round trip: they are read
 	// the store's read concurrency at once and counted in list order.
-	err = history.ReadManifests(ctx, fs, manifests, objectio.ReadConcurrency(fs), true, func(_ iceberg.ManifestFile, entries []iceberg.ManifestEntry) error {
+	err = history.ReadManifests(ctx, fs, manifests, objectio.ReadConcurrency(fs), true, tc.manifests.Fetch, func(_ iceberg.ManifestFile, entries []iceberg.ManifestEntry) error {
 		st.manifestsRead++
 		for _, entry := range entries {
 			df := entry.DataFile()
