@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/apache/iceberg-go/catalog"
@@ -51,7 +50,7 @@ func (e *Executor) retryCommitsInto(ctx context.Context, log *slog.Logger, job j
 		if err := e.checkCommit(job.Table.String()); err != nil {
 			return err
 		}
-		mark := e.watch.mark(job.Table.String())
+		mark := e.watch.Mark(job.Table.String())
 		err := op()
 		if err == nil {
 			return nil
@@ -71,7 +70,7 @@ func (e *Executor) retryCommitsInto(ctx context.Context, log *slog.Logger, job j
 		n, started := attempt()
 		cost := time.Since(started)
 		waitStart := time.Now()
-		observed := e.watch.wait(ctx, job.Table.String(), mark, wait)
+		observed := e.watch.Wait(ctx, job.Table.String(), mark, wait)
 		if observed && rep != nil {
 			rep.RetriesAfterCommit++
 		}
@@ -186,78 +185,11 @@ func unknownUnlessRefused(err error) error {
 	return fmt.Errorf("%w: %w", errUnknownCommitState, err)
 }
 
-// commitWatch tells a commit retry when a writer has just committed to its
-// table: right after a writer's commit is the longest quiet moment before
-// its next one, so that is when a retry should land (docs/design.md#pitfall-redo-never-wins).
-// It only learns of commits through CommitObserved; without commit events
-// a retry waits out its jittered backoff as before.
-type commitWatch struct {
-	mu     sync.Mutex
-	tables map[string]*tableCommits
-}
-
-type tableCommits struct {
-	seen uint64        // commits observed so far
-	next chan struct{} // closed at the next observed commit
-}
-
-func (w *commitWatch) entry(name string) *tableCommits {
-	if w.tables == nil {
-		w.tables = map[string]*tableCommits{}
-	}
-	tc, ok := w.tables[name]
-	if !ok {
-		tc = &tableCommits{next: make(chan struct{})}
-		w.tables[name] = tc
-	}
-	return tc
-}
-
-func (w *commitWatch) observed(name string) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	tc := w.entry(name)
-	tc.seen++
-	close(tc.next)
-	tc.next = make(chan struct{})
-}
-
-// mark returns how many commits of name were observed so far.
-func (w *commitWatch) mark(name string) uint64 {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.entry(name).seen
-}
-
-// wait returns once a commit of name is observed after mark (at once when
-// one already was), after at most timeout, or when ctx ends. It reports
-// whether a commit was observed.
-func (w *commitWatch) wait(ctx context.Context, name string, mark uint64, timeout time.Duration) bool {
-	w.mu.Lock()
-	tc := w.entry(name)
-	if tc.seen > mark {
-		w.mu.Unlock()
-		return true
-	}
-	next := tc.next
-	w.mu.Unlock()
-	timer := time.NewTimer(timeout)
-	defer timer.Stop()
-	select {
-	case <-next:
-		return true
-	case <-timer.C:
-		return false
-	case <-ctx.Done():
-		return false
-	}
-}
-
 // CommitObserved tells the executor that a commit to table (its qualified
 // name, "namespace.table") was just observed: a commit event or a new
 // metadata file. A commit of that table that lost a race and is waiting to
-// retry attempts at once. It never blocks; the worker wires the planner's
-// commit observations to it.
+// retry attempts at once. It never blocks. It is Options.CommitWatch's
+// Observed: reactor run's triggers call that directly.
 func (e *Executor) CommitObserved(name string) {
-	e.watch.observed(name)
+	e.watch.Observed(name)
 }

@@ -31,7 +31,8 @@
 //     (format v1 and v3), through iceberg-go's transaction re-staged per
 //     attempt.
 //   - commit_retry.go: the retry loop (budget, backoff, a retry right after
-//     a writer's commit: [Executor.CommitObserved]); the commit guard
+//     a writer's commit: Options.CommitWatch, package commitwatch, or
+//     [Executor.CommitObserved]); the commit guard
 //     (Options.Ownership's CommitDeadline, package ownership), asked
 //     before every commit, and [ErrCommitRefused].
 //   - expire.go: snapshot expiry ([ExpiryCounts]); expire_delete.go: the

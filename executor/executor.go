@@ -11,6 +11,7 @@ import (
 
 	"github.com/apache/iceberg-go/catalog"
 
+	"github.com/icereactor/reactor/commitwatch"
 	"github.com/icereactor/reactor/deletions"
 	"github.com/icereactor/reactor/jobkind"
 	"github.com/icereactor/reactor/jobs"
@@ -25,10 +26,12 @@ var errUnknownCommitState = errors.New("commit outcome unknown")
 
 // Executor runs jobs.
 type Executor struct {
-	cat   catalog.Catalog
-	log   *slog.Logger
-	met   *metrics.Metrics
-	watch commitWatch
+	cat catalog.Catalog
+	log *slog.Logger
+	met *metrics.Metrics
+	// watch hears of writers' commits (Options.CommitWatch): a commit
+	// retry after a lost race waits on it.
+	watch *commitwatch.Watch
 	// replayCommits sends every data rewrite through commitBatchReplay
 	// (benchmarks compare the two paths).
 	replayCommits bool
@@ -310,6 +313,12 @@ type Options struct {
 	// the executor loads), whose context then ends when the permission
 	// could (commit_retry.go). Nil: a one-shot command, no lease.
 	Ownership ownership.Tables
+	// CommitWatch, when set, is where the executor hears that a writer
+	// just committed to a table: a commit that lost a race retries then
+	// (commit_retry.go). reactor run hands the same Watch to the triggers,
+	// which observe the commits. Nil: one of its own, fed through
+	// CommitObserved.
+	CommitWatch *commitwatch.Watch
 	// Concurrency bounds the output files written at once across every
 	// job of the executor (reactor run's concurrency); 0 means 1.
 	Concurrency int
@@ -377,6 +386,9 @@ func New(o Options) (*Executor, error) {
 		e.hist = newHistories(defaultHistoryBytes)
 	default:
 		e.hist = newHistories(o.HistoryBytes)
+	}
+	if e.watch = o.CommitWatch; e.watch == nil {
+		e.watch = &commitwatch.Watch{}
 	}
 	if o.Ownership != nil {
 		e.guardWith(o.Ownership)

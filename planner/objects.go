@@ -76,7 +76,6 @@ func (p *Planner) ApplyObject(ctx context.Context, ev events.ObjectEvent) (Objec
 	case p.ObjectCovered(r, ev):
 		return ObjectCommit, nil
 	}
-	p.commitObserved(r.Table.String())
 	tbl, err := p.Refresh(ctx, r.Table)
 	return p.MetadataOutcome(r, ev, tbl, err)
 }

@@ -65,11 +65,6 @@ type Options struct {
 	// LocationRebuildInterval is the least time between two rebuilds of the
 	// table-location index triggered by objects no table claims (default 30s).
 	LocationRebuildInterval time.Duration
-	// CommitObserved, when set, hears the qualified name of a table as soon
-	// as a commit to it is observed (a commit event or a new metadata file
-	// not seen before), before the planner loads it: the moment a
-	// conflicting job's retry should try. It must not block.
-	CommitObserved func(name string)
 	// WarehousePrefixes are object-store locations (s3://bucket/prefix)
 	// under which new tables may appear: an object there that no known
 	// table claims refreshes the index at once and is held, not dropped
@@ -95,7 +90,6 @@ type Options struct {
 type Planner struct {
 	cat      catalog.Catalog
 	catName  string
-	observed func(name string)
 	owns     ownership.Tables
 	cfg      atomic.Pointer[thresholds.Config]
 	dispatch Dispatcher
@@ -168,7 +162,6 @@ func New(opts Options) *Planner {
 	p := &Planner{
 		cat:      opts.Catalog,
 		catName:  opts.CatalogName,
-		observed: opts.CommitObserved,
 		owns:     opts.Ownership,
 		dispatch: opts.Dispatch,
 		log:      opts.Logger,
@@ -250,7 +243,6 @@ func (p *Planner) Apply(ctx context.Context, ev events.CommitEvent) error {
 		p.log.Debug("event for a snapshot already applied", "table", ev.QualifiedName(), "snapshot_id", ev.SnapshotID)
 		return nil
 	}
-	p.commitObserved(ev.QualifiedName())
 	_, err := p.Refresh(ctx, ev.Name())
 	return err
 }
@@ -281,12 +273,6 @@ func (p *Planner) Forget(sel func(name string) bool) int {
 		p.met.ForgetTable(st.table.String())
 	}
 	return len(gone)
-}
-
-func (p *Planner) commitObserved(name string) {
-	if p.observed != nil {
-		p.observed(name)
-	}
 }
 
 // Observe brings the planner's state for tbl up to tbl's current snapshot

@@ -53,11 +53,6 @@ func (p *Planner) CommitCovered(ev events.CommitEvent) bool {
 		metadataCovered(st.counters.metadataLocation, ev.MetadataLocation)
 }
 
-// CommitSeen tells the planner a commit to the named table was just seen
-// (an event it has not applied yet): a job of that table waiting to retry
-// a lost commit race retries now (Options.CommitObserved). It never blocks.
-func (p *Planner) CommitSeen(name string) { p.commitObserved(name) }
-
 // Refresh loads the table from the catalog and brings its state up to the
 // current snapshot, evaluating its partitions: one refresh covers every
 // event of the table that arrived before it started. It returns the table

@@ -11,6 +11,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/icereactor/reactor/commitwatch"
 	"github.com/icereactor/reactor/events"
 	"github.com/icereactor/reactor/excerpt"
 	"github.com/icereactor/reactor/metrics"
@@ -53,6 +54,11 @@ type CommitOptions struct {
 	// their shard stream (see ShardSubjectPrefix), which the owning
 	// replica consumes.
 	Ownership ownership.Tables
+	// CommitWatch, when set, hears the qualified name of a table as soon
+	// as an event names a commit to it that its state has not applied,
+	// before the table is loaded: the moment a job's commit that lost a
+	// race should retry (the executor waits on the same Watch).
+	CommitWatch *commitwatch.Watch
 	// FastLanes bounds the hot tables given a fast lane (see fastLane):
 	// 0 is DefaultFastLanes, negative turns the fast lane off.
 	FastLanes int
@@ -119,8 +125,6 @@ type Applier interface {
 	CheckCommit(ev events.CommitEvent) error
 	// CommitCovered: the state already reflects the event's commit.
 	CommitCovered(ev events.CommitEvent) bool
-	// CommitSeen: a commit to the named table was just seen.
-	CommitSeen(name string)
 }
 
 // CommitConsumer consumes commit events until stopped.
@@ -358,7 +362,7 @@ func (c *CommitConsumer) accept(msg jetstream.Msg, shard int) {
 		c.finish(msg, ev, nil)
 		return
 	}
-	c.applier.CommitSeen(name)
+	c.opts.CommitWatch.Observed(name)
 	c.refreshes.add(ev.Name(), &work{
 		refresh: true,
 		covered: func() bool { return c.applier.CommitCovered(ev) },

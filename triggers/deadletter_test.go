@@ -33,7 +33,6 @@ const leakedURL = "http://admin:CATPASS-x1@rest:8181/v1/namespaces/db/tables/t?t
 
 func (c *catalogErrors) CheckCommit(events.CommitEvent) error  { return nil }
 func (c *catalogErrors) CommitCovered(events.CommitEvent) bool { return false }
-func (c *catalogErrors) CommitSeen(string)                     {}
 
 func (c *catalogErrors) Refresh(_ context.Context, t tablename.Name) (*table.Table, error) {
 	ident := t.Ident()

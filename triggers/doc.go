@@ -14,7 +14,11 @@
 //   - Commit events (commits.go): [StartCommits] and [CommitConsumer] on the
 //     work-queue stream REACTOR_COMMITS; [EnsureStreams] creates it and the
 //     dead-letter stream; [Applier] is what it needs of the planner (checks
-//     without I/O, one refresh per table's waiting events).
+//     without I/O, one refresh per table's waiting events). An event of a
+//     commit the state has not applied is told, before the load, to
+//     CommitOptions.CommitWatch (package commitwatch), which the
+//     executor's commit retries wait on; a new metadata file is told the
+//     same way.
 //   - Bucket notifications (notifications.go): [StartNotifications] and
 //     [NotificationConsumer] on REACTOR_NOTIFICATIONS, one or more
 //     [NotificationSource] each with its own key encoding (url for MinIO and

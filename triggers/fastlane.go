@@ -182,7 +182,7 @@ func (f *fastLane) look(m *nats.Msg) {
 		return
 	}
 	f.c.met.FastLaneLooks.WithLabelValues("urgent").Inc()
-	f.c.applier.CommitSeen(name)
+	f.c.opts.CommitWatch.Observed(name)
 	f.c.refreshes.addUrgent(ev.Name(), &work{
 		refresh: true,
 		covered: func() bool { return f.c.applier.CommitCovered(ev) },

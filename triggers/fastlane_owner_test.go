@@ -26,7 +26,6 @@ func (a *hotApplier) Refresh(context.Context, tablename.Name) (*table.Table, err
 }
 func (a *hotApplier) CheckCommit(events.CommitEvent) error  { return nil }
 func (a *hotApplier) CommitCovered(events.CommitEvent) bool { return false }
-func (a *hotApplier) CommitSeen(string)                     {}
 func (a *hotApplier) NearThreshold(string) bool             { return true }
 
 // switchedOwner owns every table until moved.

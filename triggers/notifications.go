@@ -12,6 +12,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/icereactor/reactor/commitwatch"
 	"github.com/icereactor/reactor/events"
 	"github.com/icereactor/reactor/excerpt"
 	"github.com/icereactor/reactor/metrics"
@@ -65,6 +66,9 @@ type NotificationOptions struct {
 	RefreshConcurrency int
 	// Ownership: as in CommitOptions.
 	Ownership ownership.Tables
+	// CommitWatch: as in CommitOptions; a new metadata file of a table is
+	// a commit to it.
+	CommitWatch *commitwatch.Watch
 }
 
 // DefaultNewTableGrace is how long a notification no table claims yet is
@@ -115,7 +119,6 @@ type ObjectApplier interface {
 	ObjectCovered(r planner.ObjectRoute, ev events.ObjectEvent) bool
 	TrackObject(r planner.ObjectRoute, ev events.ObjectEvent) planner.ObjectOutcome
 	MetadataOutcome(r planner.ObjectRoute, ev events.ObjectEvent, tbl *table.Table, refreshErr error) (planner.ObjectOutcome, error)
-	CommitSeen(name string)
 }
 
 // locateLane is the coalescer lane of records no known table claims: the
@@ -313,7 +316,7 @@ func (c *NotificationConsumer) routed(parts *notificationParts, ev events.Object
 		c.met.EventsCoalesced.Inc()
 		parts.done(ev, planner.ObjectCommit, nil)
 	default:
-		c.applier.CommitSeen(r.Table.String())
+		c.opts.CommitWatch.Observed(r.Table.String())
 		c.refreshes.add(r.Table, &work{
 			refresh: true,
 			covered: func() bool { return c.applier.ObjectCovered(r, ev) },

@@ -122,6 +122,7 @@ func (w *Worker) connectNATS(ctx, runCtx context.Context, cfg Config, url string
 	refreshes = triggers.NewCoalescer(runCtx, w.Planner, cfg.RefreshConcurrency, triggers.AckWait, cfg.Logger, cfg.Metrics)
 	cfg.Commits.Refreshes, cfg.Notifications.Refreshes = refreshes, refreshes
 	cfg.Commits.Ownership, cfg.Notifications.Ownership = w.ownership, w.ownership
+	cfg.Commits.CommitWatch, cfg.Notifications.CommitWatch = w.commits, w.commits
 	if commits, err = triggers.StartCommits(runCtx, js, cfg.Commits, w.Planner, cfg.Logger, cfg.Metrics); err != nil {
 		return err
 	}

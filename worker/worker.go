@@ -16,6 +16,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/icereactor/reactor/catalogs"
+	"github.com/icereactor/reactor/commitwatch"
 	"github.com/icereactor/reactor/deletions"
 	"github.com/icereactor/reactor/embedded"
 	"github.com/icereactor/reactor/events"
@@ -146,6 +147,9 @@ type Worker struct {
 	// ownership is the one ownership.Tables every layer is handed
 	// (replicas.go).
 	ownership leaseOwnership
+	// commits is the one commit-observed signal, shared by the triggers
+	// and the executor.
+	commits   *commitwatch.Watch
 	shardCons *triggers.ShardConsumers
 	// reports is the connection job events and reports go out on. It is
 	// set as soon as NATS answers, before the consumers start: an event
@@ -274,9 +278,15 @@ func Start(ctx context.Context, cfg Config) (_ *Worker, err error) {
 	// (nothing is owned before NATS is connected and the leases known).
 	own := newLeaseOwnership(w, cfg.Leases)
 	w.ownership = own
+	// One signal "a writer just committed": the triggers observe, the
+	// executor's commit retries wait on it.
+	w.commits = &commitwatch.Watch{}
 	exec, err := executor.New(executor.Options{Catalog: execCat, Logger: cfg.Logger, Metrics: cfg.Metrics,
 		// Every commit, every attempt, asks for the table's lease first.
 		Ownership: own,
+		// A job that lost a commit race retries right after a writer's
+		// next commit, which the triggers observe.
+		CommitWatch: w.commits,
 		// The same bound holds the output files written at once, across
 		// jobs: each holds a buffered row group (docs/operations.md#memory-and-pod-sizing).
 		Concurrency: w.concurrency,
@@ -355,12 +365,9 @@ func Start(ctx context.Context, cfg Config) (_ *Worker, err error) {
 		Logger:            cfg.Logger,
 		Metrics:           cfg.Metrics,
 		WarehousePrefixes: warehousePrefixes(cfg),
-		// A job that lost a commit race retries right after a writer's
-		// next commit.
-		CommitObserved: exec.CommitObserved,
-		Ownership:      own,
-		Records:        w.keys,
-		Tables:         w.known,
+		Ownership:         own,
+		Records:           w.keys,
+		Tables:            w.known,
 	})
 	if err := w.serveHTTP(cfg); err != nil {
 		return nil, fmt.Errorf("worker: %w", err)

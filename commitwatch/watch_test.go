@@ -1,4 +1,4 @@
-package executor
+package commitwatch
 
 import (
 	"context"
@@ -8,28 +8,28 @@ import (
 
 // A waiting retry wakes on the next observed commit of its table, at once
 // for one observed since its mark, and not for other tables' commits.
-func TestCommitWatch(t *testing.T) {
-	var w commitWatch
+func TestWatch(t *testing.T) {
+	var w Watch
 	ctx := t.Context()
-	mark := w.mark("db.t")
-	w.observed("db.t")
-	if !w.wait(ctx, "db.t", mark, time.Hour) {
+	mark := w.Mark("db.t")
+	w.Observed("db.t")
+	if !w.Wait(ctx, "db.t", mark, time.Hour) {
 		t.Error("a commit observed since the mark did not count")
 	}
-	mark = w.mark("db.t")
+	mark = w.Mark("db.t")
 	woke := make(chan bool)
-	go func() { woke <- w.wait(ctx, "db.t", mark, time.Hour) }()
-	w.observed("db.other")
-	w.observed("db.t")
+	go func() { woke <- w.Wait(ctx, "db.t", mark, time.Hour) }()
+	w.Observed("db.other")
+	w.Observed("db.t")
 	if !<-woke {
 		t.Error("the wait did not end on the table's next commit")
 	}
-	if w.wait(ctx, "db.t", w.mark("db.t"), time.Millisecond) {
+	if w.Wait(ctx, "db.t", w.Mark("db.t"), time.Millisecond) {
 		t.Error("a wait with no commit reported one")
 	}
 	cancelled, cancel := context.WithCancel(ctx)
 	cancel()
-	if w.wait(cancelled, "db.t", w.mark("db.t"), time.Hour) {
+	if w.Wait(cancelled, "db.t", w.Mark("db.t"), time.Hour) {
 		t.Error("a cancelled wait reported a commit")
 	}
 }
