@@ -16,6 +16,7 @@ import (
 	"github.com/icereactor/reactor/jobkind"
 	"github.com/icereactor/reactor/jobs"
 	"github.com/icereactor/reactor/metrics"
+	"github.com/icereactor/reactor/objectio"
 	"github.com/icereactor/reactor/ownership"
 	"github.com/icereactor/reactor/scope"
 )
@@ -379,6 +380,8 @@ func New(o Options) (*Executor, error) {
 	if e.met == nil {
 		e.met = metrics.New()
 	}
+	// Tables' vended storage credentials renewed mid-job (objectio).
+	e.cat = objectio.RenewingCatalog(e.cat, e.log, func(reason string) { e.met.CredentialRenewals.WithLabelValues(reason).Inc() })
 	switch {
 	case o.HistoryBytes < 0:
 		e.hist = nil

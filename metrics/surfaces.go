@@ -24,6 +24,10 @@ type Surfaces struct {
 	// limit, by kind (metadata_json, manifest_list, manifest,
 	// parquet_footer): as jobs failed and table refreshes that failed.
 	SizeLimitRefusals *prometheus.CounterVec
+	// CredentialRenewals counts the renewals of a table's vended storage
+	// credentials by the executor's FileIOs, by reason (before_expiry,
+	// refused).
+	CredentialRenewals *prometheus.CounterVec
 }
 
 func newSurfaces() Surfaces {
@@ -64,6 +68,10 @@ func newSurfaces() Surfaces {
 			Name: "reactor_size_limit_refusals_total",
 			Help: "Jobs and table refreshes that failed because a file was over reactor's size limit (--max-*-bytes), by kind of file.",
 		}, []string{"kind"}),
+		CredentialRenewals: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "reactor_credential_renewals_total",
+			Help: "Renewals of a table's vended storage credentials during a job (a reload of the table from the catalog), by reason: before_expiry, refused (the store refused them: expired or revoked).",
+		}, []string{"reason"}),
 		StreamPublishRefused: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "reactor_stream_publish_refused_total",
 			Help: "Messages reactor published (dead letters, events forwarded to a shard) that NATS refused because the stream was full.",
@@ -73,7 +81,7 @@ func newSurfaces() Surfaces {
 
 func (s Surfaces) collectors() []prometheus.Collector {
 	return []prometheus.Collector{s.StatusRefused, s.UnknownTablesRemembered, s.StreamBytes, s.StreamMessages,
-		s.StreamLimitBytes, s.StreamLimitMessages, s.StreamFill, s.StreamFull, s.StreamPublishRefused, s.SizeLimitRefusals}
+		s.StreamLimitBytes, s.StreamLimitMessages, s.StreamFill, s.StreamFull, s.StreamPublishRefused, s.SizeLimitRefusals, s.CredentialRenewals}
 }
 
 // DefaultStreams are the names of the streams reactor creates by default

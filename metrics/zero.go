@@ -58,6 +58,10 @@ func (m *Metrics) startAtZero() {
 	for _, event := range []string{"acquired", "released", "lost"} {
 		m.LeaseHandovers.WithLabelValues(event)
 	}
+	// objectio.RenewBeforeExpiry and objectio.RenewRefused.
+	for _, reason := range []string{"before_expiry", "refused"} {
+		m.CredentialRenewals.WithLabelValues(reason)
+	}
 	for _, reason := range []string{"not_expressible", "spark_failed"} {
 		m.SparkLocalRuns.WithLabelValues(reason)
 	}

@@ -49,6 +49,17 @@
 //     (zero for credentials that do not expire or that the store's own
 //     chain renews).
 //
+//   - Vended credentials are renewed mid-job (renew.go): RenewingCatalog
+//     (renew_catalog.go) hands out tables whose FileIOs share one
+//     Credentials per loaded table, which loads the table again through
+//     the catalog shortly before the credentials expire (five minutes,
+//     or half their lifetime when shorter) and when the store refuses
+//     them (CredentialsRefused, renew_errors.go: expired, revoked or
+//     unknown credentials, not a permission refused), then makes the
+//     refused request once more: one renewal and one retry per request.
+//     An open object's later reads, a walk and a small write are made
+//     again the same way (renew_files.go).
+//
 // Writes, bulk deletes and the listing of one directory are iceberg-go's
 // own (blobfs.FileIO) on the same client; Remove is one request (no
 // existence check on S3, no directory-marker retry on GCS and Azure);

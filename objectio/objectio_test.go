@@ -76,6 +76,9 @@ type front struct {
 	// the first cutAfter bytes of the body, then closes the connection
 	// (a reset mid-body).
 	cut func(method, kind, path string) bool
+	// deny, when set, answers the requests it returns a code for with
+	// 403 and that S3 error code and message.
+	deny func(r *http.Request, kind string) (code, message string)
 }
 
 // cutAfter is how much of a cut response's body gets through.
@@ -127,6 +130,19 @@ func (f *front) failing(t *testing.T, fail func(method, kind string) bool) {
 	})
 }
 
+// denying makes the front refuse what deny returns a code for until the
+// test ends.
+func (f *front) denying(t *testing.T, deny func(r *http.Request, kind string) (code, message string)) {
+	f.mu.Lock()
+	f.deny = deny
+	f.mu.Unlock()
+	t.Cleanup(func() {
+		f.mu.Lock()
+		f.deny = nil
+		f.mu.Unlock()
+	})
+}
+
 func startFront(target string) (*front, error) {
 	u, err := url.Parse(target)
 	if err != nil {
@@ -165,6 +181,23 @@ func startFront(target string) (*front, error) {
 				f.reqs["cut "+r.Method+" "+kind]++
 			}
 			f.mu.Unlock()
+			f.mu.Lock()
+			deny := f.deny
+			f.mu.Unlock()
+			var denyCode, denyMessage string
+			if deny != nil {
+				denyCode, denyMessage = deny(r, kind)
+			}
+			if denyCode != "" {
+				f.mu.Lock()
+				f.reqs["403 "+r.Method+" "+kind]++
+				f.mu.Unlock()
+				_, _ = io.Copy(io.Discard, r.Body)
+				w.Header().Set("Content-Type", "application/xml")
+				w.WriteHeader(http.StatusForbidden)
+				_, _ = io.WriteString(w, `<?xml version="1.0" encoding="UTF-8"?><Error><Code>`+denyCode+`</Code><Message>`+denyMessage+`</Message></Error>`)
+				return
+			}
 			if throttle {
 				f.mu.Lock()
 				f.reqs["503 "+r.Method+" "+kind]++
