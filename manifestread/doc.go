@@ -1,6 +1,6 @@
-// Package manifestread reads the entries of Iceberg manifests as
-// iceberg-go's ReadManifest does, parsing each distinct Avro schema text
-// once per Reader instead of once per file.
+// Package manifestread reads Iceberg manifests' entries and manifest lists
+// as iceberg-go's ReadManifest and ReadManifestList do, parsing each
+// distinct Avro schema text once per Reader instead of once per file.
 //
 // iceberg-go v0.7.0 opens every manifest with twmb/avro's ocf.NewReader,
 // which parses the schema JSON in the file's header each time: a third of
@@ -19,6 +19,12 @@
 //     file it does not read (a codec other than null, deflate or snappy, a
 //     field iceberg-go does not know) or refuses is read by iceberg-go, so
 //     the answer or the error is iceberg-go's.
+//   - list.go: Reader.ManifestList, the drop-in for Snapshot.Manifests:
+//     the same version inference and checks, the list's schema resolved
+//     against reader schemas built as iceberg-go builds its own, the
+//     manifests rebuilt through iceberg-go's ManifestBuilder. That builder
+//     cannot set a manifest's first row id, so a v3 list naming data
+//     manifests is read by iceberg-go.
 //   - ocf.go: the Avro object container format: the header, the blocks,
 //     their decompression into buffers reused across blocks and files.
 //   - schemas.go: the compiled schemas: the writer schema resolved against

@@ -11,6 +11,7 @@ import (
 
 	"github.com/apache/iceberg-go"
 	iceio "github.com/apache/iceberg-go/io"
+	lru "github.com/hashicorp/golang-lru/v2"
 )
 
 // DefaultSchemas is how many distinct manifest schemas a Reader keeps
@@ -23,7 +24,11 @@ const DefaultSchemas = 1024
 // for concurrent use. A nil *Reader reads through iceberg-go.
 type Reader struct {
 	schemas *schemas
-	files   sync.Pool // *bytes.Buffer: a manifest's bytes
+	lists   struct {
+		listSchemas
+		cache *lru.Cache[uint64, *compiledList]
+	}
+	files sync.Pool // *bytes.Buffer: a manifest's bytes
 
 	compiles, fallbacks atomic.Int64
 }
@@ -34,23 +39,32 @@ func New(maxSchemas int) *Reader {
 	if maxSchemas <= 0 {
 		maxSchemas = DefaultSchemas
 	}
-	return &Reader{schemas: newSchemas(maxSchemas), files: sync.Pool{New: func() any { return new(bytes.Buffer) }}}
+	r := &Reader{schemas: newSchemas(maxSchemas), files: sync.Pool{New: func() any { return new(bytes.Buffer) }}}
+	// A manifest list's schema depends on the format version only (and
+	// the writer): a handful per process.
+	r.lists.cache, _ = lru.New[uint64, *compiledList](max(maxSchemas/8, 16))
+	// Built from this package's own types: cannot fail, and if it did
+	// every list would be read by iceberg-go (decodeList checks).
+	r.lists.listSchemas, _ = newListSchemas()
+	return r
 }
 
 // Stats are a Reader's counts since New.
 type Stats struct {
-	// Compiles is how many schema texts were parsed (cache misses).
+	// Compiles is how many schema texts were parsed (cache misses), of
+	// manifests and of manifest lists.
 	Compiles int64
 	// Fallbacks is how many manifests iceberg-go's reader read instead
 	// (a codec or a shape the fast path does not read, or a file it
 	// refused, so that iceberg-go's answer or error is the one returned).
 	Fallbacks int64
-	// Cached is how many compiled schemas are held now.
+	// Cached is how many compiled schemas are held now (manifests' and
+	// manifest lists').
 	Cached int
 }
 
 func (r *Reader) Stats() Stats {
-	return Stats{Compiles: r.compiles.Load(), Fallbacks: r.fallbacks.Load(), Cached: r.schemas.cache.Len()}
+	return Stats{Compiles: r.compiles.Load(), Fallbacks: r.fallbacks.Load(), Cached: r.schemas.cache.Len() + r.lists.cache.Len()}
 }
 
 // Fetch is m.FetchEntries(fs, discardDeleted): the same entries, in the

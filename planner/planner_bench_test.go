@@ -46,6 +46,8 @@ const history = 50
 const noJobs = `
 defaults:
   small_file_count: 1000000000
+  manifest_count: 1000000000
+  tier_fan_in: 1000000
 `
 
 // benchTable is the streamwriter's identity(category)-partitioned format-v2
@@ -269,7 +271,7 @@ func newBenchPlanner(b *testing.B, cat catalog.Catalog, log slog.Handler) *plann
 	p := planner.New(planner.Options{
 		Catalog:  cat,
 		Config:   cfg,
-		Dispatch: func(jobs.Job) { b.Error("no job expected") },
+		Dispatch: func(j jobs.Job) { b.Errorf("no job expected, got %s %v", j.Kind, j.Reasons) },
 		Logger:   slog.New(log),
 	})
 	b.Cleanup(p.Close)

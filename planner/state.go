@@ -200,7 +200,7 @@ func (tc *tableCounters) advance(ctx context.Context, tbl *table.Table, sz fileS
 			st.ownSnapshotsOnly = false
 		}
 		written := time.UnixMilli(snap.TimestampMs)
-		manifests, err := snap.Manifests(fs)
+		manifests, err := tc.manifests.ManifestList(fs, snap)
 		if err != nil {
 			return st, fmt.Errorf("read manifest list of snapshot %d: %w", snap.SnapshotID, err)
 		}
@@ -298,7 +298,7 @@ func (tc *tableCounters) rebuild(ctx context.Context, tbl *table.Table, fs iceio
 	tc.reset(sz)
 	meta := tbl.Metadata()
 	cur := tbl.CurrentSnapshot()
-	manifests, err := cur.Manifests(fs)
+	manifests, err := tc.manifests.ManifestList(fs, cur)
 	if err != nil {
 		return st, fmt.Errorf("read manifest list of snapshot %d: %w", cur.SnapshotID, err)
 	}
