@@ -5,13 +5,11 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
-	"time"
 
 	"github.com/apache/iceberg-go"
 	iceio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 	"github.com/apache/iceberg-go/table/compaction"
-	"github.com/cenkalti/backoff/v4"
 
 	"github.com/icereactor/reactor/conflict"
 	"github.com/icereactor/reactor/executor/internal/commit"
@@ -64,35 +62,15 @@ func (e *Executor) commitBatchReplay(ctx context.Context, log *slog.Logger, job 
 	props := iceberg.Properties{jobs.SnapshotJobProperty: job.ID}
 	maps.Copy(props, extraProps)
 
-	var (
-		committed *table.Table
-		removed   int
-		attempt   int
-	)
-	var attemptStart time.Time
-	op := func() error {
-		attempt++
-		rep.Attempts++
-		attemptStart = time.Now()
-		tbl := head
-		if attempt > 1 {
-			fresh, err := e.cat.LoadTable(ctx, job.Table.Ident())
-			if err != nil {
-				if !conflict.IsTransient(err) {
-					log.Warn("reload for commit retry failed; will retry", "attempt", attempt, "error", err)
-				}
-				// The catalog blinking mid-job is retried within the
-				// same budget as a conflict.
-				return fmt.Errorf("reload table: %w", err)
-			}
-			tbl = fresh
-		}
+	loop := commitLoop{e: e, log: log, job: job, rep: rep, first: head, reloadAnyError: true}
+	var removed int
+	committed, err := loop.run(ctx, func(ctx context.Context, tbl *table.Table) (*table.Table, error) {
 		if tbl.CurrentSnapshot() == nil || tbl.CurrentSnapshot().SnapshotID != validatedID {
 			// Validation is monotonic along the ancestry: only snapshots
 			// committed since the last attempt need reading, so an attempt
 			// stays cheap however long the writer has been busy.
 			if err := commit.CheckSince(fs, tbl.Metadata(), validatedID, inputs); err != nil {
-				return backoff.Permanent(err)
+				return nil, err
 			}
 			validatedID = tbl.CurrentSnapshot().SnapshotID
 		}
@@ -101,7 +79,7 @@ func (e *Executor) commitBatchReplay(ctx context.Context, log *slog.Logger, job 
 		// applies to a file outside the rewrite stays (docs/design.md#pitfall-resurrected-deletes).
 		dead, err := table.CollectDeadPositionDeletes(ctx, fs, tbl.CurrentSnapshot(), rewritten)
 		if err != nil {
-			return backoff.Permanent(fmt.Errorf("collect dead position deletes: %w", err))
+			return nil, fmt.Errorf("collect dead position deletes: %w", err)
 		}
 		deadPaths := make(map[string]bool, len(dead))
 		for _, d := range dead {
@@ -114,7 +92,7 @@ func (e *Executor) commitBatchReplay(ctx context.Context, log *slog.Logger, job 
 		if len(eqDeletes) > 0 {
 			found, err := compaction.CollectDeadEqualityDeletesWithSpecs(ctx, fs, tbl.Metadata(), tbl.CurrentSnapshot(), rewritten)
 			if err != nil {
-				return backoff.Permanent(fmt.Errorf("collect dead equality deletes: %w", err))
+				return nil, fmt.Errorf("collect dead equality deletes: %w", err)
 			}
 			for _, d := range found {
 				if _, ours := eqDeletes[d.FilePath()]; ours {
@@ -123,7 +101,7 @@ func (e *Executor) commitBatchReplay(ctx context.Context, log *slog.Logger, job 
 			}
 		}
 		if err := e.checkMetadataLog(tbl); err != nil {
-			return backoff.Permanent(err)
+			return nil, err
 		}
 		txn := tbl.NewTransaction()
 		rw := txn.NewRewrite(props)
@@ -145,37 +123,18 @@ func (e *Executor) commitBatchReplay(ctx context.Context, log *slog.Logger, job 
 			removed++
 		}
 		if err := rw.Commit(ctx); err != nil {
-			return backoff.Permanent(fmt.Errorf("stage rewrite: %w", err))
+			return nil, fmt.Errorf("stage rewrite: %w", err)
 		}
 		staged := stagedFiles(txn, fs)
 		next, err := txn.Commit(ctx)
-		if err == nil {
-			committed = next
-			return nil
+		if err != nil {
+			return nil, lost(err, planned, fs, staged, byJobID, 0)
 		}
-		if conflict.Is(err) {
-			rep.Conflicts++
-			e.met.CommitConflicts.WithLabelValues(job.Table.String()).Inc()
-			rep.StagedMetadataCleanedUp += e.removePaths(planned, fs, staged, log)
-			return err
-		}
-		if conflict.IsTransient(err) {
-			// Failed before the catalog wrote anything (lock
-			// contention): same as a conflict, minus the counter.
-			rep.StagedMetadataCleanedUp += e.removePaths(planned, fs, staged, log)
-			return err
-		}
-		// Neither: the catalog may or may not have taken the commit. Look
-		// before deciding; never delete what may be live.
-		if landed := e.findCommitted(ctx, job); landed != nil {
-			committed = landed
-			return nil
-		}
-		return backoff.Permanent(unknownUnlessRefused(err))
-	}
-	if err := e.retryCommits(ctx, log, job, op, func() (int, time.Time) { return attempt, attemptStart }); err != nil {
+		return next, nil
+	})
+	if err != nil {
 		if conflict.IsRetryable(err) {
-			return nil, fmt.Errorf("gave up after %d attempts in %s: %w", attempt, job.Settings.CommitRetryTime, err)
+			return nil, fmt.Errorf("gave up after %d attempts in %s: %w", loop.n, job.Settings.CommitRetryTime, err)
 		}
 		return nil, err
 	}
@@ -189,26 +148,6 @@ func (e *Executor) commitBatchReplay(ctx context.Context, log *slog.Logger, job 
 	e.met.FilesRewritten.WithLabelValues(job.Table.String()).Add(float64(len(oldFiles)))
 	e.met.FilesAdded.WithLabelValues(job.Table.String()).Add(float64(len(newFiles)))
 	return committed, nil
-}
-
-// findCommitted looks for a snapshot carrying the job's id in the table's
-// current history: after an ambiguous commit error it tells whether the
-// commit landed after all.
-func (e *Executor) findCommitted(ctx context.Context, job jobs.Job) *table.Table {
-	tbl, err := e.cat.LoadTable(ctx, job.Table.Ident())
-	if err != nil {
-		return nil
-	}
-	for s := tbl.CurrentSnapshot(); s != nil; {
-		if s.Summary != nil && s.Summary.Properties[jobs.SnapshotJobProperty] == job.ID {
-			return tbl
-		}
-		if s.ParentSnapshotID == nil || s.TimestampMs < job.ScheduledAt.UnixMilli()-60_000 {
-			return nil
-		}
-		s = tbl.Metadata().SnapshotByID(*s.ParentSnapshotID)
-	}
-	return nil
 }
 
 // stagedFiles lists the manifest list and manifests a staged transaction
@@ -235,4 +174,14 @@ func stagedFiles(txn *table.Transaction, fs iceio.IO) []string {
 		}
 	}
 	return paths
+}
+
+// stagedSnapshotID is the id of the snapshot txn staged (0 when it staged
+// none): after an ambiguous commit error, the one to look up.
+func stagedSnapshotID(txn *table.Transaction) int64 {
+	st, err := txn.StagedTable()
+	if err != nil || st.CurrentSnapshot() == nil {
+		return 0
+	}
+	return st.CurrentSnapshot().SnapshotID
 }

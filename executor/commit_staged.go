@@ -11,7 +11,6 @@ import (
 	"github.com/apache/iceberg-go"
 	iceio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
-	"github.com/cenkalti/backoff/v4"
 
 	"github.com/icereactor/reactor/conflict"
 	"github.com/icereactor/reactor/executor/internal/commit"
@@ -123,8 +122,7 @@ func stagedCommits(meta table.Metadata, results []table.CompactionGroupResult) b
 }
 
 // commitStaged prepares st on head (reading head's manifests once) and
-// commits it on the catalog's current head, retrying lost races within the
-// job's commit budget. Every
+// commits it on the catalog's current head through the commit loop. Every
 // failed attempt's manifest list is deleted at once; the manifests st
 // wrote once are deleted only when the commit definitively did not land,
 // and never when its outcome is unknown (errUnknownCommitState).
@@ -142,88 +140,61 @@ func (e *Executor) commitStaged(ctx context.Context, log *slog.Logger, job jobs.
 	}
 	log.Debug("rewrite staged", "manifests_read", st.Opened(), "manifests_written", len(st.OwnManifests()),
 		"duration", time.Since(start).Round(time.Millisecond))
-	var (
-		committed    *table.Table
-		attempt      int
-		attemptStart time.Time
-	)
-	op := func() error {
-		attempt++
-		rep.Attempts++
-		attemptStart = time.Now()
-		opened := st.Opened()
-		// Every attempt, the first included, starts from the catalog's
-		// head: a busy writer has committed since the outputs were
-		// written, and reading its commits costs less than losing.
-		tbl, err := e.loadForAttempt(ctx, job)
-		if err != nil {
-			return err
-		}
-		if err := st.Advance(tbl.Metadata()); err != nil {
-			return backoff.Permanent(err)
-		}
-		manifests, err := st.ManifestsFor(tbl.Metadata())
-		if errors.Is(err, commit.ErrRescan) {
-			log.Info("manifests changed under the rewrite; reading the current snapshot again", "attempt", attempt, "why", err)
-			if err := st.Prepare(ctx, tbl); err != nil {
-				return backoff.Permanent(err)
-			}
-			manifests, err = st.ManifestsFor(tbl.Metadata())
-		}
-		if err != nil {
-			return backoff.Permanent(err)
-		}
-		summary, err := st.Summary(tbl.Metadata())
-		if err != nil {
-			return backoff.Permanent(err)
-		}
-		res, err := sw.Commit(ctx, e.cat, tbl, attempt-1, manifests, summary)
-		log.Debug("commit attempt", "attempt", attempt, "manifests_read", st.Opened()-opened,
-			"duration", time.Since(attemptStart).Round(time.Microsecond), "error", err)
-		switch {
-		case err == nil:
-			committed = res.Committed
-			e.removeOwn(committed, fs, res.DroppedMetadata, log)
-			return nil
-		case res.List == "":
-			return backoff.Permanent(fmt.Errorf("stage %s: %w", what, err))
-		case conflict.IsRetryable(err):
-			// Nothing references this attempt's list
-			// (docs/design.md#pitfall-failed-attempt-garbage).
-			rep.StagedMetadataCleanedUp += e.removePaths(head, fs, []string{res.List}, log)
-			return e.commitFailure(job, rep, what, err)
-		}
-		// The catalog may or may not have taken the commit. Look before
-		// deciding; never delete what may be live.
-		if landed := e.findSnapshot(ctx, job, sw.SnapshotID); landed != nil {
-			committed = landed
-			return nil
-		}
-		return backoff.Permanent(unknownUnlessRefused(err))
-	}
-	err = e.retryCommitsInto(ctx, log, job, rep, op, func() (int, time.Time) { return attempt, attemptStart })
-	switch {
-	case err == nil:
-		rep.StagedMetadataCleanedUp += e.removePaths(head, fs, st.Superseded(), log)
-		return committed, nil
-	case errors.Is(err, errUnknownCommitState):
-		return nil, err
-	default:
-		rep.StagedMetadataCleanedUp += e.removePaths(head, fs, append(st.Superseded(), st.OwnManifests()...), log)
-		return nil, err
-	}
+	sc := &stagedCommit{st: st, sw: sw, head: head, fs: fs, what: what}
+	sc.loop = commitLoop{e: e, log: log, job: job, rep: rep, files: sc}
+	return sc.loop.run(ctx, sc.attempt)
 }
 
-// findSnapshot loads the table and returns it when snapshot id is in its
-// history: after an ambiguous commit error it tells whether that very
-// commit landed (a job's earlier batches carry the same job id).
-func (e *Executor) findSnapshot(ctx context.Context, job jobs.Job, id int64) *table.Table {
-	tbl, err := e.cat.LoadTable(ctx, job.Table.Ident())
-	if err != nil || tbl.Metadata().SnapshotByID(id) == nil {
-		return nil
-	}
-	return tbl
+// stagedCommit is one commit.Staged's way through the commit loop.
+type stagedCommit struct {
+	loop commitLoop
+	st   *commit.Staged
+	sw   *commit.SnapshotWriter
+	head *table.Table
+	fs   iceio.IO
+	what string
 }
+
+// attempt commits on tbl, the catalog's head: every attempt, the first
+// included, starts from it, since a busy writer has committed since the
+// outputs were written, and reading its commits costs less than losing.
+func (sc *stagedCommit) attempt(ctx context.Context, tbl *table.Table) (*table.Table, error) {
+	st, log, n := sc.st, sc.loop.log, sc.loop.n
+	opened := st.Opened()
+	if err := st.Advance(tbl.Metadata()); err != nil {
+		return nil, err
+	}
+	manifests, err := st.ManifestsFor(tbl.Metadata())
+	if errors.Is(err, commit.ErrRescan) {
+		log.Info("manifests changed under the rewrite; reading the current snapshot again", "attempt", n, "why", err)
+		if err := st.Prepare(ctx, tbl); err != nil {
+			return nil, err
+		}
+		manifests, err = st.ManifestsFor(tbl.Metadata())
+	}
+	if err != nil {
+		return nil, err
+	}
+	summary, err := st.Summary(tbl.Metadata())
+	if err != nil {
+		return nil, err
+	}
+	res, err := sc.sw.Commit(ctx, sc.loop.e.cat, tbl, n-1, manifests, summary)
+	log.Debug("commit attempt", "attempt", n, "manifests_read", st.Opened()-opened,
+		"duration", time.Since(sc.loop.started).Round(time.Microsecond), "error", err)
+	switch {
+	case err == nil:
+		sc.loop.e.removeOwn(res.Committed, sc.fs, res.DroppedMetadata, log)
+		return res.Committed, nil
+	case res.List == "":
+		return nil, fmt.Errorf("stage %s: %w", sc.what, err)
+	}
+	return nil, lost(err, sc.head, sc.fs, []string{res.List}, bySnapshotID, sc.sw.SnapshotID)
+}
+
+func (sc *stagedCommit) where() (*table.Table, iceio.IO) { return sc.head, sc.fs }
+func (sc *stagedCommit) own() []string                   { return sc.st.OwnManifests() }
+func (sc *stagedCommit) superseded() []string            { return sc.st.Superseded() }
 
 // commitDeleteMergesStaged is commitDeleteMerges through commit.Staged:
 // the sources must all still be live, and only delete manifests are read.

@@ -20,29 +20,44 @@ import (
 	"github.com/icereactor/reactor/jobs"
 )
 
-// rewriter is how a data rewrite plans its groups and writes one group:
-// bin-pack (iceberg-go's compaction planner and writer) or sort. Both share
-// the rest: batches, commit validation and retries, cleanup.
-type rewriter struct {
-	plan  func(ctx context.Context, tbl *table.Table, job jobs.Job) ([]table.CompactionTaskGroup, int, error)
-	write groupWriter
+// rewriter is what a data rewrite gives the rewrite every data rewrite
+// shares (batches, commit validation and retries, cleanup): how it plans
+// its groups and writes one group. binPack (iceberg-go's compaction
+// planner and writer) and sortRewrite are the two.
+type rewriter interface {
+	plan(ctx context.Context, tbl *table.Table, job jobs.Job) ([]table.CompactionTaskGroup, int, error)
+	write(ctx context.Context, tbl *table.Table, g table.CompactionTaskGroup) (table.CompactionGroupResult, error)
 	// props are extra snapshot summary properties of the commits.
-	props iceberg.Properties
+	props() iceberg.Properties
 }
 
+// binPack is bin-pack compaction's rewriter; planned are the groups of
+// its last plan.
+type binPack struct {
+	e       *Executor
+	mem     memory.Allocator
+	target  int64
+	planned []table.CompactionTaskGroup
+}
+
+func (b *binPack) plan(ctx context.Context, tbl *table.Table, job jobs.Job) ([]table.CompactionTaskGroup, int, error) {
+	groups, skipped, err := planGroups(ctx, tbl, job)
+	b.planned = groups
+	return groups, skipped, err
+}
+
+func (b *binPack) write(ctx context.Context, tbl *table.Table, g table.CompactionTaskGroup) (table.CompactionGroupResult, error) {
+	return b.e.writeCompactionGroup(ctx, tbl, g, b.target, b.mem)
+}
+
+func (b *binPack) props() iceberg.Properties { return nil }
+
 func (e *Executor) compact(ctx context.Context, log *slog.Logger, job jobs.Job) (jobs.Result, Report) {
-	var planned []table.CompactionTaskGroup
 	mem := e.newJobPool()
 	defer mem.Close()
-	res, rep := e.rewrite(ctx, log, job, rewriter{
-		plan: func(ctx context.Context, tbl *table.Table, job jobs.Job) ([]table.CompactionTaskGroup, int, error) {
-			groups, skipped, err := planGroups(ctx, tbl, job)
-			planned = groups
-			return groups, skipped, err
-		},
-		write: e.compactionGroupWriter(job.Settings.TargetFileSize, mem),
-	})
-	res.NothingToDo = idlePartitions(job, planned, "no rewrite group: no set of files whose rewrite would change the partition "+
+	bp := &binPack{e: e, mem: mem, target: job.Settings.TargetFileSize}
+	res, rep := e.rewrite(ctx, log, job, bp)
+	res.NothingToDo = idlePartitions(job, bp.planned, "no rewrite group: no set of files whose rewrite would change the partition "+
 		"(candidates fewer than min_input_files, or one file with no delete applying)")
 	return e.dropDeadDeletes(ctx, log, job, res, rep)
 }
@@ -52,12 +67,18 @@ func (e *Executor) compact(ctx context.Context, log *slog.Logger, job jobs.Job) 
 // deletes against its inputs since they were read (ErrNewDeletes) cannot
 // land: its outputs hold those rows. With nothing of the job committed yet,
 // the job plans again on the table as it is then, at most
-// maxRewriteReplans times (replanned); a writer that keeps deleting from
+// maxRewriteReplans times (replans); a writer that keeps deleting from
 // the inputs makes it give up, a conflict like a lost commit race.
 func (e *Executor) rewrite(ctx context.Context, log *slog.Logger, job jobs.Job, rw rewriter) (jobs.Result, Report) {
-	return e.rewriteReplanned(ctx, log, job, func() (jobs.Result, Report) {
-		return e.rewriteOnce(ctx, log, job, rw)
-	})
+	rp := newReplans(job, maxRewriteReplans)
+	for {
+		res, rep := e.rewriteOnce(ctx, log, job, rw)
+		if rp.allowed(ctx) && e.lostToNewDeletes(log, job, res, &rep, rp.n) {
+			rp.abandon(rep)
+			continue
+		}
+		return rp.endRewrite(res, rep)
+	}
 }
 
 // rewriteOnce is one plan of rewrite, its batches written and committed.
@@ -145,7 +166,7 @@ func (e *Executor) rewriteOnce(ctx context.Context, log *slog.Logger, job jobs.J
 		if committed != nil {
 			head = committed // start from our own previous batch, not a sure conflict
 		}
-		next, err := e.commitBatch(ctx, log, job, tbl, head, fs, results, equalityDeletesOf(b), rw.props, &rep)
+		next, err := e.commitBatch(ctx, log, job, tbl, head, fs, results, equalityDeletesOf(b), rw.props(), &rep)
 		if err != nil {
 			if errors.Is(err, errUnknownCommitState) {
 				// Leave the outputs: a snapshot may reference them. The
@@ -330,34 +351,33 @@ func writeGroups(ctx context.Context, tbl *table.Table, groups []table.Compactio
 	return results, errors.Join(errs...)
 }
 
-// compactionGroupWriter writes bin-pack groups through reactor's writer,
+// writeCompactionGroup writes a bin-pack group through reactor's writer,
 // or through iceberg-go's where reactor's does not apply.
-func (e *Executor) compactionGroupWriter(target int64, mem memory.Allocator) groupWriter {
-	return func(ctx context.Context, tbl *table.Table, g table.CompactionTaskGroup) (table.CompactionGroupResult, error) {
-		if !e.opts.icebergWriter {
-			f, err := datapath.OwnWriterFor(ctx, tbl, g, target)
-			if err == nil {
-				return e.writeUnits(ctx, tbl, g, f, mem, datapath.SplitUnits(g.Tasks, target))
-			}
-			if !errors.Is(err, datapath.ErrNotOwnWriter) {
-				return table.CompactionGroupResult{}, err
-			}
-			e.log.Debug("group written by iceberg-go's writer", "partition", g.PartitionKey, "why", err)
+func (e *Executor) writeCompactionGroup(ctx context.Context, tbl *table.Table, g table.CompactionTaskGroup, target int64,
+	mem memory.Allocator) (table.CompactionGroupResult, error) {
+	if !e.opts.icebergWriter {
+		f, err := datapath.OwnWriterFor(ctx, tbl, g, target)
+		if err == nil {
+			return e.writeUnits(ctx, tbl, g, f, mem, datapath.SplitUnits(g.Tasks, target))
 		}
-		if err := e.tokens.acquire(ctx); err != nil {
+		if !errors.Is(err, datapath.ErrNotOwnWriter) {
 			return table.CompactionGroupResult{}, err
 		}
-		defer e.tokens.release()
-		// Outputs roll at reactor's target, not only the table
-		// property's: a tier merge may hold several targets' worth.
-		// iceberg-go names its files itself: each is added to the job's
-		// output intent before it is created.
-		gr, err := table.ExecuteCompactionGroup(ctx, recordingTable(ctx, tbl), g, table.WithCompactionTargetFileSize(target))
-		if err == nil {
-			e.advance(int64(len(g.Tasks)), g.TotalSizeBytes)
-		}
-		return gr, err
+		e.log.Debug("group written by iceberg-go's writer", "partition", g.PartitionKey, "why", err)
 	}
+	if err := e.tokens.acquire(ctx); err != nil {
+		return table.CompactionGroupResult{}, err
+	}
+	defer e.tokens.release()
+	// Outputs roll at reactor's target, not only the table
+	// property's: a tier merge may hold several targets' worth.
+	// iceberg-go names its files itself: each is added to the job's
+	// output intent before it is created.
+	gr, err := table.ExecuteCompactionGroup(ctx, recordingTable(ctx, tbl), g, table.WithCompactionTargetFileSize(target))
+	if err == nil {
+		e.advance(int64(len(g.Tasks)), g.TotalSizeBytes)
+	}
+	return gr, err
 }
 
 // writeUnits writes each unit of g under a token, all at once, and

@@ -5,14 +5,11 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"time"
 
 	"github.com/apache/iceberg-go"
 	iceio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
-	"github.com/cenkalti/backoff/v4"
 
-	"github.com/icereactor/reactor/conflict"
 	"github.com/icereactor/reactor/executor/internal/commit"
 	"github.com/icereactor/reactor/executor/internal/datapath"
 	"github.com/icereactor/reactor/jobs"
@@ -47,36 +44,25 @@ func (e *Executor) dropDeadDeletes(ctx context.Context, log *slog.Logger, job jo
 	if len(parts) == 0 || res.Err != nil || (res.Outcome != jobs.Succeeded && res.Outcome != jobs.Noop) {
 		return res, rep
 	}
-	var (
-		dead         []deadDelete
-		committed    *table.Table
-		attempt      int
-		attemptStart time.Time
-	)
-	op := func() error {
-		attempt++
-		attemptStart = time.Now()
-		tbl, err := e.loadForAttempt(ctx, job)
-		if err != nil {
-			return err
-		}
+	var dead []deadDelete
+	loop := commitLoop{e: e, log: log, job: job, rep: &rep, countCommitsOnly: true}
+	committed, err := loop.run(ctx, func(ctx context.Context, tbl *table.Table) (*table.Table, error) {
 		dead = nil
 		if tbl.CurrentSnapshot() == nil {
-			return nil
+			return nil, nil
 		}
 		fs, err := tbl.FS(ctx)
 		if err != nil {
-			return backoff.Permanent(fmt.Errorf("open table io: %w", err))
+			return nil, fmt.Errorf("open table io: %w", err)
 		}
 		if dead, err = findDeadDeletes(ctx, fs, tbl, parts); err != nil {
-			return backoff.Permanent(err)
+			return nil, err
 		}
 		if len(dead) == 0 || job.DryRun {
-			return nil
+			return nil, nil
 		}
-		rep.Attempts++
 		if err := e.checkMetadataLog(tbl); err != nil {
-			return backoff.Permanent(err)
+			return nil, err
 		}
 		txn := tbl.NewTransaction()
 		rw := txn.NewRewrite(iceberg.Properties{jobs.SnapshotJobProperty: job.ID})
@@ -84,27 +70,25 @@ func (e *Executor) dropDeadDeletes(ctx context.Context, log *slog.Logger, job jo
 			rw.DeleteFile(d.file)
 		}
 		if err := rw.Commit(ctx); err != nil {
-			return backoff.Permanent(fmt.Errorf("stage removal of dead delete files: %w", err))
+			return nil, fmt.Errorf("stage removal of dead delete files: %w", err)
 		}
 		staged := stagedFiles(txn, fs)
 		next, err := txn.Commit(ctx)
-		if err == nil {
-			committed = next
-			return nil
+		if err != nil {
+			// The compaction this finishes committed under the same job
+			// id: only this commit's own snapshot id tells it landed.
+			return nil, lost(err, tbl, fs, staged, bySnapshotID, stagedSnapshotID(txn))
 		}
-		if conflict.Is(err) || conflict.IsTransient(err) {
-			rep.StagedMetadataCleanedUp += e.removePaths(tbl, fs, staged, log)
-		}
-		return e.commitFailure(job, &rep, "removal of dead delete files", err)
-	}
-	if err := e.retryCommits(ctx, log, job, op, func() (int, time.Time) { return attempt, attemptStart }); err != nil {
+		return next, nil
+	})
+	if err != nil {
 		if res.Outcome == jobs.Succeeded {
 			// The rewrite itself committed; the dead deletes wait for the
 			// next job.
 			log.Warn("could not remove delete files that apply to nothing", "error", err)
 			return res, rep
 		}
-		return retryOutcome(err, attempt), rep
+		return retryOutcome(err, loop.n), rep
 	}
 	if len(dead) == 0 {
 		return res, rep

@@ -126,16 +126,45 @@ func idlePartitions(job jobs.Job, groups []table.CompactionTaskGroup, why string
 	return idle
 }
 
-// planGroups plans bin-pack groups over the job's partitions only. Tasks are
-// selected by their exact partition tuple, never by a row filter, and their
-// residual is cleared: a rewrite replaces whole files, so it must read every
-// row of them (a residual narrower than the file loses rows:
-// docs/design.md#pitfall-residual-filters).
+// partitionTask is a scan task selected for a rewrite, with the key of
+// its partition.
+type partitionTask struct {
+	key  string
+	task table.FileScanTask
+}
+
+// selectPartitions selects the tasks of the job's partitions (parts) by
+// their exact partition tuple, never by a row filter, and clears their
+// residual: a rewrite replaces whole files, so it must read every row of
+// them (a residual narrower than the file loses rows:
+// docs/design.md#pitfall-residual-filters). A task that is a range of a
+// file is refused for the same reason. Every data rewrite selects its
+// inputs here.
+func selectPartitions(tasks []table.FileScanTask, keys *jobs.Keyer, parts []jobs.Partition) ([]partitionTask, error) {
+	want := make(map[string]bool, len(parts))
+	for _, p := range parts {
+		want[p.Key] = true
+	}
+	var out []partitionTask
+	for _, t := range tasks {
+		key := keys.Key(t.File.SpecID(), t.File.Partition())
+		if !want[key] {
+			continue
+		}
+		if t.Start != 0 || (t.Length != 0 && t.Length != t.File.FileSizeBytes()) {
+			return nil, fmt.Errorf("scan planning split %s into ranges; refusing to rewrite part of a file", t.File.FilePath())
+		}
+		t.Residual = iceberg.AlwaysTrue{}
+		out = append(out, partitionTask{key: key, task: t})
+	}
+	return out, nil
+}
+
+// planGroups plans bin-pack groups over the job's partitions only, their
+// tasks selected by selectPartitions.
 func planGroups(ctx context.Context, tbl *table.Table, job jobs.Job) ([]table.CompactionTaskGroup, int, error) {
-	want := make(map[string]bool, len(job.Partitions))
 	applyDeletes, quiet := map[string]bool{}, map[string]bool{}
 	for _, p := range job.Partitions {
-		want[p.Key] = true
 		applyDeletes[p.Key], quiet[p.Key] = p.ApplyDeletes, p.Quiet
 	}
 	tasks, err := datapath.Scan(ctx, tbl).PlanFiles(ctx)
@@ -143,20 +172,16 @@ func planGroups(ctx context.Context, tbl *table.Table, job jobs.Job) ([]table.Co
 		return nil, 0, fmt.Errorf("plan files: %w", err)
 	}
 	keys := jobs.NewKeyer(tbl.Metadata())
+	picked, err := selectPartitions(tasks, keys, job.Partitions)
+	if err != nil {
+		return nil, 0, err
+	}
 	var selected, withDeletes []table.FileScanTask
-	for _, t := range tasks {
-		key := keys.Key(t.File.SpecID(), t.File.Partition())
-		if !want[key] {
-			continue
-		}
-		if t.Start != 0 || (t.Length != 0 && t.Length != t.File.FileSizeBytes()) {
-			return nil, 0, fmt.Errorf("scan planning split %s into ranges; refusing to rewrite part of a file", t.File.FilePath())
-		}
-		t.Residual = iceberg.AlwaysTrue{}
-		if applyDeletes[key] {
-			withDeletes = append(withDeletes, t)
+	for _, pt := range picked {
+		if applyDeletes[pt.key] {
+			withDeletes = append(withDeletes, pt.task)
 		} else {
-			selected = append(selected, t)
+			selected = append(selected, pt.task)
 		}
 	}
 	cfg := compaction.Config{

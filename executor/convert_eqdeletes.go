@@ -123,19 +123,20 @@ func scopeKey(keys *jobs.Keyer, meta table.Metadata, df iceberg.DataFile) string
 // scanned data file, or applied and removed a delete) makes the outputs
 // stale: they are deleted and the conversion plans again on the new files,
 // up to maxConversionReplans times within the job's commit budget
-// (replanned).
+// (replans).
 func (e *Executor) convertEqualityDeletes(ctx context.Context, log *slog.Logger, job jobs.Job) (jobs.Result, Report) {
-	res, rep, replans := e.replanned(ctx, job, maxConversionReplans, func() (jobs.Result, Report) {
-		return e.convertOnce(ctx, log, job)
-	}, func(res jobs.Result, _ *Report, replan int) bool {
-		if res.Outcome != jobs.Failed || !errors.Is(res.Err, ErrInputsGone) {
-			return false
+	rp := newReplans(job, maxConversionReplans)
+	for {
+		res, rep := e.convertOnce(ctx, log, job)
+		if rp.allowed(ctx) && res.Outcome == jobs.Failed && errors.Is(res.Err, ErrInputsGone) {
+			log.Info("a file the conversion read was removed meanwhile; planning it again on the new files", "replan", rp.n+1, "why", res.Err)
+			rp.abandon(rep)
+			continue
 		}
-		log.Info("a file the conversion read was removed meanwhile; planning it again on the new files", "replan", replan+1, "why", res.Err)
-		return true
-	})
-	rep.Conversion.Replans = replans
-	return res, rep
+		rep = rp.last(rep)
+		rep.Conversion.Replans = rp.n
+		return res, rep
+	}
 }
 
 // maxConversionReplans bounds how often one job plans again after a

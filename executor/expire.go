@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/apache/iceberg-go/table"
-	"github.com/cenkalti/backoff/v4"
 
 	"github.com/icereactor/reactor/deletions"
 	"github.com/icereactor/reactor/history"
@@ -81,27 +80,19 @@ func (e *Executor) expireSnapshots(ctx context.Context, log *slog.Logger, job jo
 	olderThan := max(job.ExpireOlderThan, 0)
 	retainLast := max(job.ExpireRetainLast, job.Settings.RetainLast, 1)
 	delay := max(job.Settings.MinReaderMargin, job.Settings.ExpireDeletionDelay)
-	var (
-		attemptStart time.Time
-		intent       deletions.Ref
-	)
+	var intent deletions.Ref
 	var gcOff bool
 	// s3Tables says why the table lies in an S3 table bucket: expired
 	// there like a table with gc.enabled false, nothing deleted.
 	var s3Tables string
-	op := func() error {
-		rep.Attempts++
-		attemptStart = time.Now()
-		tbl, err := e.loadForAttempt(ctx, job)
-		if err != nil {
-			return err
-		}
+	loop := commitLoop{e: e, log: log, job: job, rep: &rep}
+	_, err := loop.run(ctx, func(ctx context.Context, tbl *table.Table) (*table.Table, error) {
 		// A history with snapshots left out would make their files look
 		// unlinked: nothing is expired on it.
 		if p := scope.Partial(tbl.Metadata()); p != "" {
 			e.met.DeletionsRefused.WithLabelValues(job.Table.String(), string(scope.PartialMetadata)).Inc()
-			return backoff.Permanent(fmt.Errorf("expiry refused (%s): %s; force snapshot-loading-mode=all in the catalog",
-				scope.PartialMetadata, p))
+			return nil, fmt.Errorf("expiry refused (%s): %s; force snapshot-loading-mode=all in the catalog",
+				scope.PartialMetadata, p)
 		}
 		gcOff = !scope.GCEnabled(tbl.Metadata())
 		s3Tables = scope.S3Tables(tbl.Metadata())
@@ -111,45 +102,48 @@ func (e *Executor) expireSnapshots(ctx context.Context, log *slog.Logger, job jo
 			// whose gc.enabled is false, for fear of deleting files other
 			// tables share. reactor deletes nothing for it (no batch, no
 			// intent), so the metadata may still be bounded.
+			var err error
 			if staging, err = e.withoutGCProperty(tbl); err != nil {
-				return backoff.Permanent(fmt.Errorf("stage expiry: %w", err))
+				return nil, fmt.Errorf("stage expiry: %w", err)
 			}
 		}
 		if err := e.checkMetadataLog(tbl); err != nil {
-			return backoff.Permanent(err)
+			return nil, err
 		}
 		txn := staging.NewTransaction()
 		if err := txn.ExpireSnapshots(table.WithOlderThan(olderThan), table.WithRetainLast(retainLast),
 			table.WithPostCommit(false)); err != nil {
-			return backoff.Permanent(fmt.Errorf("stage expiry: %w", err))
+			return nil, fmt.Errorf("stage expiry: %w", err)
 		}
 		staged, err := txn.StagedTable()
 		if err != nil {
-			return backoff.Permanent(fmt.Errorf("stage expiry: %w", err))
+			return nil, fmt.Errorf("stage expiry: %w", err)
 		}
 		removed, err = removedSnapshots(tbl.Metadata(), staged.Metadata())
 		if err != nil {
-			return backoff.Permanent(err)
+			return nil, err
 		}
 		if len(removed) == 0 || job.DryRun {
 			pre, post = tbl, staged.Table
-			return nil
+			return nil, nil
 		}
 		if intent.Location == "" && delay > 0 && !gcOff && s3Tables == "" {
 			// Between the commit and the pending list a crash would leave
 			// the unlinked files to nobody: say first what is about to go.
 			if intent, err = e.writeIntent(ctx, log, tbl, job); err != nil {
-				return backoff.Permanent(err)
+				return nil, err
 			}
 		}
 		next, err := txn.Commit(ctx)
 		if err != nil {
-			return e.commitFailure(job, &rep, "expiry", err)
+			// An expiry adds no snapshot to look up: an unknown outcome
+			// stays unknown, and the intent with it (the next pass
+			// recovers it).
+			return nil, lost(err, nil, nil, nil, noLookup, 0)
 		}
 		pre, post = tbl, next
-		return nil
-	}
-	err := e.retryCommits(ctx, log, job, op, func() (int, time.Time) { return rep.Attempts, attemptStart })
+		return next, nil
+	})
 	if err != nil || post == nil || len(removed) == 0 {
 		if intent.Location != "" {
 			// Nothing committed: the intent has nothing to recover. If the
@@ -160,7 +154,7 @@ func (e *Executor) expireSnapshots(ctx context.Context, log *slog.Logger, job jo
 		}
 	}
 	if err != nil {
-		return retryOutcome(err, rep.Attempts), rep
+		return retryOutcome(err, loop.n), rep
 	}
 	if len(removed) == 0 {
 		log.Info("no snapshot to expire", "older_than", olderThan, "retain_last", retainLast)

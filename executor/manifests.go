@@ -7,14 +7,11 @@ import (
 	"log/slog"
 	"maps"
 	"strconv"
-	"time"
 
 	"github.com/apache/iceberg-go"
 	iceio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
-	"github.com/cenkalti/backoff/v4"
 
-	"github.com/icereactor/reactor/conflict"
 	"github.com/icereactor/reactor/executor/internal/commit"
 	"github.com/icereactor/reactor/jobs"
 )
@@ -36,18 +33,8 @@ func (e *Executor) rewriteManifests(ctx context.Context, log *slog.Logger, job j
 		return e.countManifests(ctx, job)
 	}
 	mr := &manifestRewrite{e: e, log: log, job: job, rep: &rep}
-	var attemptStart time.Time
-	op := func() error {
-		rep.Attempts++
-		attemptStart = time.Now()
-		tbl, err := e.loadForAttempt(ctx, job)
-		if err != nil {
-			return err
-		}
-		return mr.attempt(ctx, tbl)
-	}
-	err := e.retryCommitsInto(ctx, log, job, &rep, op, func() (int, time.Time) { return rep.Attempts, attemptStart })
-	mr.cleanup(err)
+	loop := commitLoop{e: e, log: log, job: job, rep: &rep, files: mr}
+	committed, err := loop.run(ctx, mr.attempt)
 	if err != nil {
 		return retryOutcome(err, rep.Attempts), rep
 	}
@@ -56,8 +43,8 @@ func (e *Executor) rewriteManifests(ctx context.Context, log *slog.Logger, job j
 	}
 	rep.Commits = 1
 	rep.ManifestsRewritten, rep.ManifestsAdded = len(mr.replaced), len(mr.merged)
-	rep.CommittedSnapshotID = mr.committed.CurrentSnapshot().SnapshotID
-	return jobs.Result{Outcome: jobs.Succeeded, Table: mr.committed}, rep
+	rep.CommittedSnapshotID = committed.CurrentSnapshot().SnapshotID
+	return jobs.Result{Outcome: jobs.Succeeded, Table: committed}, rep
 }
 
 // manifestRewrite is one manifest-rewrite job's commit state.
@@ -71,28 +58,29 @@ type manifestRewrite struct {
 
 	// The merge staged last: its snapshot id and summary, the manifests it
 	// wrote and those they replace.
-	sw         *commit.SnapshotWriter
-	props      iceberg.Properties
-	merged     []iceberg.ManifestFile
-	replaced   []iceberg.ManifestFile
-	superseded []string
+	sw              *commit.SnapshotWriter
+	props           iceberg.Properties
+	merged          []iceberg.ManifestFile
+	replaced        []iceberg.ManifestFile
+	supersededPaths []string
 
-	committed *table.Table
-	noop      bool
+	noop bool
 }
 
-func (mr *manifestRewrite) attempt(ctx context.Context, tbl *table.Table) error {
+// attempt is the commit loop's attempt body: the staged merge committed
+// again on tbl while what it replaces is still there, else a fresh merge.
+func (mr *manifestRewrite) attempt(ctx context.Context, tbl *table.Table) (*table.Table, error) {
 	if mr.fs == nil {
 		fs, err := tbl.FS(ctx)
 		if err != nil {
-			return backoff.Permanent(fmt.Errorf("open table io: %w", err))
+			return nil, fmt.Errorf("open table io: %w", err)
 		}
 		mr.fs, mr.tbl = fs, tbl
 	}
 	if mr.merged != nil {
-		ok, err := mr.reuse(ctx, tbl)
+		committed, ok, err := mr.reuse(ctx, tbl)
 		if ok || err != nil {
-			return err
+			return committed, err
 		}
 		mr.log.Info("a manifest the merge replaces is gone; merging again", "attempt", mr.rep.Attempts)
 		mr.supersede()
@@ -101,10 +89,10 @@ func (mr *manifestRewrite) attempt(ctx context.Context, tbl *table.Table) error 
 }
 
 // merge stages and commits a fresh merge through iceberg-go.
-func (mr *manifestRewrite) merge(ctx context.Context, tbl *table.Table) error {
+func (mr *manifestRewrite) merge(ctx context.Context, tbl *table.Table) (*table.Table, error) {
 	keys := jobs.NewKeyer(tbl.Metadata())
 	if err := mr.e.checkMetadataLog(tbl); err != nil {
-		return backoff.Permanent(err)
+		return nil, err
 	}
 	cluster := func(df iceberg.DataFile) any { return keys.Key(df.SpecID(), df.Partition()) }
 	if FitsInOneManifest(tbl, mr.fs) {
@@ -118,12 +106,12 @@ func (mr *manifestRewrite) merge(ctx context.Context, tbl *table.Table) error {
 	txn := tbl.NewTransaction()
 	res, err := txn.RewriteManifests(ctx, table.WithRewriteManifestClusterBy(cluster))
 	if err != nil {
-		return backoff.Permanent(fmt.Errorf("rewrite manifests: %w", err))
+		return nil, fmt.Errorf("rewrite manifests: %w", err)
 	}
 	if res.IsNoOp() {
 		mr.noop = true
 		mr.log.Info("manifests need no rewrite", "why", res.NoOpReason.String())
-		return nil
+		return nil, nil
 	}
 	if len(res.AddedManifests) >= len(res.RewrittenManifests) {
 		// As many manifests out as in (one per partition already, or
@@ -137,24 +125,23 @@ func (mr *manifestRewrite) merge(ctx context.Context, tbl *table.Table) error {
 		mr.rep.StagedMetadataCleanedUp += mr.e.removePaths(mr.tbl, mr.fs, paths, mr.log)
 		mr.log.Info("manifests need no rewrite", "why", fmt.Sprintf("it would write %d manifests for the %d it reads",
 			len(res.AddedManifests), len(res.RewrittenManifests)))
-		return nil
+		return nil, nil
 	}
 	staged, err := txn.StagedTable()
 	if err != nil {
-		return backoff.Permanent(fmt.Errorf("stage manifest rewrite: %w", err))
+		return nil, fmt.Errorf("stage manifest rewrite: %w", err)
 	}
 	snap := staged.CurrentSnapshot()
 	sw, err := commit.NewSnapshotWriter(tbl, mr.fs)
 	if err != nil {
-		return backoff.Permanent(err)
+		return nil, err
 	}
 	sw.SnapshotID = snap.SnapshotID // the merged manifests carry it
 	mr.sw, mr.merged, mr.replaced = sw, res.AddedManifests, res.RewrittenManifests
 	mr.props = maps.Clone(snap.Summary.Properties)
 	next, err := txn.Commit(ctx)
 	if err == nil {
-		mr.committed = next
-		return nil
+		return next, nil
 	}
 	// A catalog that reports conflicts as ErrCommitFailed (REST) lets
 	// iceberg-go retry inside Commit, which may merge again and, once out
@@ -171,19 +158,19 @@ func (mr *manifestRewrite) merge(ctx context.Context, tbl *table.Table) error {
 		}
 		_ = f.Close()
 	}
-	return mr.failed(ctx, snap.ManifestList, err)
+	return nil, mr.failed(snap.ManifestList, err)
 }
 
 // reuse commits the staged merge on tbl when every manifest it replaces is
 // still there: one manifest list read, one written.
-func (mr *manifestRewrite) reuse(ctx context.Context, tbl *table.Table) (bool, error) {
+func (mr *manifestRewrite) reuse(ctx context.Context, tbl *table.Table) (*table.Table, bool, error) {
 	head := tbl.CurrentSnapshot()
 	if head == nil {
-		return false, backoff.Permanent(fmt.Errorf("%w: table has no current snapshot", commit.ErrDiverged))
+		return nil, false, fmt.Errorf("%w: table has no current snapshot", commit.ErrDiverged)
 	}
 	current, err := head.Manifests(mr.fs)
 	if err != nil {
-		return false, backoff.Permanent(fmt.Errorf("read manifest list of snapshot %d: %w", head.SnapshotID, err))
+		return nil, false, fmt.Errorf("read manifest list of snapshot %d: %w", head.SnapshotID, err)
 	}
 	replaced := map[string]bool{}
 	for _, m := range mr.replaced {
@@ -202,7 +189,7 @@ func (mr *manifestRewrite) reuse(ctx context.Context, tbl *table.Table) (bool, e
 		found++
 	}
 	if found != len(replaced) {
-		return false, nil
+		return nil, false, nil
 	}
 	props := maps.Clone(mr.props)
 	for _, k := range []string{commit.SumTotalDataFiles, commit.SumTotalDeleteFiles, commit.SumTotalRecords, commit.SumTotalFileSize, commit.SumTotalPosDeletes, commit.SumTotalEqDeletes} {
@@ -217,46 +204,38 @@ func (mr *manifestRewrite) reuse(ctx context.Context, tbl *table.Table) (bool, e
 	res, err := mr.sw.Commit(ctx, mr.e.cat, tbl, mr.rep.Attempts-1, list, summary)
 	switch {
 	case err == nil:
-		mr.committed = res.Committed
-		mr.e.removeOwn(mr.committed, mr.fs, res.DroppedMetadata, mr.log)
-		return true, nil
+		mr.e.removeOwn(res.Committed, mr.fs, res.DroppedMetadata, mr.log)
+		return res.Committed, true, nil
 	case res.List == "":
-		return true, backoff.Permanent(fmt.Errorf("stage manifest rewrite: %w", err))
+		return nil, true, fmt.Errorf("stage manifest rewrite: %w", err)
 	}
-	return true, mr.failed(ctx, res.List, err)
+	return nil, true, mr.failed(res.List, err)
 }
 
-// failed classifies a failed commit of the manifest list at list.
-func (mr *manifestRewrite) failed(ctx context.Context, list string, err error) error {
-	if conflict.IsRetryable(err) {
-		mr.rep.StagedMetadataCleanedUp += mr.e.removePaths(mr.tbl, mr.fs, []string{list}, mr.log)
-		return mr.e.commitFailure(mr.job, mr.rep, "manifest rewrite", err)
-	}
-	if landed := mr.e.findSnapshot(ctx, mr.job, mr.sw.SnapshotID); landed != nil {
-		mr.committed = landed
-		return nil
-	}
-	return backoff.Permanent(unknownUnlessRefused(err))
+// failed hands the commit loop a failed commit of the manifest list at
+// list.
+func (mr *manifestRewrite) failed(list string, err error) error {
+	return lost(err, mr.tbl, mr.fs, []string{list}, bySnapshotID, mr.sw.SnapshotID)
 }
 
 func (mr *manifestRewrite) supersede() {
 	for _, m := range mr.merged {
-		mr.superseded = append(mr.superseded, m.FilePath())
+		mr.supersededPaths = append(mr.supersededPaths, m.FilePath())
 	}
 	mr.merged, mr.replaced = nil, nil
 }
 
-// cleanup deletes the merged manifests no snapshot references: the
-// superseded ones, and the last ones too unless they committed (or may
-// have).
-func (mr *manifestRewrite) cleanup(err error) {
-	if mr.fs == nil || errors.Is(err, errUnknownCommitState) {
-		return
+func (mr *manifestRewrite) where() (*table.Table, iceio.IO) { return mr.tbl, mr.fs }
+func (mr *manifestRewrite) superseded() []string            { return mr.supersededPaths }
+
+// own are the merged manifests staged last: deleted unless they committed
+// (or may have).
+func (mr *manifestRewrite) own() []string {
+	var paths []string
+	for _, m := range mr.merged {
+		paths = append(paths, m.FilePath())
 	}
-	if err != nil {
-		mr.supersede()
-	}
-	mr.rep.StagedMetadataCleanedUp += mr.e.removePaths(mr.tbl, mr.fs, mr.superseded, mr.log)
+	return paths
 }
 
 // countManifests is rewrite_manifests' dry run: staging a rewrite writes

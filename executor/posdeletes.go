@@ -164,11 +164,17 @@ func readSourceRows(ctx context.Context, fs iceio.IO, p jobs.Partition, src posD
 // vectors the job merges (ErrNewDeletes) makes the job's vector a second
 // one: the outputs are deleted and the job plans again, the writer's
 // vector then among those merged, at most maxRewriteReplans times
-// (replanned), else it gives up (the conflict cool-down).
+// (replans), else it gives up (the conflict cool-down).
 func (e *Executor) rewritePositionDeletes(ctx context.Context, log *slog.Logger, job jobs.Job) (jobs.Result, Report) {
-	return e.rewriteReplanned(ctx, log, job, func() (jobs.Result, Report) {
-		return e.rewritePositionDeletesOnce(ctx, log, job)
-	})
+	rp := newReplans(job, maxRewriteReplans)
+	for {
+		res, rep := e.rewritePositionDeletesOnce(ctx, log, job)
+		if rp.allowed(ctx) && e.lostToNewDeletes(log, job, res, &rep, rp.n) {
+			rp.abandon(rep)
+			continue
+		}
+		return rp.endRewrite(res, rep)
+	}
 }
 
 // rewritePositionDeletesOnce is one plan of rewritePositionDeletes, written

@@ -4,16 +4,13 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"time"
 
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/iceberg-go"
 	iceio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
-	"github.com/cenkalti/backoff/v4"
 	"github.com/google/uuid"
 
-	"github.com/icereactor/reactor/conflict"
 	"github.com/icereactor/reactor/executor/internal/commit"
 	"github.com/icereactor/reactor/executor/internal/datapath"
 	"github.com/icereactor/reactor/jobs"
@@ -56,31 +53,16 @@ func (e *Executor) commitDeleteMerges(ctx context.Context, log *slog.Logger, job
 	}
 	props := iceberg.Properties{jobs.SnapshotJobProperty: job.ID}
 	validatedID := planned.CurrentSnapshot().SnapshotID
-	var (
-		committed    *table.Table
-		attempt      int
-		attemptStart time.Time
-	)
-	op := func() error {
-		attempt++
-		rep.Attempts++
-		attemptStart = time.Now()
-		tbl := planned
-		if attempt > 1 {
-			fresh, err := e.loadForAttempt(ctx, job)
-			if err != nil {
-				return err
-			}
-			tbl = fresh
-		}
+	loop := commitLoop{e: e, log: log, job: job, rep: rep, first: planned}
+	return loop.run(ctx, func(ctx context.Context, tbl *table.Table) (*table.Table, error) {
 		if cur := tbl.CurrentSnapshot(); cur == nil || cur.SnapshotID != validatedID {
 			if err := sourcesRemovedSince(fs, tbl.Metadata(), validatedID, sources); err != nil {
-				return backoff.Permanent(err)
+				return nil, err
 			}
 			validatedID = cur.SnapshotID
 		}
 		if err := e.checkMetadataLog(tbl); err != nil {
-			return backoff.Permanent(err)
+			return nil, err
 		}
 		txn := tbl.NewTransaction()
 		rw := txn.NewRewrite(props)
@@ -93,32 +75,15 @@ func (e *Executor) commitDeleteMerges(ctx context.Context, log *slog.Logger, job
 			}
 		}
 		if err := rw.Commit(ctx); err != nil {
-			return backoff.Permanent(fmt.Errorf("stage position-delete rewrite: %w", err))
+			return nil, fmt.Errorf("stage position-delete rewrite: %w", err)
 		}
 		staged := stagedFiles(txn, fs)
 		next, err := txn.Commit(ctx)
-		if err == nil {
-			committed = next
-			return nil
+		if err != nil {
+			return nil, lost(err, planned, fs, staged, byJobID, 0)
 		}
-		if conflict.IsRetryable(err) {
-			// Nothing references what this attempt staged
-			// (docs/design.md#pitfall-failed-attempt-garbage).
-			rep.StagedMetadataCleanedUp += e.removePaths(planned, fs, staged, log)
-			return e.commitFailure(job, rep, "position-delete rewrite", err)
-		}
-		// The catalog may or may not have taken the commit. Look before
-		// deciding; never delete what may be live.
-		if landed := e.findCommitted(ctx, job); landed != nil {
-			committed = landed
-			return nil
-		}
-		return backoff.Permanent(unknownUnlessRefused(err))
-	}
-	if err := e.retryCommits(ctx, log, job, op, func() (int, time.Time) { return attempt, attemptStart }); err != nil {
-		return nil, err
-	}
-	return committed, nil
+		return next, nil
+	})
 }
 
 // sourcesRemovedSince reports commit.ErrInputsGone when a snapshot committed after

@@ -19,31 +19,43 @@ import (
 // conflict cool-down than by a third rewrite now.
 const maxRewriteReplans = 2
 
-// replanned runs once (one plan, write and commit of the job) and, while
-// again says its result was lost to a concurrent commit that a fresh plan
-// can account for, runs it again: at most maxReplans more times, and only while
-// the job's commit budget (CommitRetryTime), counted from the first lost
-// attempt, lasts. It returns the last run's result and report, the report
-// also counting what the abandoned runs did (addAbandoned), and how many
-// re-plans there were. again may count in the abandoned run's report.
-func (e *Executor) replanned(ctx context.Context, job jobs.Job, maxReplans int, once func() (jobs.Result, Report),
-	again func(res jobs.Result, rep *Report, replan int) bool) (jobs.Result, Report, int) {
-	var (
-		abandoned Report
-		deadline  time.Time
-	)
-	for replan := 0; ; replan++ {
-		res, rep := once()
-		if deadline.IsZero() {
-			deadline = time.Now().Add(job.Settings.CommitRetryTime)
-		}
-		if replan < maxReplans && ctx.Err() == nil && time.Now().Before(deadline) && again(res, &rep, replan) {
-			abandoned.addAbandoned(rep)
-			continue
-		}
-		rep.addAbandoned(abandoned)
-		return res, rep, replan
+// replans is the budget of a job that plans again after its commit was
+// lost to a concurrent commit a fresh plan can account for: at most max
+// re-plans, and only while the job's commit budget (CommitRetryTime),
+// counted from the end of the first plan, lasts. The report of the run it
+// returns also counts what the abandoned runs did (addAbandoned).
+type replans struct {
+	max, n    int
+	budget    time.Duration
+	deadline  time.Time
+	abandoned Report
+}
+
+func newReplans(job jobs.Job, max int) *replans {
+	return &replans{max: max, budget: job.Settings.CommitRetryTime}
+}
+
+// allowed reports whether one more re-plan fits the budget; the caller
+// then asks whether the run was lost to a commit a re-plan can account
+// for, and abandons it.
+func (r *replans) allowed(ctx context.Context) bool {
+	if r.deadline.IsZero() {
+		r.deadline = time.Now().Add(r.budget)
 	}
+	return r.n < r.max && ctx.Err() == nil && time.Now().Before(r.deadline)
+}
+
+// abandon counts a run that plans again.
+func (r *replans) abandon(rep Report) {
+	r.abandoned.addAbandoned(rep)
+	r.n++
+}
+
+// last is the report of the run the job ends with, the abandoned runs
+// counted in.
+func (r *replans) last(rep Report) Report {
+	rep.addAbandoned(r.abandoned)
+	return rep
 }
 
 // addAbandoned adds to r what a run the job planned again after still
@@ -60,38 +72,33 @@ func (r *Report) addAbandoned(a Report) {
 	r.Conversion.DataFilesScanned += a.Conversion.DataFilesScanned
 }
 
-// rewriteReplanned runs once, one plan of a data or position-delete
-// rewrite, under replanned with replanOnNewDeletes: the rewrite plans again
-// after a writer's new deletes against its inputs, and an error after the
-// re-plans ran out says how many there were.
-func (e *Executor) rewriteReplanned(ctx context.Context, log *slog.Logger, job jobs.Job, once func() (jobs.Result, Report)) (jobs.Result, Report) {
-	res, rep, replans := e.replanned(ctx, job, maxRewriteReplans, once, e.replanOnNewDeletes(log, job))
-	if replans > 0 && res.Outcome == jobs.GaveUp && errors.Is(res.Err, ErrNewDeletes) {
-		res.Err = fmt.Errorf("gave up after %d re-plans: %w", replans, res.Err)
+// endRewrite is the result of a data or position-delete rewrite's last
+// run: an error after the re-plans ran out says how many there were.
+func (r *replans) endRewrite(res jobs.Result, rep Report) (jobs.Result, Report) {
+	if r.n > 0 && res.Outcome == jobs.GaveUp && errors.Is(res.Err, ErrNewDeletes) {
+		res.Err = fmt.Errorf("gave up after %d re-plans: %w", r.n, res.Err)
 	}
-	return res, rep
+	return res, r.last(rep)
 }
 
-// replanOnNewDeletes is the again of replanned for a rewrite that commits
-// once or in batches: a run that gave up on deletes a writer added against
+// lostToNewDeletes reports whether a run of a rewrite that commits once
+// or in batches plans again: a run that gave up on deletes a writer added against
 // its inputs (ErrNewDeletes) with nothing of the job committed plans again
 // from a freshly loaded table, whose plan reads the inputs with those
 // deletes applied. A job with a batch committed keeps it (partial
 // progress, Succeeded) and is not planned again. Each re-plan is a
 // conflict lost to a writer, and counts as one.
-func (e *Executor) replanOnNewDeletes(log *slog.Logger, job jobs.Job) func(jobs.Result, *Report, int) bool {
-	return func(res jobs.Result, rep *Report, replan int) bool {
-		if res.Outcome != jobs.GaveUp || rep.Commits > 0 || !errors.Is(res.Err, ErrNewDeletes) {
-			return false
-		}
-		rep.Conflicts++
-		e.met.CommitConflicts.WithLabelValues(job.Table.String()).Inc()
-		attrs := []any{"replan", replan + 1, "max_replans", maxRewriteReplans, "error", res.Err}
-		var nd *commit.NewDeletesError
-		if errors.As(res.Err, &nd) {
-			attrs = append(attrs, "deletes_snapshot_id", nd.SnapshotID)
-		}
-		log.Warn("a writer added deletes against the job's inputs before its commit; outputs deleted, replanning", attrs...)
-		return true
+func (e *Executor) lostToNewDeletes(log *slog.Logger, job jobs.Job, res jobs.Result, rep *Report, replan int) bool {
+	if res.Outcome != jobs.GaveUp || rep.Commits > 0 || !errors.Is(res.Err, ErrNewDeletes) {
+		return false
 	}
+	rep.Conflicts++
+	e.met.CommitConflicts.WithLabelValues(job.Table.String()).Inc()
+	attrs := []any{"replan", replan + 1, "max_replans", maxRewriteReplans, "error", res.Err}
+	var nd *commit.NewDeletesError
+	if errors.As(res.Err, &nd) {
+		attrs = append(attrs, "deletes_snapshot_id", nd.SnapshotID)
+	}
+	log.Warn("a writer added deletes against the job's inputs before its commit; outputs deleted, replanning", attrs...)
+	return true
 }

@@ -47,32 +47,47 @@ func (e *Executor) sort(ctx context.Context, log *slog.Logger, job jobs.Job) (jo
 		return jobs.Result{Outcome: jobs.Failed, Err: fmt.Errorf("%w %q on %s: %w", ErrSortOrder, order, job.Table.String(), err)}, Report{}
 	}
 	log.Info("sorting partitions", "order", order.String(), "max_group_size", job.Settings.MaxGroupSize)
-	var planned []table.CompactionTaskGroup
-	var spilled atomic.Int64
-	res, rep := e.rewrite(ctx, log, job, rewriter{
-		plan: func(ctx context.Context, tbl *table.Table, job jobs.Job) ([]table.CompactionTaskGroup, int, error) {
-			groups, skipped, err := planSortGroups(ctx, tbl, job)
-			planned = groups
-			return groups, skipped, err
-		},
-		write: func(ctx context.Context, tbl *table.Table, g table.CompactionTaskGroup) (table.CompactionGroupResult, error) {
-			gr, st, err := e.writeSortedGroup(ctx, tbl, g, bound, job.Settings.TargetFileSize)
-			if err == nil {
-				e.advance(int64(len(g.Tasks)), g.TotalSizeBytes)
-			}
-			if st.Spilled > 0 {
-				spilled.Add(int64(st.Spilled))
-				log.Info("group sorted in runs spilled to disk (larger than sort_memory)", "partition", g.PartitionKey,
-					"runs", st.Spilled, "sort_memory", thresholds.Size(e.sortMemory()), "spill_dir", e.spillDir(),
-					"read_and_spill", st.ReadTook.Round(time.Millisecond), "merge_and_write", st.MergeTook.Round(time.Millisecond))
-			}
-			return gr, err
-		},
-		props: iceberg.Properties{jobs.SortSnapshotProperty: order.String()},
-	})
-	res.NothingToDo = idlePartitions(job, planned, "every file is already sorted in "+order.String()+" with nothing applying to it")
-	rep.SpilledRuns = int(spilled.Load())
+	sr := &sortRewrite{e: e, log: log, bound: bound, order: order, target: job.Settings.TargetFileSize}
+	res, rep := e.rewrite(ctx, log, job, sr)
+	res.NothingToDo = idlePartitions(job, sr.planned, "every file is already sorted in "+order.String()+" with nothing applying to it")
+	rep.SpilledRuns = int(sr.spilled.Load())
 	return res, rep
+}
+
+// sortRewrite is the sort and z-order rewriter; planned are the groups of
+// its last plan, spilled the runs its groups spilled to disk.
+type sortRewrite struct {
+	e       *Executor
+	log     *slog.Logger
+	bound   sortorder.Bound
+	order   sortorder.Order
+	target  int64
+	planned []table.CompactionTaskGroup
+	spilled atomic.Int64
+}
+
+func (s *sortRewrite) plan(ctx context.Context, tbl *table.Table, job jobs.Job) ([]table.CompactionTaskGroup, int, error) {
+	groups, skipped, err := planSortGroups(ctx, tbl, job)
+	s.planned = groups
+	return groups, skipped, err
+}
+
+func (s *sortRewrite) write(ctx context.Context, tbl *table.Table, g table.CompactionTaskGroup) (table.CompactionGroupResult, error) {
+	gr, st, err := s.e.writeSortedGroup(ctx, tbl, g, s.bound, s.target)
+	if err == nil {
+		s.e.advance(int64(len(g.Tasks)), g.TotalSizeBytes)
+	}
+	if st.Spilled > 0 {
+		s.spilled.Add(int64(st.Spilled))
+		s.log.Info("group sorted in runs spilled to disk (larger than sort_memory)", "partition", g.PartitionKey,
+			"runs", st.Spilled, "sort_memory", thresholds.Size(s.e.sortMemory()), "spill_dir", s.e.spillDir(),
+			"read_and_spill", st.ReadTook.Round(time.Millisecond), "merge_and_write", st.MergeTook.Round(time.Millisecond))
+	}
+	return gr, err
+}
+
+func (s *sortRewrite) props() iceberg.Properties {
+	return iceberg.Properties{jobs.SortSnapshotProperty: s.order.String()}
 }
 
 // ResolveSortOrder is the order a sort job of a table with settings set
@@ -101,30 +116,21 @@ func ResolveSortOrder(set thresholds.Effective, tbl *table.Table) (sortorder.Ord
 // Files are taken in the order of their smallest value of the first sort
 // column where the statistics say, so consecutive groups overlap little.
 func planSortGroups(ctx context.Context, tbl *table.Table, job jobs.Job) ([]table.CompactionTaskGroup, int, error) {
-	want := make(map[string]bool, len(job.Partitions))
-	for _, p := range job.Partitions {
-		want[p.Key] = true
-	}
 	tasks, err := tbl.Scan().PlanFiles(ctx)
 	if err != nil {
 		return nil, 0, fmt.Errorf("plan files: %w", err)
 	}
-	keys := jobs.NewKeyer(tbl.Metadata())
+	picked, err := selectPartitions(tasks, jobs.NewKeyer(tbl.Metadata()), job.Partitions)
+	if err != nil {
+		return nil, 0, err
+	}
 	byPartition := map[string][]table.FileScanTask{}
 	var order []string
-	for _, t := range tasks {
-		key := keys.Key(t.File.SpecID(), t.File.Partition())
-		if !want[key] {
-			continue
+	for _, pt := range picked {
+		if _, seen := byPartition[pt.key]; !seen {
+			order = append(order, pt.key)
 		}
-		if t.Start != 0 || (t.Length != 0 && t.Length != t.File.FileSizeBytes()) {
-			return nil, 0, fmt.Errorf("scan planning split %s into ranges; refusing to rewrite part of a file", t.File.FilePath())
-		}
-		t.Residual = iceberg.AlwaysTrue{}
-		if _, seen := byPartition[key]; !seen {
-			order = append(order, key)
-		}
-		byPartition[key] = append(byPartition[key], t)
+		byPartition[pt.key] = append(byPartition[pt.key], pt.task)
 	}
 	leading := leadingSortColumn(tbl, job.Settings)
 	var groups []table.CompactionTaskGroup
