@@ -116,7 +116,7 @@ func TestStatusPageInBrowser(t *testing.T) {
 	// The subject only routes the event (a NATS subject takes no spaces);
 	// the table is named in the event.
 	writer := func(id table.Identifier) *streamwriter.Writer {
-		return streamwriter.New(cat, id, streamwriter.JetStreamPublisher(w.JS, "iceberg.commits.browser.test", nil))
+		return streamwriter.New(cat, id, streamwriter.JetStreamPublisher(w.JetStream(), "iceberg.commits.browser.test", nil))
 	}
 	events, clicks := writer(hot), writer(quiet)
 	if _, err := writer(hostile).Commit(ctx, hostilePartition, 5); err != nil {

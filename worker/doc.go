@@ -4,18 +4,25 @@
 //
 // Its parts, and the file implementing each:
 //
-//   - Wiring (worker.go): Config and Start build the planner, the executor
-//     and its job pool and the background loops from one Config (starting
-//     the embedded servers when asked); Shutdown and Close stop them in
-//     order.
+//   - Wiring (worker.go): Config and Start build the executor, the job
+//     loop and the background loops from one Config (starting the embedded
+//     servers when asked), and hand every layer the same two things: one
+//     ownership.Tables (replicas.go) and one commitwatch.Watch; Shutdown and
+//     Close stop them in order.
+//   - The job loop (loop.go): jobLoop owns dispatch and finish. It is
+//     built before the planner and the job pool and handed to both: the
+//     planner's jobs go to its dispatch (the scheduled event, the pool's
+//     queue), the pool's ends to its finish (counts, the finished event,
+//     the orphan report, Planner.Finished, the table's health report).
 //   - NATS (nats.go): connecting to the server, waiting and retrying while
 //     it is unreachable, then the lease manager and the commit-event and
 //     bucket-notification consumers (package triggers) started on the
-//     connection and stopped with it; Connected reports the link.
+//     connection and stopped with it; Connected reports the link, Conn and
+//     JetStream hand it out (nil until connected).
 //   - Replicas (replicas.go): LeaseConfig and the lease manager (package
-//     lease) by which replicas share the tables: which tables and shards
-//     this process owns, and the guard the executor asks before every
-//     commit.
+//     lease) by which replicas share the tables, and leaseOwnership, the
+//     one ownership.Tables over it that the planner, the triggers, the job
+//     pool and the executor (before every commit) are handed.
 //   - NATS credentials and TLS (natsauth.go): NATSSecurity (creds file,
 //     nkey seed, CA, client certificate) for every connection, and
 //     ExplainNATSError, which says what to fix when the server's
@@ -39,8 +46,8 @@
 //     content changes (a ConfigMap's symlink swap included); a file that
 //     fails to read, parse or validate is rejected and counted, and the last
 //     good configuration stays.
-//   - Reports (reports.go): health and orphan-cleanup reports, logged and
-//     published best effort under their subject prefixes.
+//   - Reports (reports.go): publishing health and orphan-cleanup reports
+//     (which the job loop sends) best effort under their subject prefixes.
 //   - Job events (jobevents.go): the started and finished events of every
 //     job, built from the planner's Job and the executor's Report.
 //   - Inbox (inbox.go): InboxPrefix, reactor's own reply-subject prefix in

@@ -148,7 +148,7 @@ func (w *Worker) connectNATS(ctx, runCtx context.Context, cfg Config, url string
 	if w.closing {
 		return errClosing
 	}
-	w.Conn, w.JS, w.consumer, w.objects, w.refreshes, w.shardCons = conn, js, commits, objects, refreshes, shards
+	w.conn, w.js, w.consumer, w.objects, w.refreshes, w.shardCons = conn, js, commits, objects, refreshes, shards
 	close(w.connected)
 	streams := append(commits.Streams(), triggers.DefaultShardStream, "KV_"+leases.Bucket())
 	if objects != nil {
@@ -208,11 +208,26 @@ func (w *Worker) awaitNATS(ctx context.Context, connect func(context.Context) er
 	}
 }
 
+// Conn is the worker's NATS connection, nil until it connected (a worker
+// started while NATS was unreachable connects later: see Connected).
+func (w *Worker) Conn() *nats.Conn {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.conn
+}
+
+// JetStream is the JetStream context of Conn, nil until it connected.
+func (w *Worker) JetStream() jetstream.JetStream {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.js
+}
+
 // link returns what the NATS connection carries (nil before connecting).
 func (w *Worker) link() (*nats.Conn, *triggers.CommitConsumer, *triggers.NotificationConsumer) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.Conn, w.consumer, w.objects
+	return w.conn, w.consumer, w.objects
 }
 
 // stopConsuming stops both consumers, then hands the events still waiting

@@ -22,14 +22,11 @@ import (
 	"github.com/icereactor/reactor/events"
 	"github.com/icereactor/reactor/executor"
 	"github.com/icereactor/reactor/executor/pool"
-	"github.com/icereactor/reactor/jobkind"
-	"github.com/icereactor/reactor/jobs"
 	"github.com/icereactor/reactor/lease"
 	"github.com/icereactor/reactor/metrics"
 	"github.com/icereactor/reactor/planner"
 	"github.com/icereactor/reactor/redact"
 	"github.com/icereactor/reactor/scope"
-	"github.com/icereactor/reactor/sizelimit"
 	"github.com/icereactor/reactor/sparkrun"
 	"github.com/icereactor/reactor/thresholds"
 	"github.com/icereactor/reactor/triggers"
@@ -132,9 +129,9 @@ type Config struct {
 // Worker is a running reactor.
 type Worker struct {
 	NATS    *embedded.NATS // nil when NATSURL was given
-	Conn    *nats.Conn
-	JS      jetstream.JetStream
 	Catalog catalog.Catalog
+	// Planner and Pool are the job loop's (loop.go), set by Start before
+	// it returns and never after.
 	Planner *planner.Planner
 	// catalog is Catalog as package catalogs opened it (Close closes it).
 	catalog   *catalogs.Catalog
@@ -192,9 +189,11 @@ type Worker struct {
 	// (status.go).
 	status statusState
 
-	// mu guards Conn, JS, consumer, objects and reports, which a worker started
+	// mu guards conn, js, consumer, objects and reports, which a worker started
 	// before NATS was reachable sets once it connects, and closing.
 	mu      sync.Mutex
+	conn    *nats.Conn
+	js      jetstream.JetStream
 	closing bool
 	// connected is closed once NATS is connected and the consumers run.
 	connected chan struct{}
@@ -317,58 +316,24 @@ func Start(ctx context.Context, cfg Config) (_ *Worker, err error) {
 	if w.jobPrefix == "" {
 		w.jobPrefix = events.DefaultJobSubjectPrefix
 	}
-	w.Pool = pool.New(runCtx, pool.Options{Runner: exec, Concurrency: w.concurrency, Metrics: cfg.Metrics,
-		Ownership: own,
+	// The job loop first, then the pool and the planner around it: the
+	// planner's jobs go to its dispatch, the pool's ends to its finish.
+	loop := newJobLoop(runCtx, loopOptions{
+		Planner: planner.Options{
+			Catalog:           w.Catalog,
+			CatalogName:       catName,
+			Config:            cfg.Thresholds,
+			Logger:            cfg.Logger,
+			Metrics:           cfg.Metrics,
+			WarehousePrefixes: warehousePrefixes(cfg),
+			Records:           w.keys,
+			Tables:            w.known,
+		},
+		Runner: exec, Concurrency: w.concurrency,
 		Offloader: w.spark, OffloadConcurrency: w.sparkConcurrency,
-		OnStart: func(job jobs.Job, backend string) {
-			ev := jobEvent(events.JobStarted, job, time.Now())
-			ev.Backend = backend
-			w.publishJob(ev)
-		},
-		OnFinish: func(ctx context.Context, job jobs.Job, res jobs.Result, rep executor.Report) {
-			var tooLarge *sizelimit.Error
-			if errors.As(res.Err, &tooLarge) {
-				cfg.Metrics.SizeLimitRefusals.WithLabelValues(string(tooLarge.Kind)).Inc()
-			}
-			var panicked *redact.PanicError
-			if errors.As(res.Err, &panicked) {
-				// The executor never got to count it or say it ended.
-				cfg.Logger.Error("job panicked; it failed, reactor keeps running", "table", job.Table.String(), "job_id", job.ID,
-					"kind", job.Kind, "panic", panicked.Value, "stack", panicked.Stack)
-				cfg.Metrics.Jobs.WithLabelValues(job.Kind.String(), metrics.JobFailed).Inc()
-			}
-			// Before Finished: it may schedule the table's next job, whose
-			// scheduled event must come after this job's end.
-			if job.Kind == jobkind.RemoveOrphans && res.Outcome != jobs.Failed {
-				left := len(rep.Orphans.Orphans)
-				if !rep.Orphans.DryRun {
-					left -= rep.Orphans.DeletedFiles
-				}
-				w.Metrics.OrphanCandidates.WithLabelValues(job.Table.String()).Set(float64(left))
-			}
-			w.publishJob(finishedEvent(job, res, rep, time.Now()))
-			if job.Kind == jobkind.RemoveOrphans && len(rep.Orphans.Orphans) > 0 {
-				w.publish(DefaultOrphanSubjectPrefix+"."+job.Table.String(), rep.Orphans)
-			}
-			w.Planner.Finished(ctx, job, res)
-			w.reportHealth(healthPrefix, job.Table.String())
-		},
+		Ownership: own, Out: w, Metrics: cfg.Metrics, Logger: cfg.Logger, HealthPrefix: healthPrefix,
 	})
-	w.Planner = planner.New(planner.Options{
-		Catalog:     w.Catalog,
-		CatalogName: catName,
-		Config:      cfg.Thresholds,
-		Dispatch: func(job jobs.Job) {
-			w.publishJob(jobEvent(events.JobScheduled, job, time.Now()))
-			w.Pool.Dispatch(job)
-		},
-		Logger:            cfg.Logger,
-		Metrics:           cfg.Metrics,
-		WarehousePrefixes: warehousePrefixes(cfg),
-		Ownership:         own,
-		Records:           w.keys,
-		Tables:            w.known,
-	})
+	w.Planner, w.Pool = loop.planner, loop.pool
 	if err := w.serveHTTP(cfg); err != nil {
 		return nil, fmt.Errorf("worker: %w", err)
 	}

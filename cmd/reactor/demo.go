@@ -234,7 +234,7 @@ func demoCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (err 
 			return fmt.Errorf("start reactor: %w", err)
 		}
 		d.w = w
-		d.jobs, err = probe.WatchJobs(w.Conn, "")
+		d.jobs, err = probe.WatchJobs(w.Conn(), "")
 		return err
 	})
 }
@@ -312,7 +312,7 @@ func (d *demo) run(ctx context.Context, startReactor func() error) error {
 	}
 	defer d.w.Close()
 	d.mu.Lock()
-	d.pub = streamwriter.JetStreamPublisher(d.w.JS, "iceberg.commits."+d.tableName(), nil)
+	d.pub = streamwriter.JetStreamPublisher(d.w.JetStream(), "iceberg.commits."+d.tableName(), nil)
 	d.mu.Unlock()
 
 	if addr := d.w.HTTPAddr(); addr != "" {
