@@ -41,7 +41,7 @@ func TestEqualityDeleteConversionChosen(t *testing.T) {
 			[]jobkind.Kind{jobkind.ConvertEqualityDeletes}, jobkind.Compact, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			checks, kind, reason, apply, due := partitionDue(tc.c, set(tc.yaml), time.Unix(1_800_000_000, 0), tc.settled...)
+			checks, kind, reason, apply, due := dueOf(partitionDue(tc.c, set(tc.yaml), time.Unix(1_800_000_000, 0), tc.settled...))
 			if !due || kind != tc.kind || apply != tc.apply {
 				t.Fatalf("due %v, kind %q, apply deletes %v (%s: %s); want %q, %v; checks %+v", due, kind, apply,
 					reason.Threshold, reason.Note, tc.kind, tc.apply, checks)

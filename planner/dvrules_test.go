@@ -42,7 +42,7 @@ func TestDeletionVectorRules(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			checks, kind, reason, apply, due := partitionDue(tt.c, set, time.Now())
+			checks, kind, reason, apply, due := dueOf(partitionDue(tt.c, set, time.Now()))
 			if due != tt.due || kind != tt.kind || apply {
 				t.Fatalf("due=%v kind=%q apply=%v reason=%+v; want due=%v kind=%q", due, kind, apply, reason, tt.due, tt.kind)
 			}
@@ -66,11 +66,11 @@ func TestDeletionVectorRules(t *testing.T) {
 			}
 			// The rewrite finding nothing hands the partition to a
 			// compaction applying the deletes, then leaves it alone.
-			_, kind, _, apply, due = partitionDue(tt.c, set, time.Now(), jobkind.RewritePositionDeletes)
+			_, kind, _, apply, due = dueOf(partitionDue(tt.c, set, time.Now(), jobkind.RewritePositionDeletes))
 			if !due || kind != jobkind.Compact || !apply {
 				t.Errorf("after the rewrite settled: %q apply=%v due=%v, want a compaction applying deletes", kind, apply, due)
 			}
-			if _, kind, _, _, due := partitionDue(tt.c, set, time.Now(), jobkind.RewritePositionDeletes, jobkind.Compact); due {
+			if _, kind, _, _, due := dueOf(partitionDue(tt.c, set, time.Now(), jobkind.RewritePositionDeletes, jobkind.Compact)); due {
 				t.Errorf("both settled: still due for %q", kind)
 			}
 		})

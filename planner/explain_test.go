@@ -11,6 +11,7 @@ import (
 
 	"github.com/icereactor/reactor/embedded"
 	"github.com/icereactor/reactor/jobkind"
+	"github.com/icereactor/reactor/jobs"
 	"github.com/icereactor/reactor/streamwriter"
 	"github.com/icereactor/reactor/thresholds"
 )
@@ -57,7 +58,7 @@ func TestPartitionDue(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			checks, kind, reason, applyDeletes, due := partitionDue(tt.c, set, time.Now())
+			checks, kind, reason, applyDeletes, due := dueOf(partitionDue(tt.c, set, time.Now()))
 			if len(checks) != 3 {
 				t.Errorf("%d checks, want small files, delete files and deleted rows", len(checks))
 			}
@@ -111,4 +112,9 @@ func TestManualJobPartitions(t *testing.T) {
 	if _, err := ManualJob(ctx, tbl, thresholds.Default(), jobkind.Compact, ManualOptions{Partitions: []string{"category=z"}}, time.Now()); !errors.Is(err, ErrUnknownPartition) {
 		t.Errorf("unknown partition: %v", err)
 	}
+}
+
+// dueOf spreads a partition verdict for a table of cases.
+func dueOf(v partitionVerdict) ([]Check, jobkind.Kind, jobs.Reason, bool, bool) {
+	return v.checks, v.kind, v.reason, v.applyDeletes, v.due
 }

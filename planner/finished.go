@@ -26,65 +26,20 @@ func (p *Planner) Finished(ctx context.Context, job jobs.Job, res jobs.Result) {
 		st.running = nil
 	}
 	now := p.now()
-	if job.Kind == jobkind.ExpireSnapshots {
-		// An expiry waits a cool-down before the next age-based one (the
-		// snapshot bound does not wait); one that found nothing settles
-		// until the next commit.
-		switch res.Outcome {
-		case jobs.GaveUp:
-			st.expireCooldownUntil = now.Add(job.Settings.ConflictCooldown)
-		case jobs.Failed, jobs.Succeeded:
-			st.expireCooldownUntil = now.Add(job.Settings.Cooldown)
-		case jobs.Noop:
-			st.expireSettledAt = st.counters.snapshotID
-		}
-		st.pending = mergeRefs(st.pending, res.PendingDeletes)
-	}
-	if job.Kind == jobkind.DeleteExpiredFiles {
-		if res.Outcome == jobs.Failed {
-			st.pendingRetryAt = now.Add(job.Settings.Cooldown)
-		}
-		// The pass's batches are done, but for what it left (a failure,
-		// a batch not due after all, batches rebuilt from an intent).
-		done := map[string]bool{}
-		for _, r := range job.PendingDeletes {
-			done[r.Location] = true
-		}
-		kept := st.pending[:0]
-		for _, r := range st.pending {
-			if !done[r.Location] {
-				kept = append(kept, r)
-			}
-		}
-		st.pending = mergeRefs(kept, res.PendingDeletes)
-	}
-	if job.Kind == jobkind.RemoveOrphans {
-		st.orphanCooldownUntil = now.Add(job.Settings.Cooldown)
-		if job.OrphanSource == jobs.OrphansFromListing && res.Outcome != jobs.Failed {
-			st.nextListing = now.Add(job.Settings.OrphanListingInterval)
-		}
-		if !job.Settings.OrphanDelete && res.Outcome != jobs.Failed {
-			if st.dryRunReported == nil {
-				st.dryRunReported = map[string]bool{}
-			}
-			for _, c := range job.OrphanCandidates {
-				st.dryRunReported[location.Identity(c.Location)] = true
-			}
-		}
+	switch job.Kind {
+	case jobkind.ExpireSnapshots:
+		st.expiry.finished(job, res, st.counters.snapshotID, now)
+	case jobkind.DeleteExpiredFiles:
+		st.expiry.passFinished(job, res, now)
+	case jobkind.RemoveOrphans:
+		st.orphans.finished(job, res, now)
 		for _, loc := range res.Settled {
 			delete(st.unconfirmed, location.Identity(loc))
-			delete(st.dryRunReported, location.Identity(loc))
+			delete(st.orphans.dryRunReported, location.Identity(loc))
 		}
 		p.deferOrphansLocked(st, res.Deferred)
-	}
-	if job.Kind == jobkind.RewriteManifests {
-		st.manifestCooldownUntil = now.Add(job.Settings.Cooldown)
-		if res.Outcome == jobs.GaveUp {
-			st.manifestCooldownUntil = now.Add(job.Settings.ConflictCooldown)
-		}
-		if res.Outcome == jobs.Noop {
-			st.manifestSettledAt = st.counters.dataManifests
-		}
+	case jobkind.RewriteManifests:
+		st.manifests.finished(job, res, st.counters.dataManifests, now)
 	}
 	for _, part := range job.Partitions {
 		ps, ok := st.counters.partitions[part.Key]

@@ -9,7 +9,10 @@ import (
 )
 
 // Outlook says, from the planner's state alone, what Explain says reading
-// the table: the same checks, the same jobs, the same waits.
+// the table when the planner's history holds nothing Explain cannot know
+// (no job ran yet): the same checks, the same jobs, the same waits; only
+// orphan cleanup, which Explain does not assess, and Explain's list of
+// what it cannot know differ.
 func TestOutlookIsExplainOfTheHeldState(t *testing.T) {
 	f := newSchedFixture(t, "defaults:\n  target_file_size: 1MiB\n  small_file_count: 3\n  min_input_files: 2\n  quiet_period: 1s\n  compact_when_quiet_after: 1m\n  orphan_listing_interval: 100000h\n")
 	if got := f.p.Tables(); len(got) != 0 {
@@ -39,7 +42,10 @@ func TestOutlookIsExplainOfTheHeldState(t *testing.T) {
 		if !ok {
 			t.Fatal("no outlook of a table the planner holds")
 		}
-		if !reflect.DeepEqual(got.Partitions, want.Partitions) || !reflect.DeepEqual(got.TableWide, want.TableWide) ||
+		if len(got.Unknown) != 0 || len(want.Unknown) == 0 {
+			t.Errorf("at +%s: outlook says it does not know %q, explain %q", at, got.Unknown, want.Unknown)
+		}
+		if !reflect.DeepEqual(got.Partitions, want.Partitions) || !reflect.DeepEqual(got.TableWide[:3], want.TableWide[:3]) ||
 			got.SnapshotID != want.SnapshotID || len(got.Jobs) != len(want.Jobs) {
 			t.Errorf("at +%s:\noutlook %+v\nexplain %+v", at, got, want)
 			continue

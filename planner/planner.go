@@ -128,33 +128,25 @@ type tableState struct {
 	// snapshots summarises the table's snapshot history for expiry.
 	snapshots snapshotSummary
 
-	// Scheduling state of table-wide jobs.
-	expireCooldownUntil time.Time
-	expireSettledAt     int64 // current snapshot when expiry last found nothing
-	// pending are the batches of files expiry unlinked, earliest due
-	// first; they live in the table's storage (package deletions) and are
-	// listed once when the table is first seen.
-	pending       []deletions.Ref
-	pendingLoaded bool
+	// The table-wide jobs' scheduling state (tablewide.go).
+	expiry    expiryState
+	manifests manifestState
+	orphans   orphanState
 	// offloadedLoaded: the snapshots reactor committed through Spark were
 	// read from the table's storage (offloaded.go).
-	offloadedLoaded       bool
-	pendingRetryAt        time.Time // a failed deletion pass waits until then
-	manifestCooldownUntil time.Time
-	orphanCooldownUntil   time.Time
-	nextListing           time.Time       // first set when the table is first seen
-	dryRunReported        map[string]bool // candidates a dry run already reported
+	offloadedLoaded bool
+}
 
-	// gcDisabled: the table's gc.enabled is false (Iceberg's: its files
-	// may be shared), so no orphan cleanup is scheduled for it.
-	gcDisabled bool
-	// s3Tables: the table lies in an S3 table bucket (scope.S3Tables):
-	// AWS removes its unreferenced files, and its store lists nothing, so
-	// no orphan cleanup is scheduled for it either.
-	s3Tables bool
+// view is the table as the picker reads it (pick.go).
+func (st *tableState) view() tableView {
+	return tableView{table: st.table, counters: &st.counters, snapshots: st.snapshots, settings: st.settings}
+}
 
-	manifestSettledAt int // manifest count a no-op rewrite left; 0: none
-	manifestFloorSaid int // manifest count the "cannot reach manifest_count" line was logged at
+// environment is the state the picker needs beyond the table's files, as
+// this planner holds it.
+func (st *tableState) environment() environment {
+	return environment{known: true, running: st.running, expiry: st.expiry, manifests: st.manifests, orphans: st.orphans,
+		tracked: st.unconfirmed, trackingIncomplete: st.trackingIncomplete}
 }
 
 // New creates a planner.
@@ -291,16 +283,16 @@ func (p *Planner) observeLocked(ctx context.Context, st *tableState, tbl *table.
 		// The deletion rule learns a table's roots as soon as they change.
 		p.known.Set(scope.RootsOf(st.table.String(), tbl.Metadata()))
 	}
-	if gc := scope.GCEnabled(tbl.Metadata()); gc == st.gcDisabled {
-		st.gcDisabled = !gc
+	if gc := scope.GCEnabled(tbl.Metadata()); gc == st.orphans.gcDisabled {
+		st.orphans.gcDisabled = !gc
 		if !gc {
 			p.log.Info("the table's gc.enabled is false: expiry deletes nothing and orphan cleanup is not scheduled",
 				"table", st.table.String(), "gc.enabled", tbl.Properties()[scope.GCEnabledKey])
 		}
 	}
-	if why := scope.S3Tables(tbl.Metadata()); (why != "") != st.s3Tables {
-		st.s3Tables = why != ""
-		if st.s3Tables {
+	if why := scope.S3Tables(tbl.Metadata()); (why != "") != st.orphans.s3Tables {
+		st.orphans.s3Tables = why != ""
+		if st.orphans.s3Tables {
 			p.log.Info("S3 Tables table: compaction and the metadata jobs run; expiry deletes nothing and orphan cleanup is not scheduled (AWS's unreferenced file removal deletes its files)",
 				"table", st.table.String(), "reason", why)
 		}
@@ -325,7 +317,7 @@ func (p *Planner) observeLocked(ctx context.Context, st *tableState, tbl *table.
 			st.counters.metadataLocation = location.Identity(loc)
 		}
 	}
-	if !st.pendingLoaded {
+	if !st.expiry.pendingLoaded {
 		p.loadPendingLocked(ctx, st, tbl)
 	}
 	p.met.SetSnapshots(st.table.String(), st.snapshots.count(), st.snapshots.oldest())
@@ -394,4 +386,12 @@ func (p *Planner) TableCounters(name string) (int64, []PartitionCounters) {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
 	return st.counters.snapshotID, out
+}
+
+// Timer is what the planner needs of a wake-up timer (Options.AfterFunc):
+// *time.Timer is one.
+type Timer interface {
+	// Stop prevents the timer from firing; false if it already fired or
+	// was stopped.
+	Stop() bool
 }

@@ -12,9 +12,9 @@ package planner
 // merge at the target size would reduce, gets one compaction of all of
 // them: once per quiet spell (partitionState.quietMerged), never while it
 // is written, and never again once its files are at what a merge can
-// reach. No timer or goroutine of its own: the table's wake-up timer
-// (evaluate.go, wakeAtLocked) is armed for the moment the spell is long
-// enough, as for every other deadline.
+// reach. No timer or goroutine of its own: the picker (pick.go) names the
+// moment the spell is long enough, and the table's wake-up timer
+// (evaluate.go, wakeAtLocked) is armed for it, as for every other deadline.
 
 import (
 	"fmt"
@@ -56,21 +56,28 @@ func quietWait(set thresholds.Effective) time.Duration {
 	return max(set.CompactWhenQuietAfter, set.QuietPeriod)
 }
 
-// quietState is the quiet merge of one partition at now, unformatted (the
-// scheduler looks at every partition on every commit): how long it has
-// been quiet and must be (wait 0: off), and what a merge would leave. A
-// partition only reactor wrote (LastWrite zero) counts as quiet.
-func quietState(c Counters, set thresholds.Effective, now time.Time) (quiet, wait time.Duration, after, ideal int, reduces bool) {
-	wait = quietWait(set)
-	quiet = max(now.Sub(c.LastWrite), 0)
+// quietSpell is the quiet merge of one partition at a moment, unformatted
+// (the picker looks at every partition on every commit): how long it has
+// been quiet and must be (wait 0: off), and what a merge would leave.
+type quietSpell struct {
+	quiet, wait  time.Duration
+	after, ideal int
+	reduces      bool
+}
+
+// quietState measures the quiet spell of c at now. A partition only
+// reactor wrote (LastWrite zero) counts as quiet.
+func quietState(c Counters, set thresholds.Effective, now time.Time) quietSpell {
+	q := quietSpell{wait: quietWait(set), quiet: max(now.Sub(c.LastWrite), 0)}
 	if c.LastWrite.IsZero() {
-		quiet = wait
+		q.quiet = q.wait
 	}
-	if wait == 0 {
-		return quiet, 0, c.DataFiles, c.DataFiles, false
+	if q.wait == 0 {
+		q.after, q.ideal = c.DataFiles, c.DataFiles
+		return q
 	}
-	after, ideal, reduces = QuietMerge(c, set)
-	return quiet, wait, after, ideal, reduces
+	q.after, q.ideal, q.reduces = QuietMerge(c, set)
+	return q
 }
 
 // quietCheck measures the quiet merge of one partition at now: Over when a
@@ -78,20 +85,20 @@ func quietState(c Counters, set thresholds.Effective, now time.Time) (quiet, wai
 // enough), due when it also has been, and at the moment it becomes due
 // when it has not (zero when it never will without a write).
 func quietCheck(c Counters, set thresholds.Effective, now time.Time) (chk Check, due bool, at time.Time) {
-	quiet, wait, after, ideal, reduces := quietState(c, set, now)
-	chk = Check{Threshold: jobs.CompactWhenQuietAfter, Measured: int64(quiet / time.Second), Limit: int64(wait / time.Second), Unit: "seconds"}
+	q := quietState(c, set, now)
+	chk = Check{Threshold: jobs.CompactWhenQuietAfter, Measured: int64(q.quiet / time.Second), Limit: int64(q.wait / time.Second), Unit: "seconds"}
 	switch {
-	case wait == 0:
+	case q.wait == 0:
 		chk.Note = "off"
-	case !reduces:
-		chk.Note = fmt.Sprintf("%d files, ideal %d: a merge of the %d small files leaves %d", c.DataFiles, ideal, c.SmallFiles, after)
-	case quiet >= wait:
+	case !q.reduces:
+		chk.Note = fmt.Sprintf("%d files, ideal %d: a merge of the %d small files leaves %d", c.DataFiles, q.ideal, c.SmallFiles, q.after)
+	case q.quiet >= q.wait:
 		chk.Over, due = true, true
-		chk.Note = fmt.Sprintf("quiet for %s, %d files where %d would do: merge", quiet.Round(time.Second), c.DataFiles, after)
+		chk.Note = fmt.Sprintf("quiet for %s, %d files where %d would do: merge", q.quiet.Round(time.Second), c.DataFiles, q.after)
 	default:
-		chk.Over, at = true, c.LastWrite.Add(wait)
+		chk.Over, at = true, c.LastWrite.Add(q.wait)
 		chk.Note = fmt.Sprintf("written %s ago, quiet merge waits until %s (%d files where %d would do)",
-			quiet.Round(time.Second), at.Format(time.TimeOnly), c.DataFiles, after)
+			q.quiet.Round(time.Second), at.Format(time.TimeOnly), c.DataFiles, q.after)
 	}
 	return chk, due, at
 }
@@ -101,20 +108,19 @@ func quietReason(chk Check) jobs.Reason {
 	return jobs.Reason{Threshold: chk.Threshold, Measured: chk.Measured, Limit: chk.Limit, Note: chk.Note}
 }
 
-// quietLocked decides the quiet merge of a partition no other job is due
-// in: true when one is due now (once per quiet spell); otherwise it arms
-// the table's timer for when one will be. It formats nothing unless the
-// merge is due.
-func quietLocked(ps *partitionState, set thresholds.Effective, now time.Time, deferUntil func(time.Time)) (jobs.Reason, bool) {
+// quietDue decides the quiet merge of a partition no other job is due
+// in: true when one is due now (once per quiet spell); otherwise, through
+// deferUntil, when one will be. It formats nothing unless the merge is due.
+func quietDue(ps *partitionState, set thresholds.Effective, now time.Time, deferUntil func(time.Time)) (jobs.Reason, bool) {
 	if ps.quietMerged == spellOf(ps) {
 		return jobs.Reason{}, false // this spell's merge was scheduled already
 	}
-	quiet, wait, _, _, reduces := quietState(ps.Counters, set, now)
+	q := quietState(ps.Counters, set, now)
 	switch {
-	case wait == 0 || !reduces:
+	case q.wait == 0 || !q.reduces:
 		return jobs.Reason{}, false
-	case quiet < wait:
-		deferUntil(ps.LastWrite.Add(wait))
+	case q.quiet < q.wait:
+		deferUntil(ps.LastWrite.Add(q.wait))
 		return jobs.Reason{}, false
 	}
 	chk, _, _ := quietCheck(ps.Counters, set, now)

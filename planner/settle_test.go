@@ -42,18 +42,18 @@ func TestDeleteDebtFallsBackToCompaction(t *testing.T) {
 	c := Counters{DataFiles: 2, Rows: 1000, Bytes: 2 << 20, PositionDeleteFiles: 6, PositionDeleteRows: 6, DeleteBytes: 6000}
 	f := newSchedFixture(t, schedYAML)
 	set := f.p.cfg.Load().For("db.t", nil)
-	_, kind, _, _, due := partitionDue(c, set, time.Now())
+	_, kind, _, _, due := dueOf(partitionDue(c, set, time.Now()))
 	if !due || kind != jobkind.RewritePositionDeletes {
 		t.Fatalf("first remedy %q (due %v), want rewrite_position_deletes", kind, due)
 	}
-	_, kind, reason, apply, due := partitionDue(c, set, time.Now(), jobkind.RewritePositionDeletes)
+	_, kind, reason, apply, due := dueOf(partitionDue(c, set, time.Now(), jobkind.RewritePositionDeletes))
 	if !due || kind != jobkind.Compact || !apply {
 		t.Fatalf("after the delete rewrite settled: %q apply=%v due=%v, want a compaction applying deletes", kind, apply, due)
 	}
 	if reason.Note == "" {
 		t.Error("the fallback does not say why")
 	}
-	if _, kind, _, _, due := partitionDue(c, set, time.Now(), jobkind.RewritePositionDeletes, jobkind.Compact); due {
+	if _, kind, _, _, due := dueOf(partitionDue(c, set, time.Now(), jobkind.RewritePositionDeletes, jobkind.Compact)); due {
 		t.Errorf("both settled: still due for %q", kind)
 	}
 }

@@ -60,44 +60,64 @@ func (s snapshotSummary) oldest() time.Time {
 	return s.at(len(s.timesMs) - 1)
 }
 
-// expiry decides whether an expire_snapshots job is due now, with which
-// horizon and how many of the newest snapshots it keeps; when it is not,
-// next is when it will be (zero: not foreseeable, it takes more
-// snapshots). Two rules bound the history: snapshot_max_age (older
-// snapshots beyond retain_last go) and snapshot_count (a table that
-// reaches it keeps only the newest half, so a streaming table's metadata
-// stays bounded however fast it commits). Neither waits for
-// min_reader_margin: that margin protects files, not snapshots — expiry
-// unlinks files and a later pass deletes them once the margin has passed
-// since they left the table. The answer is an estimate for scheduling
-// (iceberg-go resolves retention per branch).
-func (s snapshotSummary) expiry(now time.Time, set thresholds.Effective) (due bool, reason jobs.Reason, olderThan time.Duration, retainLast int, next time.Time) {
-	retainLast = max(set.RetainLast, 1)
+// expiryPlan is what the history says of expire_snapshots at a moment:
+// whether it is due, with which horizon and how many of the newest
+// snapshots it keeps; when it is not, next is when it will be (zero: not
+// foreseeable, it takes more snapshots).
+type expiryPlan struct {
+	due        bool
+	reason     jobs.Reason
+	olderThan  time.Duration
+	retainLast int
+	next       time.Time
+	// decisive is the commit time of the snapshot the age rule measures:
+	// the oldest one past retain_last that is no branch or tag head (zero:
+	// none, retain_last and the heads hold every snapshot).
+	decisive time.Time
+}
+
+// expiry decides whether an expire_snapshots job is due now. Two rules
+// bound the history: snapshot_max_age (older snapshots beyond retain_last
+// go) and snapshot_count (a table that reaches it keeps only the newest
+// half, so a streaming table's metadata stays bounded however fast it
+// commits). Neither waits for min_reader_margin: that margin protects
+// files, not snapshots — expiry unlinks files and a later pass deletes
+// them once the margin has passed since they left the table. The answer
+// is an estimate for scheduling (iceberg-go resolves retention per branch).
+func (s snapshotSummary) expiry(now time.Time, set thresholds.Effective) expiryPlan {
+	var e expiryPlan
+	retainLast := max(set.RetainLast, 1)
+	// The oldest snapshot past retain_last that is no ref head decides
+	// the age rule.
+	for i := s.count() - 1; i >= retainLast; i-- {
+		if !s.refHeads[i] {
+			e.decisive = s.at(i)
+			break
+		}
+	}
 	if n := s.count(); n >= set.SnapshotCount && set.SnapshotCount > 0 {
 		keep := max(retainLast, set.SnapshotCount/2)
 		if n > keep {
 			// Everything older than the keep-th newest goes.
-			olderThan = max(now.Sub(s.at(keep-1)), 0)
-			return true, jobs.Reason{Partition: jobs.TableWide, Threshold: jobs.SnapshotCount, Measured: int64(n), Limit: int64(set.SnapshotCount),
+			e.due, e.olderThan, e.retainLast = true, max(now.Sub(s.at(keep-1)), 0), keep
+			e.reason = jobs.Reason{Partition: jobs.TableWide, Threshold: jobs.SnapshotCount, Measured: int64(n), Limit: int64(set.SnapshotCount),
 				Note: fmt.Sprintf("keep the newest %d of %d snapshots (snapshot_count %d, retain_last %d)",
-					keep, n, set.SnapshotCount, set.RetainLast)}, olderThan, keep, time.Time{}
+					keep, n, set.SnapshotCount, set.RetainLast)}
+			return e
 		}
 	}
-	olderThan = set.SnapshotMaxAge
-	horizon := now.Add(-olderThan)
-	// The oldest snapshot past retain_last that is no ref head decides.
-	for i := s.count() - 1; i >= retainLast; i-- {
-		if s.refHeads[i] {
-			continue
-		}
-		if s.at(i).Before(horizon) {
-			return true, jobs.Reason{Partition: jobs.TableWide, Threshold: jobs.SnapshotMaxAge,
-					Measured: int64(now.Sub(s.at(i)) / time.Second), Limit: int64(olderThan / time.Second),
-					Note: fmt.Sprintf("oldest expirable snapshot is %s old; snapshot_max_age %s, retain_last %d",
-						now.Sub(s.at(i)).Round(time.Second), olderThan, set.RetainLast)},
-				olderThan, retainLast, time.Time{}
-		}
-		return false, jobs.Reason{}, 0, 0, s.at(i).Add(olderThan)
+	if e.decisive.IsZero() {
+		return e
 	}
-	return false, jobs.Reason{}, 0, 0, time.Time{}
+	olderThan := set.SnapshotMaxAge
+	if !e.decisive.Before(now.Add(-olderThan)) {
+		e.next = e.decisive.Add(olderThan)
+		return e
+	}
+	e.due, e.olderThan, e.retainLast = true, olderThan, retainLast
+	e.reason = jobs.Reason{Partition: jobs.TableWide, Threshold: jobs.SnapshotMaxAge,
+		Measured: int64(now.Sub(e.decisive) / time.Second), Limit: int64(olderThan / time.Second),
+		Note: fmt.Sprintf("oldest expirable snapshot is %s old; snapshot_max_age %s, retain_last %d",
+			now.Sub(e.decisive).Round(time.Second), olderThan, set.RetainLast)}
+	return e
 }

@@ -9,9 +9,11 @@ import (
 )
 
 // outlook turns the planner's outlook of a table with no job queued or
-// running into what / shows: the jobs due (a cool-down or the table's
-// previous job holds them), or one line on why nothing is: a partition
-// waiting for its quiet period, else the threshold nearest its limit (one
+// running (the picker's decision with the running reactor's state) into
+// what / shows: the jobs due (the first is starting), or one line on why
+// nothing is: what holds a due job (a cool-down, a settled expiry), a
+// partition waiting (its quiet period, its cool-down), else the threshold
+// nearest its limit (one
 // that reached its limit without being over, held by a rule such as
 // retain_last, is never the nearest: it is said as held).
 func outlook(plan planner.Plan) (due []string, why string) {
@@ -27,6 +29,9 @@ func outlook(plan planner.Plan) (due []string, why string) {
 	}
 	if len(plan.Partitions) == 0 {
 		return nil, "no data files"
+	}
+	if len(plan.Held) > 0 {
+		return nil, "held: " + plan.Held[0]
 	}
 	for _, pp := range plan.Partitions {
 		if pp.Wait != "" {

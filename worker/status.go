@@ -245,10 +245,10 @@ func (s statusSource) Owners() func(string) string {
 // errBusy: another table page is reading a table.
 var errBusy = errors.New("another status page is reading a table; try again in a moment")
 
-// Inspect loads the table and runs planner.Explain on it, as `reactor
-// plan` does, and lists its pending deletions. One runs at a time, and
-// its result is kept while the planner's snapshot of the table has not
-// moved, for inspectTTL: pages left refreshing in many browsers read each
+// Inspect loads the table and runs the planner's Explain on it (reactor
+// plan's, with what the planner knows of the table's jobs), and lists its
+// pending deletions. One runs at a time, and its result is kept while the
+// planner's snapshot of the table has not moved, for inspectTTL: pages left refreshing in many browsers read each
 // table at most once per inspectTTL, never several at once.
 func (s statusSource) Inspect(ctx context.Context, name string) (status.Inspection, error) {
 	st := &s.w.status
@@ -286,7 +286,7 @@ func (s statusSource) inspect(ctx context.Context, name string) (status.Inspecti
 		return status.Inspection{}, fmt.Errorf("load %s: %w", name, err)
 	}
 	cfg := st.cfg.Load()
-	plan, err := planner.Explain(ctx, tbl, cfg, time.Now())
+	plan, err := s.w.Planner.Explain(ctx, tbl, cfg, time.Now())
 	if err != nil {
 		return status.Inspection{}, err
 	}

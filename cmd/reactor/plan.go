@@ -22,8 +22,11 @@ the table-wide thresholds (snapshot age and count, manifest count), then the
 jobs due, in the order reactor would run them, each with its input and the
 backend it would run on (local, or spark when a rule of the thresholds
 file's spark section selects it and sparkcall can express it), and why. It
-reads the catalog directly and changes nothing. Cool-downs of a running reactor are not known here;
-orphan cleanup needs a listing (reactor orphans shows its candidates).`
+reads the catalog directly and changes nothing. It runs as a one-off process, so
+what a running reactor learned from its own jobs is not known here and the output
+says so at its end (cool-downs unknown in plan, a running job, pending deletions);
+orphan cleanup needs a listing (reactor orphans shows its candidates). The status
+page's table view shows the same decision with the running reactor's state.`
 
 // planCmd is `reactor plan TABLE`.
 func planCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -97,7 +100,6 @@ func printPlan(w io.Writer, p planner.Plan) {
 	fmt.Fprintln(w)
 	if len(p.Jobs) == 0 {
 		fmt.Fprintln(w, "nothing due")
-		return
 	}
 	for i, j := range p.Jobs {
 		fmt.Fprintf(w, "job %d: %s", i+1, j.Kind)
@@ -109,6 +111,18 @@ func printPlan(w io.Writer, p planner.Plan) {
 			fmt.Fprintf(w, "  because %s\n", r)
 		}
 		fmt.Fprintf(w, "  input %d files, %s; runs on %s: %s\n", j.InputFiles, thresholds.Size(j.InputBytes), j.Backend, j.BackendWhy)
+	}
+	for _, h := range p.Held {
+		fmt.Fprintf(w, "held: %s\n", h)
+	}
+	if len(p.Jobs) == 0 && !p.Next.IsZero() {
+		fmt.Fprintf(w, "next look at %s\n", p.Next.Format(time.RFC3339))
+	}
+	if len(p.Unknown) > 0 {
+		fmt.Fprintln(w)
+		for _, u := range p.Unknown {
+			fmt.Fprintln(w, u)
+		}
 	}
 }
 
