@@ -19,12 +19,12 @@
 //  1. refresh.go: [Planner.CheckCommit] and [Planner.CommitCovered] answer
 //     without I/O (another catalog's event, a duplicate); [Planner.Refresh]
 //     loads the table once for every event that arrived before it.
-//     [Planner.Apply] is the three in a row. [Planner.CommitSeen] passes "a
-//     writer just committed" on (Options.CommitObserved).
+//     [Planner.Apply] is the three in a row.
 //  2. planner.go: [New], [Options], the per-table state (tableState) and
 //     [Planner.Observe], which advances the counters and evaluates; the
 //     wake-up [Timer] (Options.AfterFunc for a test's clock);
-//     [Planner.Forget] drops the tables this replica no longer owns.
+//     [Planner.Forget] drops the tables this replica no longer owns
+//     (Options.Ownership).
 //  3. state.go, snapshots.go, counters.go, compact.go: the
 //     table's counters, advanced snapshot by snapshot from the manifests
 //     each one added (rebuilt from the current snapshot when the gap cannot
