@@ -82,7 +82,7 @@ type conversion struct {
 	groups map[string]*posGroup
 	maxSeq int64 // highest sequence number of a converted delete
 
-	// Format v3 (convert_dv.go): the live deletion vectors by the data
+	// Format v3 (convert_commit.go): the live deletion vectors by the data
 	// file they name (each output vector replaces its file's), and the
 	// groups' (spec, scope)s holding Parquet position deletes.
 	v3         bool

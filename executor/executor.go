@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/apache/iceberg-go/catalog"
+	iceio "github.com/apache/iceberg-go/io"
 
 	"github.com/icereactor/reactor/commitwatch"
 	"github.com/icereactor/reactor/deletions"
@@ -19,6 +20,13 @@ import (
 	"github.com/icereactor/reactor/objectio"
 	"github.com/icereactor/reactor/ownership"
 	"github.com/icereactor/reactor/scope"
+
+	// Tables on s3:// are read and written through objectio's FileIO,
+	// which registers itself for those schemes in place of iceberg-go's:
+	// one GET per small file, a connection pool shared across the
+	// FileIOs iceberg-go builds per scan and commit, and a read
+	// concurrency of its own (datapath.Scan, storeConcurrency).
+	"github.com/icereactor/reactor/objectio"
 )
 
 // errUnknownCommitState marks a commit whose outcome the catalog did not
@@ -312,7 +320,7 @@ type Options struct {
 	// else of it): at the start of every attempt of the commit retry
 	// loop, and in the catalog's CommitTable itself (through the tables
 	// the executor loads), whose context then ends when the permission
-	// could (commit_retry.go). Nil: a one-shot command, no lease.
+	// could (commit_guard.go). Nil: a one-shot command, no lease.
 	Ownership ownership.Tables
 	// CommitWatch, when set, is where the executor hears that a writer
 	// just committed to a table: a commit that lost a race retries then
@@ -336,7 +344,7 @@ type Options struct {
 	// the table's whole history).
 	HistoryBytes int64
 	// Progress, when set, hears how far each job has come (a one-shot
-	// command's terminal line; see progress.go).
+	// command's terminal line; see Progress).
 	Progress Progress
 	// Records signs the records the executor keeps in tables' storage
 	// and verifies those it reads (nil: a key of this process alone, so
@@ -429,3 +437,37 @@ func usableSpillDir(dir string) error {
 	f.Close()
 	return os.Remove(name)
 }
+
+// Progress of a long job, for a one-shot command's terminal line.
+
+// Progress hears how far a job has come. A one-shot command on a big table
+// runs for minutes, and a terminal with no sign of life looks hung; reactor
+// run's jobs log a line per group instead and pass no Progress. Calls come
+// from the job's goroutines at once, so an implementation must be safe for
+// concurrent use, and cheap: the data path calls it once per output unit.
+type Progress interface {
+	// Phase starts a step of the job: what it does ("rewrite",
+	// "delete", "check"), and how many files and bytes it will go
+	// through (0 when not known in advance).
+	Phase(name string, files, bytes int64)
+	// Advance adds files and bytes the current step has finished.
+	Advance(files, bytes int64)
+}
+
+func (e *Executor) phase(name string, files, bytes int64) {
+	if e.opts.Progress != nil {
+		e.opts.Progress.Phase(name, files, bytes)
+	}
+}
+
+func (e *Executor) advance(files, bytes int64) {
+	if e.opts.Progress != nil {
+		e.opts.Progress.Advance(files, bytes)
+	}
+}
+
+// storeConcurrency is how many manifests a history sync reads, or files
+// expiry deletes, at once on fs: the object store's read concurrency
+// (each is a round trip), or 0 on a local warehouse (the history index's
+// default of 4 readers; deletions one at a time).
+func storeConcurrency(fs iceio.IO) int { return objectio.ReadConcurrency(fs) }
