@@ -5,18 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go"
-	iceio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 	"github.com/google/uuid"
 
-	"github.com/icereactor/reactor/arrowpool"
 	"github.com/icereactor/reactor/conflict"
-	"github.com/icereactor/reactor/executor/internal/datapath"
+	"github.com/icereactor/reactor/executor/internal/deadfiles"
 	"github.com/icereactor/reactor/jobs"
 )
 
@@ -258,178 +255,89 @@ func equalityDeletesOf(groups []table.CompactionTaskGroup) map[string]iceberg.Da
 	return out
 }
 
-// removeOutputs deletes the files results wrote; it returns how many it
-// deleted, their paths, and whether every one is gone.
-func (e *Executor) removeOutputs(tbl *table.Table, fs iceio.IO, results []table.CompactionGroupResult, log *slog.Logger) (int, []string, bool) {
-	var paths []string
-	for _, gr := range results {
-		for _, df := range gr.NewDataFiles {
-			paths = append(paths, df.FilePath())
-		}
-	}
-	n, all := e.removeOwn(tbl, fs, paths, log)
-	return n, paths, all
-}
-
-// removePaths is removeOwn's count alone.
-func (e *Executor) removePaths(tbl *table.Table, fs iceio.IO, paths []string, log *slog.Logger) int {
-	n, _ := e.removeOwn(tbl, fs, paths, log)
-	return n
-}
-
-// The data path of a rewrite. A group's inputs are cut into units of
-// about one output file each, and every unit is a pipeline: iceberg-go's
-// scan reads and decodes its files (deletes applied) on its own goroutines
-// while the unit's writer encodes and compresses what they decoded. Units
-// of every group of a batch run at once, at most Options.Concurrency at a
-// time across the executor (each holds a token while it writes), so a
-// partition of several target files' worth is written on every core the
-// concurrency allows, and memory is bounded by it: a unit holds one
-// buffered row group (write.parquet.row-group-size-bytes) and a few
-// decoded batches.
+// dropDeadDeletes finishes a delete-triggered compaction: the delete files
+// of its delete-triggered partitions that apply to no live data file are
+// removed in a metadata-only commit (a rewrite that deletes only delete
+// files). Rewriting data cannot remove them: an equality delete whose keys
+// lie outside every older file's range, beside a file too large to rewrite,
+// is "live" to the partition-wide rule the rewrite's commit uses
+// (CollectDeadEqualityDeletes) for ever, and the delete thresholds would
+// schedule the same useless compaction every cool-down.
 //
-// A unit's buffers come from one pool per job (arrowpool) and are reused
-// from batch to batch and file to file. Data files with deletes are
-// decoded with Go's allocator: the delete readers keep strings that point
-// into the decoded delete files, and the pool must never hand those
-// buffers out again.
-
-// jobPoolLimit bounds the freed buffers a job's pool keeps (each below a
-// mebibyte: pages, small batches).
-const jobPoolLimit = 64 << 20
-
-// tokens bound the units written at once across the executor.
-type tokens chan struct{}
-
-func newTokens(n int) tokens { return make(tokens, max(n, 1)) }
-
-func (t tokens) acquire(ctx context.Context) error {
-	select {
-	case t <- struct{}{}:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-func (t tokens) release() { <-t }
-
-// groupWriter writes one group of a batch.
-type groupWriter func(ctx context.Context, tbl *table.Table, g table.CompactionTaskGroup) (table.CompactionGroupResult, error)
-
-// writeGroups runs write on every group at once and returns their results
-// in order, with the first error; a failed group cancels the others, and
-// every result carries the files its group wrote, for the caller to
-// delete.
-func writeGroups(ctx context.Context, tbl *table.Table, groups []table.CompactionTaskGroup, write groupWriter,
-	done func(i int, gr table.CompactionGroupResult)) ([]table.CompactionGroupResult, error) {
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	results := make([]table.CompactionGroupResult, len(groups))
-	errs := make([]error, len(groups))
-	var wg sync.WaitGroup
-	for i, g := range groups {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			gr, err := write(ctx, tbl, g)
-			results[i] = gr
-			if err != nil {
-				errs[i] = fmt.Errorf("rewrite group %s: %w", g.PartitionKey, err)
-				cancel(errs[i])
-				return
-			}
-			done(i, gr)
-		}()
-	}
-	wg.Wait()
-	// The first group's own error, not the cancellation it caused in
-	// the others.
-	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
-		return results, cause
-	}
-	return results, errors.Join(errs...)
-}
-
-// writeCompactionGroup writes a bin-pack group through reactor's writer,
-// or through iceberg-go's where reactor's does not apply.
-func (e *Executor) writeCompactionGroup(ctx context.Context, tbl *table.Table, g table.CompactionTaskGroup, target int64,
-	mem memory.Allocator) (table.CompactionGroupResult, error) {
-	if !e.opts.icebergWriter {
-		f, err := datapath.OwnWriterFor(ctx, tbl, g, target)
-		if err == nil {
-			return e.writeUnits(ctx, tbl, g, f, mem, datapath.SplitUnits(g.Tasks, target))
-		}
-		if !errors.Is(err, datapath.ErrNotOwnWriter) {
-			return table.CompactionGroupResult{}, err
-		}
-		e.log.Debug("group written by iceberg-go's writer", "partition", g.PartitionKey, "why", err)
-	}
-	if err := e.tokens.acquire(ctx); err != nil {
-		return table.CompactionGroupResult{}, err
-	}
-	defer e.tokens.release()
-	// Outputs roll at reactor's target, not only the table
-	// property's: a tier merge may hold several targets' worth.
-	// iceberg-go names its files itself: each is added to the job's
-	// output intent before it is created.
-	gr, err := table.ExecuteCompactionGroup(ctx, recordingTable(ctx, tbl), g, table.WithCompactionTargetFileSize(target))
-	if err == nil {
-		e.advance(int64(len(g.Tasks)), g.TotalSizeBytes)
-	}
-	return gr, err
-}
-
-// writeUnits writes each unit of g under a token, all at once, and
-// returns g's result with every file written (also on error, for cleanup).
-func (e *Executor) writeUnits(ctx context.Context, tbl *table.Table, g table.CompactionTaskGroup, f *datapath.Format,
-	mem memory.Allocator, units [][]table.FileScanTask) (table.CompactionGroupResult, error) {
-	res := table.CompactionGroupResult{PartitionKey: g.PartitionKey, BytesBefore: g.TotalSizeBytes,
-		SafePosDeletes: table.CollectSafePositionDeletes(g.Tasks), SafeDeletionVectors: table.CollectSafeDeletionVectors(g.Tasks)}
-	for _, t := range g.Tasks {
-		res.OldDataFiles = append(res.OldDataFiles, t.File)
-	}
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	files := make([][]iceberg.DataFile, len(units))
-	errs := make([]error, len(units))
-	var wg sync.WaitGroup
-	for i, tasks := range units {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := e.tokens.acquire(ctx); err != nil {
-				errs[i] = err
-				return
-			}
-			defer e.tokens.release()
-			files[i], errs[i] = datapath.WriteUnit(ctx, tbl, f, mem, i, tasks)
-			if errs[i] != nil {
-				cancel(errs[i])
-				return
-			}
-			var bytes int64
-			for _, t := range tasks {
-				bytes += t.File.FileSizeBytes()
-			}
-			e.advance(int64(len(tasks)), bytes)
-		}()
-	}
-	wg.Wait()
-	for _, fs := range files {
-		for _, df := range fs {
-			res.NewDataFiles = append(res.NewDataFiles, df)
-			res.BytesAfter += df.FileSizeBytes()
+// Each attempt decides on the snapshot it commits on: it reloads the
+// table, plans it, and commits only if the catalog head is still that
+// snapshot (a conflict re-plans).
+func (e *Executor) dropDeadDeletes(ctx context.Context, log *slog.Logger, job jobs.Job, res jobs.Result, rep Report) (jobs.Result, Report) {
+	parts := map[string]bool{}
+	for _, p := range job.Partitions {
+		if p.ApplyDeletes {
+			parts[p.Key] = true
 		}
 	}
-	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
-		return res, cause
+	if len(parts) == 0 || res.Err != nil || (res.Outcome != jobs.Succeeded && res.Outcome != jobs.Noop) {
+		return res, rep
 	}
-	return res, errors.Join(errs...)
-}
-
-// newJobPool is the buffer pool of one job's data path; the job closes
-// it when its data path is done (what it keeps mapped is not Go memory).
-func (e *Executor) newJobPool() *arrowpool.Allocator {
-	return arrowpool.New(arrowpool.Options{Poison: e.opts.poisonFreed, Limit: jobPoolLimit})
+	var dead []deadfiles.Delete
+	loop := commitLoop{e: e, log: log, job: job, rep: &rep, countCommitsOnly: true}
+	committed, err := loop.run(ctx, func(ctx context.Context, tbl *table.Table) (*table.Table, error) {
+		dead = nil
+		if tbl.CurrentSnapshot() == nil {
+			return nil, nil
+		}
+		fs, err := tbl.FS(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("open table io: %w", err)
+		}
+		if dead, err = deadfiles.Find(ctx, fs, tbl, parts); err != nil {
+			return nil, err
+		}
+		if len(dead) == 0 || job.DryRun {
+			return nil, nil
+		}
+		if err := e.checkMetadataLog(tbl); err != nil {
+			return nil, err
+		}
+		txn := tbl.NewTransaction()
+		rw := txn.NewRewrite(iceberg.Properties{jobs.SnapshotJobProperty: job.ID})
+		for _, d := range dead {
+			rw.DeleteFile(d.File)
+		}
+		if err := rw.Commit(ctx); err != nil {
+			return nil, fmt.Errorf("stage removal of dead delete files: %w", err)
+		}
+		staged := stagedFiles(txn, fs)
+		next, err := txn.Commit(ctx)
+		if err != nil {
+			// The compaction this finishes committed under the same job
+			// id: only this commit's own snapshot id tells it landed.
+			return nil, lost(err, tbl, fs, staged, bySnapshotID, stagedSnapshotID(txn))
+		}
+		return next, nil
+	})
+	if err != nil {
+		if res.Outcome == jobs.Succeeded {
+			// The rewrite itself committed; the dead deletes wait for the
+			// next job.
+			log.Warn("could not remove delete files that apply to nothing", "error", err)
+			return res, rep
+		}
+		return retryOutcome(err, loop.n), rep
+	}
+	if len(dead) == 0 {
+		return res, rep
+	}
+	for _, d := range dead {
+		log.Debug("delete file applies to no live data file", "partition", d.Key, "delete_file", d.File.FilePath(), "why", d.Why)
+		delete(res.NothingToDo, d.Key)
+	}
+	rep.RemovedDeleteFiles += len(dead)
+	if job.DryRun {
+		log.Info("would remove delete files that apply to no live data file", "delete_files", len(dead))
+		return res, rep
+	}
+	rep.Commits++
+	rep.CommittedSnapshotID = committed.CurrentSnapshot().SnapshotID
+	log.Info("removed delete files that apply to no live data file (metadata only)", "delete_files", len(dead),
+		"snapshot_id", rep.CommittedSnapshotID)
+	return jobs.Result{Outcome: jobs.Succeeded, Table: committed, NothingToDo: res.NothingToDo}, rep
 }

@@ -7,7 +7,9 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"strconv"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/iceberg-go"
 	iceio "github.com/apache/iceberg-go/io"
@@ -16,8 +18,155 @@ import (
 
 	"github.com/icereactor/reactor/executor/internal/commit"
 	"github.com/icereactor/reactor/executor/internal/datapath"
+	"github.com/icereactor/reactor/executor/internal/eqkeys"
 	"github.com/icereactor/reactor/jobs"
 )
+
+// match reads the converted deletes' keys, then the equality columns of
+// every data file one of them applies to, and records the rows they hold.
+func (cv *conversion) match(ctx context.Context, fs iceio.IO) error {
+	sets := map[string]map[string]*eqKeySet{} // scope -> field set -> keys
+	classes := map[int]byte{}                 // field id -> value class, from the delete files
+	for _, d := range cv.deletes {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		bySet := sets[d.scope]
+		if bySet == nil {
+			bySet = map[string]*eqKeySet{}
+			sets[d.scope] = bySet
+		}
+		ks := bySet[d.setKey]
+		if ks == nil {
+			ks = &eqKeySet{ids: d.ids, keys: map[string]int64{}}
+			bySet[d.setKey] = ks
+		}
+		var key []byte
+		n, err := eqkeys.ReadColumns(ctx, fs, d.file.FilePath(), d.ids, func(cols []arrow.Array, rows int) error {
+			for _, id := range d.ids {
+				dt := cols[slices.Index(d.ids, id)].DataType()
+				c, ok := eqkeys.Class(dt)
+				if !ok {
+					return fmt.Errorf("%w: field %d is %s in %s, a type the conversion does not compare", ErrEqualityTypeMismatch, id, dt, d.file.FilePath())
+				}
+				if prev, ok := classes[id]; ok && prev != c {
+					return fmt.Errorf("%w: field %d has two types among the equality delete files (%s)", ErrEqualityTypeMismatch, id, d.file.FilePath())
+				}
+				classes[id] = c
+			}
+			for r := range rows {
+				key = key[:0]
+				for _, col := range cols {
+					key = eqkeys.AppendValue(key, col, r)
+				}
+				if seq, ok := ks.keys[string(key)]; !ok || seq < d.seq {
+					ks.keys[string(key)] = d.seq
+				}
+			}
+			return nil
+		})
+		cv.counts.BytesRead += n
+		if err != nil {
+			return fmt.Errorf("read equality delete %s: %w", d.file.FilePath(), err)
+		}
+	}
+
+	for _, df := range cv.data {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		var (
+			apply  []*eqKeySet
+			fields []int
+		)
+		for _, scope := range []string{df.scope, ""} {
+			for setKey, ks := range sets[scope] {
+				if !cv.anyApplies(scope, setKey, df) {
+					continue
+				}
+				apply = append(apply, ks)
+				for _, id := range ks.ids {
+					if !slices.Contains(fields, id) {
+						fields = append(fields, id)
+					}
+				}
+			}
+			if df.scope == "" {
+				break
+			}
+		}
+		if len(apply) == 0 {
+			continue
+		}
+		slices.Sort(fields)
+		cv.counts.DataFilesScanned++
+		path := df.file.FilePath()
+		var (
+			pos     int64
+			matched []int64
+			key     []byte
+		)
+		n, err := eqkeys.ReadColumns(ctx, fs, path, fields, func(cols []arrow.Array, rows int) error {
+			for i, id := range fields {
+				c, ok := eqkeys.Class(cols[i].DataType())
+				if !ok || c != classes[id] {
+					return fmt.Errorf("%w: field %d is %s in data file %s, not the type of the equality deletes' column",
+						ErrEqualityTypeMismatch, id, cols[i].DataType(), path)
+				}
+			}
+			idx := make([][]int, len(apply))
+			for i, ks := range apply {
+				for _, id := range ks.ids {
+					idx[i] = append(idx[i], slices.Index(fields, id))
+				}
+			}
+			for r := range rows {
+				for i, ks := range apply {
+					key = key[:0]
+					for _, c := range idx[i] {
+						key = eqkeys.AppendValue(key, cols[c], r)
+					}
+					if seq, ok := ks.keys[string(key)]; ok && seq > df.seq {
+						matched = append(matched, pos+int64(r))
+						break
+					}
+				}
+			}
+			pos += int64(rows)
+			return nil
+		})
+		cv.counts.BytesRead += n
+		if err != nil {
+			return fmt.Errorf("read data file %s: %w", path, err)
+		}
+		if len(matched) == 0 {
+			continue
+		}
+		cv.counts.RowsMatched += int64(len(matched))
+		// Position deletes are bound to their data file's (spec,
+		// partition); unpartitioned specs share the scope "".
+		group := strconv.Itoa(int(df.file.SpecID())) + "#" + df.scope
+		g := cv.groups[group]
+		if g == nil {
+			g = &posGroup{sample: df.file, rows: map[string][]int64{}}
+			cv.groups[group] = g
+		}
+		g.rows[path] = matched
+	}
+	return nil
+}
+
+// anyApplies reports whether a converted delete of scope and field set
+// applies to df: only then is its key set asked about df's rows (a key
+// set's sequence numbers are those of the deletes holding each key).
+func (cv *conversion) anyApplies(scope, setKey string, df eqDataFile) bool {
+	for _, d := range cv.deletes {
+		if d.scope == scope && d.setKey == setKey && d.applies(df) {
+			return true
+		}
+	}
+	return false
+}
 
 // convertedDeleteSuffix ends the name of every position-delete file the
 // conversion writes.

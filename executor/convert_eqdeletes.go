@@ -14,6 +14,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icereactor/reactor/conflict"
+	"github.com/icereactor/reactor/executor/internal/eqkeys"
 	"github.com/icereactor/reactor/jobs"
 )
 
@@ -23,7 +24,7 @@ var (
 	// ErrEqualityFieldMissing: an equality delete names a field id that a
 	// data file it applies to (or the delete file itself) has no top-level
 	// column for.
-	ErrEqualityFieldMissing = errors.New("equality field missing")
+	ErrEqualityFieldMissing = eqkeys.ErrFieldMissing
 	// ErrEqualityTypeMismatch: an equality field's column has another
 	// type in the delete file than in a data file it applies to, or a type
 	// the conversion cannot compare.
@@ -285,7 +286,7 @@ func planConversion(fs iceio.IO, meta table.Metadata, snap *table.Snapshot, part
 					ref := *df.ReferencedDataFile()
 					cv.dvs[ref] = append(cv.dvs[ref], posDeleteSource{file: df, seq: entry.SequenceNum()})
 				default:
-					// Keyed as the groups are (convert_match.go).
+					// Keyed as the groups are (convert_commit.go).
 					cv.parquetPos[strconv.Itoa(int(df.SpecID()))+"#"+scopeKey(keys, meta, df)]++
 				}
 			case iceberg.EntryContentEqDeletes:

@@ -36,17 +36,18 @@
 // Rewrites
 //
 //   - compact.go: bin-pack compaction and the rewrite every data rewrite
-//     shares (batches of groups, commit, cleanup of its own outputs); the
-//     groups written at once under the executor's write tokens.
+//     shares (batches of groups, commit, cleanup of its own outputs), and
+//     the metadata-only commit that drops the delete files it leaves
+//     applying to no live row (package internal/deadfiles finds them).
 //   - compact_plan.go: the pure planning of a compaction (like iceberg-go's
 //     PlanCompaction): the one selection of a job's partitions with
 //     residuals cleared (selectPartitions), the tier rule's groups, groups
 //     that would change nothing.
-//   - compact_deaddeletes.go: delete files that provably apply to no live
-//     row, dropped in a metadata-only commit.
 //   - sort.go: sort and z-order rewrites ([ResolveSortOrder]); one group
-//     read and sorted (in memory, or by package internal/extsort);
-//     sort_sink.go: the sorted rows written into files, several at once.
+//     read and sorted (in memory, or by package internal/extsort).
+//   - write.go: the data path every data rewrite shares: groups and their
+//     units written at once under the executor's write tokens, and the
+//     sorted rows written into files, several at once.
 //   - posdeletes.go: the position-delete rewrite of the job's partitions, a
 //     source file's rows sorted into kept and dropped, the merged files
 //     written and committed; posdeletes_plan.go: the scan of the live
@@ -56,10 +57,11 @@
 //     [ErrBadDeletionVector].
 //   - convert_eqdeletes.go: the conversion of a partition's equality deletes
 //     into position deletes ([ConversionCounts], [ErrEqualityFieldMissing],
-//     [ErrEqualityTypeMismatch]); convert_match.go: the equality columns
-//     read by field id and matched; convert_commit.go: the position-delete
-//     files written and committed through the staged commit, and on
-//     format v3 deletion vectors instead, merged with the files' vectors.
+//     [ErrEqualityTypeMismatch]); convert_commit.go: the equality columns
+//     read by field id (package internal/eqkeys) and matched, the
+//     position-delete files written and committed through the staged
+//     commit, and on format v3 deletion vectors instead, merged with the
+//     files' vectors.
 //
 // Reclaiming: expiry, orphans, deletion passes
 //
@@ -70,8 +72,9 @@
 //     expiry unlinks.
 //   - reclaim.go: the deletion rule of one pass over one table (package
 //     scope's placement, the registry of known tables, the records that did
-//     not verify), the deletions it refused ([Refusals]), and the later
-//     deletion of what an expiry unlinked.
+//     not verify), the deletions it refused ([Refusals]), the deletion of
+//     a job's own files, and the later deletion of what an expiry
+//     unlinked.
 //   - output_intents.go: the output intent every rewrite records before
 //     its first output, and the next look at the table that deletes the
 //     unreferenced outputs of jobs that ended without their cleanup
@@ -87,7 +90,10 @@
 // Pure leaves live under internal/: internal/commit (the staged snapshot,
 // its validation, pruning and summary), internal/datapath (reactor's
 // Parquet writer, the one codec list and the one counting writer, also for
-// position-delete files) and internal/extsort (the external merge sort).
+// position-delete files), internal/extsort (the external merge sort),
+// internal/deadfiles (the delete files that provably apply to no live
+// row) and internal/eqkeys (equality columns read by field id, encoded as
+// keys).
 // The job pool, which orders and bounds running jobs, is package
 // executor/pool.
 //

@@ -273,6 +273,25 @@ func (e *Executor) removeOwn(tbl *table.Table, fs iceio.IO, paths []string, log 
 	return n, all
 }
 
+// removeOutputs deletes the files results wrote; it returns how many it
+// deleted, their paths, and whether every one is gone.
+func (e *Executor) removeOutputs(tbl *table.Table, fs iceio.IO, results []table.CompactionGroupResult, log *slog.Logger) (int, []string, bool) {
+	var paths []string
+	for _, gr := range results {
+		for _, df := range gr.NewDataFiles {
+			paths = append(paths, df.FilePath())
+		}
+	}
+	n, all := e.removeOwn(tbl, fs, paths, log)
+	return n, paths, all
+}
+
+// removePaths is removeOwn's count alone.
+func (e *Executor) removePaths(tbl *table.Table, fs iceio.IO, paths []string, log *slog.Logger) int {
+	n, _ := e.removeOwn(tbl, fs, paths, log)
+	return n
+}
+
 // checkMetadataLog refuses to commit through iceberg-go on a table whose
 // metadata log names a file the deletion rule would not let reactor delete
 // while the table asks for old metadata files to be deleted after each

@@ -1,4 +1,4 @@
-package executor
+package deadfiles
 
 import (
 	"encoding/binary"

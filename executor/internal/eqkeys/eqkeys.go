@@ -1,4 +1,10 @@
-package executor
+// Package eqkeys reads the equality columns of Parquet files by field id
+// and encodes their rows as comparable keys, for the conversion of
+// equality deletes into position deletes (eqkeys.go: [ReadColumns],
+// [Class], [AppendValue], [ErrFieldMissing]). It reads files; it must not
+// decide which deletes apply to which rows (the executor's conversion
+// does).
+package eqkeys
 
 import (
 	"context"
@@ -8,7 +14,6 @@ import (
 	"io"
 	"math"
 	"slices"
-	"strconv"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -18,157 +23,15 @@ import (
 	iceio "github.com/apache/iceberg-go/io"
 )
 
-// match reads the converted deletes' keys, then the equality columns of
-// every data file one of them applies to, and records the rows they hold.
-func (cv *conversion) match(ctx context.Context, fs iceio.IO) error {
-	sets := map[string]map[string]*eqKeySet{} // scope -> field set -> keys
-	classes := map[int]byte{}                 // field id -> value class, from the delete files
-	for _, d := range cv.deletes {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		bySet := sets[d.scope]
-		if bySet == nil {
-			bySet = map[string]*eqKeySet{}
-			sets[d.scope] = bySet
-		}
-		ks := bySet[d.setKey]
-		if ks == nil {
-			ks = &eqKeySet{ids: d.ids, keys: map[string]int64{}}
-			bySet[d.setKey] = ks
-		}
-		var key []byte
-		n, err := readEqualityColumns(ctx, fs, d.file.FilePath(), d.ids, func(cols []arrow.Array, rows int) error {
-			for _, id := range d.ids {
-				dt := cols[slices.Index(d.ids, id)].DataType()
-				c, ok := valueClass(dt)
-				if !ok {
-					return fmt.Errorf("%w: field %d is %s in %s, a type the conversion does not compare", ErrEqualityTypeMismatch, id, dt, d.file.FilePath())
-				}
-				if prev, ok := classes[id]; ok && prev != c {
-					return fmt.Errorf("%w: field %d has two types among the equality delete files (%s)", ErrEqualityTypeMismatch, id, d.file.FilePath())
-				}
-				classes[id] = c
-			}
-			for r := range rows {
-				key = key[:0]
-				for _, col := range cols {
-					key = appendValue(key, col, r)
-				}
-				if seq, ok := ks.keys[string(key)]; !ok || seq < d.seq {
-					ks.keys[string(key)] = d.seq
-				}
-			}
-			return nil
-		})
-		cv.counts.BytesRead += n
-		if err != nil {
-			return fmt.Errorf("read equality delete %s: %w", d.file.FilePath(), err)
-		}
-	}
+// ErrFieldMissing: a file has no top-level column for an equality field
+// id.
+var ErrFieldMissing = errors.New("equality field missing")
 
-	for _, df := range cv.data {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		var (
-			apply  []*eqKeySet
-			fields []int
-		)
-		for _, scope := range []string{df.scope, ""} {
-			for setKey, ks := range sets[scope] {
-				if !cv.anyApplies(scope, setKey, df) {
-					continue
-				}
-				apply = append(apply, ks)
-				for _, id := range ks.ids {
-					if !slices.Contains(fields, id) {
-						fields = append(fields, id)
-					}
-				}
-			}
-			if df.scope == "" {
-				break
-			}
-		}
-		if len(apply) == 0 {
-			continue
-		}
-		slices.Sort(fields)
-		cv.counts.DataFilesScanned++
-		path := df.file.FilePath()
-		var (
-			pos     int64
-			matched []int64
-			key     []byte
-		)
-		n, err := readEqualityColumns(ctx, fs, path, fields, func(cols []arrow.Array, rows int) error {
-			for i, id := range fields {
-				c, ok := valueClass(cols[i].DataType())
-				if !ok || c != classes[id] {
-					return fmt.Errorf("%w: field %d is %s in data file %s, not the type of the equality deletes' column",
-						ErrEqualityTypeMismatch, id, cols[i].DataType(), path)
-				}
-			}
-			idx := make([][]int, len(apply))
-			for i, ks := range apply {
-				for _, id := range ks.ids {
-					idx[i] = append(idx[i], slices.Index(fields, id))
-				}
-			}
-			for r := range rows {
-				for i, ks := range apply {
-					key = key[:0]
-					for _, c := range idx[i] {
-						key = appendValue(key, cols[c], r)
-					}
-					if seq, ok := ks.keys[string(key)]; ok && seq > df.seq {
-						matched = append(matched, pos+int64(r))
-						break
-					}
-				}
-			}
-			pos += int64(rows)
-			return nil
-		})
-		cv.counts.BytesRead += n
-		if err != nil {
-			return fmt.Errorf("read data file %s: %w", path, err)
-		}
-		if len(matched) == 0 {
-			continue
-		}
-		cv.counts.RowsMatched += int64(len(matched))
-		// Position deletes are bound to their data file's (spec,
-		// partition); unpartitioned specs share the scope "".
-		group := strconv.Itoa(int(df.file.SpecID())) + "#" + df.scope
-		g := cv.groups[group]
-		if g == nil {
-			g = &posGroup{sample: df.file, rows: map[string][]int64{}}
-			cv.groups[group] = g
-		}
-		g.rows[path] = matched
-	}
-	return nil
-}
-
-// anyApplies reports whether a converted delete of scope and field set
-// applies to df: only then is its key set asked about df's rows (a key
-// set's sequence numbers are those of the deletes holding each key).
-func (cv *conversion) anyApplies(scope, setKey string, df eqDataFile) bool {
-	for _, d := range cv.deletes {
-		if d.scope == scope && d.setKey == setKey && d.applies(df) {
-			return true
-		}
-	}
-	return false
-}
-
-// readEqualityColumns reads the top-level columns with the given field ids
+// ReadColumns reads the top-level columns with the given field ids
 // (ascending) of a Parquet file, batch by batch, in that order, and returns
 // the bytes of the column chunks read. A field id with no top-level column
-// is ErrEqualityFieldMissing.
-func readEqualityColumns(ctx context.Context, fs iceio.IO, path string, ids []int,
+// is ErrFieldMissing.
+func ReadColumns(ctx context.Context, fs iceio.IO, path string, ids []int,
 	visit func(cols []arrow.Array, rows int) error) (int64, error) {
 	f, err := fs.Open(path)
 	if err != nil {
@@ -192,7 +55,7 @@ func readEqualityColumns(ctx context.Context, fs iceio.IO, path string, ids []in
 			}
 		}
 		if leaf[i] < 0 {
-			return 0, fmt.Errorf("%w: no top-level column with field id %d in %s", ErrEqualityFieldMissing, id, path)
+			return 0, fmt.Errorf("%w: no top-level column with field id %d in %s", ErrFieldMissing, id, path)
 		}
 	}
 	var bytes int64
@@ -236,11 +99,11 @@ func readEqualityColumns(ctx context.Context, fs iceio.IO, path string, ids []in
 	return bytes, nil
 }
 
-// valueClass groups the Arrow types whose values compare equal across
+// Class groups the Arrow types whose values compare equal across
 // files: integers of any width (an int field promoted to long), floats of
 // either width, strings and binaries, and the rest by type. false: a type
 // the conversion does not compare.
-func valueClass(dt arrow.DataType) (byte, bool) {
+func Class(dt arrow.DataType) (byte, bool) {
 	switch dt.ID() {
 	case arrow.INT8, arrow.INT16, arrow.INT32, arrow.INT64, arrow.UINT8, arrow.UINT16, arrow.UINT32:
 		return 'i', true
@@ -266,10 +129,10 @@ func valueClass(dt arrow.DataType) (byte, bool) {
 	return 0, false
 }
 
-// appendValue appends a self-delimiting encoding of row r of col to key:
+// AppendValue appends a self-delimiting encoding of row r of col to key:
 // equal values of one class encode alike, and null (which an equality
 // delete matches: nulls are equal) is its own value.
-func appendValue(key []byte, col arrow.Array, r int) []byte {
+func AppendValue(key []byte, col arrow.Array, r int) []byte {
 	if col.IsNull(r) {
 		return append(key, 0)
 	}
@@ -323,7 +186,7 @@ func appendValue(key []byte, col arrow.Array, r int) []byte {
 	case *array.FixedSizeBinary:
 		return appendBytes(key, c.Value(r))
 	}
-	// valueClass admitted no other type.
+	// Class admitted no other type.
 	return append(key, 2)
 }
 

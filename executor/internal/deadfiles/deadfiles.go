@@ -1,10 +1,16 @@
-package executor
+// Package deadfiles finds the delete files that provably apply to no live
+// row of a table's current snapshot, by metadata alone (deadfiles.go:
+// [Find], [Delete]): scan planning attached them to no task, and their
+// sequence numbers, file_path bounds or equality-column ranges prove that
+// no live data file they could reach holds a row they delete. It reads
+// the table; it must not commit or delete anything (the executor's
+// dead-delete removal does, through its commit loop).
+package deadfiles
 
 import (
 	"cmp"
 	"context"
 	"fmt"
-	"log/slog"
 
 	"github.com/apache/iceberg-go"
 	iceio "github.com/apache/iceberg-go/io"
@@ -15,108 +21,21 @@ import (
 	"github.com/icereactor/reactor/jobs"
 )
 
-// deadDelete is a live delete file that applies to no live data file.
-type deadDelete struct {
-	file iceberg.DataFile
-	key  string // its partition
-	why  string
+// Delete is a live delete file that applies to no live data file.
+type Delete struct {
+	File iceberg.DataFile
+	Key  string // its partition
+	Why  string
 }
 
-// dropDeadDeletes finishes a delete-triggered compaction: the delete files
-// of its delete-triggered partitions that apply to no live data file are
-// removed in a metadata-only commit (a rewrite that deletes only delete
-// files). Rewriting data cannot remove them: an equality delete whose keys
-// lie outside every older file's range, beside a file too large to rewrite,
-// is "live" to the partition-wide rule the rewrite's commit uses
-// (CollectDeadEqualityDeletes) for ever, and the delete thresholds would
-// schedule the same useless compaction every cool-down.
-//
-// Each attempt decides on the snapshot it commits on: it reloads the
-// table, plans it, and commits only if the catalog head is still that
-// snapshot (a conflict re-plans).
-func (e *Executor) dropDeadDeletes(ctx context.Context, log *slog.Logger, job jobs.Job, res jobs.Result, rep Report) (jobs.Result, Report) {
-	parts := map[string]bool{}
-	for _, p := range job.Partitions {
-		if p.ApplyDeletes {
-			parts[p.Key] = true
-		}
-	}
-	if len(parts) == 0 || res.Err != nil || (res.Outcome != jobs.Succeeded && res.Outcome != jobs.Noop) {
-		return res, rep
-	}
-	var dead []deadDelete
-	loop := commitLoop{e: e, log: log, job: job, rep: &rep, countCommitsOnly: true}
-	committed, err := loop.run(ctx, func(ctx context.Context, tbl *table.Table) (*table.Table, error) {
-		dead = nil
-		if tbl.CurrentSnapshot() == nil {
-			return nil, nil
-		}
-		fs, err := tbl.FS(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("open table io: %w", err)
-		}
-		if dead, err = findDeadDeletes(ctx, fs, tbl, parts); err != nil {
-			return nil, err
-		}
-		if len(dead) == 0 || job.DryRun {
-			return nil, nil
-		}
-		if err := e.checkMetadataLog(tbl); err != nil {
-			return nil, err
-		}
-		txn := tbl.NewTransaction()
-		rw := txn.NewRewrite(iceberg.Properties{jobs.SnapshotJobProperty: job.ID})
-		for _, d := range dead {
-			rw.DeleteFile(d.file)
-		}
-		if err := rw.Commit(ctx); err != nil {
-			return nil, fmt.Errorf("stage removal of dead delete files: %w", err)
-		}
-		staged := stagedFiles(txn, fs)
-		next, err := txn.Commit(ctx)
-		if err != nil {
-			// The compaction this finishes committed under the same job
-			// id: only this commit's own snapshot id tells it landed.
-			return nil, lost(err, tbl, fs, staged, bySnapshotID, stagedSnapshotID(txn))
-		}
-		return next, nil
-	})
-	if err != nil {
-		if res.Outcome == jobs.Succeeded {
-			// The rewrite itself committed; the dead deletes wait for the
-			// next job.
-			log.Warn("could not remove delete files that apply to nothing", "error", err)
-			return res, rep
-		}
-		return retryOutcome(err, loop.n), rep
-	}
-	if len(dead) == 0 {
-		return res, rep
-	}
-	for _, d := range dead {
-		log.Debug("delete file applies to no live data file", "partition", d.key, "delete_file", d.file.FilePath(), "why", d.why)
-		delete(res.NothingToDo, d.key)
-	}
-	rep.RemovedDeleteFiles += len(dead)
-	if job.DryRun {
-		log.Info("would remove delete files that apply to no live data file", "delete_files", len(dead))
-		return res, rep
-	}
-	rep.Commits++
-	rep.CommittedSnapshotID = committed.CurrentSnapshot().SnapshotID
-	log.Info("removed delete files that apply to no live data file (metadata only)", "delete_files", len(dead),
-		"snapshot_id", rep.CommittedSnapshotID)
-	return jobs.Result{Outcome: jobs.Succeeded, Table: committed, NothingToDo: res.NothingToDo}, rep
-}
-
-// findDeadDeletes lists the live delete files of the given partitions that
+// Find lists the live delete files of the given partitions that
 // apply to no live data file of tbl's current snapshot. Two independent
 // judgements must agree: scan planning attached the file to no task, and
 // its own metadata proves it — every data file it could reach is newer
 // than it (sequence numbers), lies outside its file_path bounds, or holds
 // no value in the range of one of its equality columns. A delete either
 // judgement is unsure about stays.
-func findDeadDeletes(ctx context.Context, fs iceio.IO, tbl *table.Table, parts map[string]bool) ([]deadDelete, error) {
+func Find(ctx context.Context, fs iceio.IO, tbl *table.Table, parts map[string]bool) ([]Delete, error) {
 	tasks, err := tbl.Scan().PlanFiles(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("plan files: %w", err)
@@ -141,7 +60,7 @@ func findDeadDeletes(ctx context.Context, fs iceio.IO, tbl *table.Table, parts m
 		return nil, fmt.Errorf("read manifest list of snapshot %d: %w", snap.SnapshotID, err)
 	}
 	reach := reachCheck{tasks: tasks, taskKeys: taskKeys, meta: meta, schema: meta.CurrentSchema()}
-	var dead []deadDelete
+	var dead []Delete
 	for _, m := range manifests {
 		if m.ManifestContent() != iceberg.ManifestContentDeletes {
 			continue
@@ -156,7 +75,7 @@ func findDeadDeletes(ctx context.Context, fs iceio.IO, tbl *table.Table, parts m
 				continue
 			}
 			if why, ok := reach.appliesToNothing(df, key, entry.SequenceNum()); ok {
-				dead = append(dead, deadDelete{file: df, key: key, why: why})
+				dead = append(dead, Delete{File: df, Key: key, Why: why})
 			}
 		}
 	}
