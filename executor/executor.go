@@ -324,7 +324,7 @@ type Options struct {
 	Ownership ownership.Tables
 	// CommitWatch, when set, is where the executor hears that a writer
 	// just committed to a table: a commit that lost a race retries then
-	// (commit_retry.go). reactor run hands the same Watch to the triggers,
+	// (commit_loop.go). reactor run hands the same Watch to the triggers,
 	// which observe the commits. Nil: one of its own, fed through
 	// CommitObserved.
 	CommitWatch *commitwatch.Watch
