@@ -341,8 +341,8 @@ type replans struct {
 	abandoned Report
 }
 
-func newReplans(job jobs.Job, max int) *replans {
-	return &replans{max: max, budget: job.Settings.CommitRetryTime}
+func newReplans(job jobs.Job, limit int) *replans {
+	return &replans{max: limit, budget: job.Settings.CommitRetryTime}
 }
 
 // allowed reports whether one more re-plan fits the budget; the caller
