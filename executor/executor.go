@@ -20,13 +20,6 @@ import (
 	"github.com/icereactor/reactor/objectio"
 	"github.com/icereactor/reactor/ownership"
 	"github.com/icereactor/reactor/scope"
-
-	// Tables on s3:// are read and written through objectio's FileIO,
-	// which registers itself for those schemes in place of iceberg-go's:
-	// one GET per small file, a connection pool shared across the
-	// FileIOs iceberg-go builds per scan and commit, and a read
-	// concurrency of its own (datapath.Scan, storeConcurrency).
-	"github.com/icereactor/reactor/objectio"
 )
 
 // errUnknownCommitState marks a commit whose outcome the catalog did not
@@ -465,6 +458,12 @@ func (e *Executor) advance(files, bytes int64) {
 		e.opts.Progress.Advance(files, bytes)
 	}
 }
+
+// Tables on s3:// are read and written through objectio's FileIO, which
+// registers itself for those schemes in place of iceberg-go's: one GET per
+// small file, a connection pool shared across the FileIOs iceberg-go
+// builds per scan and commit, and a read concurrency of its own
+// (datapath.Scan, storeConcurrency).
 
 // storeConcurrency is how many manifests a history sync reads, or files
 // expiry deletes, at once on fs: the object store's read concurrency
