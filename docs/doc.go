@@ -14,4 +14,7 @@
 //   - packagedocs_test.go: every package's doc names each of its non-test Go
 //     files and none that does not exist; development.md#layout lists every
 //     Go package and every directory at the top.
+//   - trace_test.go: design.md#one-event, the newcomer's trace of one commit
+//     event, has at most 12 steps, and every function it names is declared
+//     in its package, in a file the step links.
 package docs
