@@ -100,11 +100,13 @@ func (f *oauthFront) counts() (logins, refused, passed int) {
 }
 
 // Scenario: reactor run against the real REST catalog behind an OAuth2
-// front whose tokens live 20 s. Over a run of more than a minute its tokens
-// expire several times and are renewed before they do; then the front
-// revokes them all (the next request is a 401) and reactor logs in again.
-// Compactions before, between and after succeed, rows exact, no job fails,
-// and neither the client secret nor a token appears in reactor's log.
+// front whose tokens live 20 s. Over a run of two minutes, a streamwriter
+// committing beside it, its tokens expire several times and are renewed
+// before they do; then the front revokes them all (the next request is a
+// 401) and reactor logs in again, its refused requests followed by ones
+// that pass. Compactions before, during and after succeed, rows exact, no
+// job fails (job events and reactor_jobs_total), and neither the client
+// secret nor a token appears in reactor's log.
 func TestOAuth2TokensRenewedDuringARun(t *testing.T) {
 	s := need(t)
 	s.resetStreams(t)
@@ -134,17 +136,31 @@ func TestOAuth2TokensRenewedDuringARun(t *testing.T) {
 		compactions++
 		eventually(t, what, 2*time.Minute, func() bool { return jobs.succeeded("compact") >= compactions }, diag)
 	}
+	runStart := time.Now()
 	round("a", "the first compaction")
-	start := time.Now()
-	// Past three token lifetimes: reactor's calls (the readiness probe's
-	// listing every 15 s, the jobs) renew each before it expires.
-	eventually(t, "three renewals before expiry", 3*time.Minute, func() bool {
-		logins, _, _ := front.counts()
-		return logins >= 4 && time.Since(start) > time.Minute
-	}, diag)
+	// A streamwriter commits beside the run, a file every 3 s into its own
+	// partition (a compaction every five), until the run has lasted two
+	// minutes: six token lifetimes, each token renewed before it expires
+	// by reactor's calls (the readiness probe's listing every 15 s, the
+	// jobs').
+	for time.Since(runStart) < 2*time.Minute {
+		rows.commit(t, w, "d", 10)
+		time.Sleep(3 * time.Second)
+	}
+	if logins, _, _ := front.counts(); logins < 4 {
+		t.Fatalf("%d logins over two minutes of 20 s tokens; want renewals before expiry\n%s", logins, diag())
+	}
+	eventually(t, "the side partition's compactions", 2*time.Minute, func() bool { return jobs.succeeded("compact") >= compactions+1 }, diag)
+	compactions = jobs.succeeded("compact")
+	start := runStart
 	round("b", "a compaction after the tokens expired and were renewed")
 	front.revoke()
+	_, refusedAtRevoke, passedAtRevoke := front.counts()
 	round("c", "a compaction after the front revoked every token")
+	if _, refusedNow, passedNow := front.counts(); refusedNow <= refusedAtRevoke || passedNow <= passedAtRevoke {
+		t.Errorf("after the revocation: %d refused, %d passed; want refusals followed by requests that passed\n%s",
+			refusedNow-refusedAtRevoke, passedNow-passedAtRevoke, diag())
+	}
 	l.checkRows(w.Written())
 	logins, refused, passed := front.counts()
 	t.Logf("over %s: %d logins, %d requests refused, %d passed to the catalog", time.Since(start).Round(time.Second), logins, refused, passed)
@@ -156,6 +172,9 @@ func TestOAuth2TokensRenewedDuringARun(t *testing.T) {
 	}
 	if f := jobs.failures(); len(f) > 0 {
 		t.Errorf("jobs failed:\n%s", jobs.summary())
+	}
+	if failed := r.metric("reactor_jobs_total", map[string]string{"outcome": "failed"}); failed != 0 {
+		t.Errorf("reactor_jobs_total{outcome=failed} = %v; want 0\n%s", failed, diag())
 	}
 	logs := r.logs()
 	if strings.Contains(logs, oauthSecret) || strings.Contains(logs, "realparts-token-") {
