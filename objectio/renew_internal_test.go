@@ -2,6 +2,7 @@ package objectio
 
 import (
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -74,4 +75,29 @@ func TestRenewalWindow(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzCredentialsExpiry: whatever a catalog sends as an expiry, reading
+// it never panics, yields either none or exactly the positive
+// milliseconds given, and the renewal decision on it never panics.
+func FuzzCredentialsExpiry(f *testing.F) {
+	for _, seed := range []string{"", "0", "-1", "1700000000000", " 1700000000000 ", "9223372036854775807",
+		"99999999999999999999", "1e12", "0x10", "+5", "١٢٣"} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		got := credentialsExpiry(map[string]string{s3ExpiresProperty: v, adlsExpiresProperty + ".acct": v})
+		ms, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		switch {
+		case err != nil || ms <= 0:
+			if !got.IsZero() {
+				t.Fatalf("expiry %q read as %v", v, got)
+			}
+		case got.UnixMilli() != ms:
+			t.Fatalf("expiry %q read as %d ms", v, got.UnixMilli())
+		}
+		now := time.Unix(1_700_000_000, 0)
+		c := NewCredentials(nil, nil, RenewOptions{Now: func() time.Time { return now }})
+		_ = c.dueEarly(got)
+	})
 }
