@@ -208,6 +208,12 @@ func (r *renewing) use() (iceio.IO, uint64) {
 	r.mu.Lock()
 	inner, gen := r.inner, r.gen
 	r.mu.Unlock()
+	if _, now := r.c.current(); now != gen {
+		// Renewed through another FileIO of the table: take them up.
+		if fresh, freshGen, err := r.rebuild(gen); err == nil {
+			return fresh, freshGen
+		}
+	}
 	exp := expiryOf(inner)
 	if !r.c.dueEarly(exp) {
 		return inner, gen

@@ -456,3 +456,34 @@ func TestRenewingKeepsTheFileIOsInterfaces(t *testing.T) {
 }
 
 func is[T any](v any) bool { _, ok := v.(T); return ok }
+
+// TestRenewalIsShared: the FileIOs built of one table share its
+// credentials: a renewal through one is taken up by the others without
+// another reload.
+func TestRenewalIsShared(t *testing.T) {
+	bucket := newBucket(t)
+	put(t, bucket, "data/a.parquet", randomBytes(100))
+	refuseRevoked(t)
+	v := &vendor{bucket: bucket, next: props()}
+	creds := v.credentials(badKeys(), nil)
+	var ios []iceio.IO
+	for range 3 {
+		fsys, err := creds.FS(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		ios = append(ios, fsys)
+	}
+	testFront.reset()
+	for i, fsys := range ios {
+		if _, err := fsys.(iceio.ReadFileIO).ReadFile("s3://" + bucket + "/data/a.parquet"); err != nil {
+			t.Fatalf("FileIO %d: %v", i, err)
+		}
+	}
+	if reloads, _ := v.counts(); reloads != 1 {
+		t.Fatalf("%d reloads for three FileIOs of one table, want 1", reloads)
+	}
+	if reqs, _ := testFront.reset(); reqs["403 GET data ranged"] != 1 {
+		t.Fatalf("requests %v: want one refused, the others made with the renewed credentials", reqs)
+	}
+}
