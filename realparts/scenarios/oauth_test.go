@@ -154,6 +154,13 @@ func TestOAuth2TokensRenewedDuringARun(t *testing.T) {
 	compactions = jobs.succeeded("compact")
 	start := runStart
 	round("b", "a compaction after the tokens expired and were renewed")
+	// Revoked just after a login, so that reactor's next requests (round
+	// c's) carry the revoked token rather than one it renewed early.
+	loginsNow, _, _ := front.counts()
+	eventually(t, "a token renewal to revoke right after", time.Minute, func() bool {
+		logins, _, _ := front.counts()
+		return logins > loginsNow
+	}, diag)
 	front.revoke()
 	_, refusedAtRevoke, passedAtRevoke := front.counts()
 	round("c", "a compaction after the front revoked every token")
