@@ -16,7 +16,8 @@ import (
 // (the one manifest each commit added, 100 rows over 8 partitions in
 // streamwriter's v2 table, as bench/soak writes them), one op per
 // manifest: iceberg-go's FetchEntries (the peer) against Reader.Fetch
-// with its schema cache warm.
+// with its schema cache warm; then the 50 snapshots' manifest lists,
+// Snapshot.Manifests against Reader.ManifestList.
 func BenchmarkFetch(b *testing.B) {
 	ctx := b.Context()
 	cat, err := embedded.OpenCatalog(ctx, b.TempDir())
@@ -75,7 +76,27 @@ func BenchmarkFetch(b *testing.B) {
 			}
 		})
 	}
-	if st := r.Stats(); st.Fallbacks != 0 || st.Compiles != 1 {
-		b.Fatalf("stats %+v: want one compile, no fallback", st)
+	snaps := tbl.Metadata().Snapshots()
+	for _, c := range []struct {
+		name string
+		list func(iceio.IO, *table.Snapshot) ([]iceberg.ManifestFile, error)
+	}{
+		{"iceberg-go", func(fs iceio.IO, s *table.Snapshot) ([]iceberg.ManifestFile, error) { return s.Manifests(fs) }},
+		{"manifestread", r.ManifestList},
+	} {
+		b.Run("list/reader="+c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				ms, err := c.list(fs, &snaps[i%len(snaps)])
+				if err != nil || len(ms) == 0 {
+					b.Fatalf("%d manifests: %v", len(ms), err)
+				}
+				i++
+			}
+		})
+	}
+	if st := r.Stats(); st.Fallbacks != 0 || st.Compiles > 2 {
+		b.Fatalf("stats %+v: want a compile for the manifests' schema and one for the lists', no fallback", st)
 	}
 }
