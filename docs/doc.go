@@ -17,4 +17,6 @@
 //   - trace_test.go: design.md#one-event, the newcomer's trace of one commit
 //     event, has at most 12 steps, and every function it names is declared
 //     in its package, in a file the step links.
+//   - vocabulary_test.go: no Go file outside jobkind and sparkcall spells
+//     two or more job kinds as strings (a copied kind list).
 package docs

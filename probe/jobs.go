@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/icereactor/reactor/events"
+	"github.com/icereactor/reactor/jobkind"
 )
 
 // JobOutcome is a (kind, outcome) pair of finished jobs.
@@ -96,16 +97,19 @@ func (t *JobTally) add(ev events.JobEvent) {
 		t.LastError[ev.Kind] = ev.Error
 	}
 	c := ev.Counts
-	switch ev.Kind {
-	case "compact", "sort":
+	// An event's kind is read as the wire spells it; an unknown one (a newer
+	// reactor's) only misses these sums.
+	kind, _ := jobkind.Parse(ev.Kind)
+	switch kind {
+	case jobkind.Compact, jobkind.Sort:
 		t.RewrittenBytes += c["rewritten_bytes_count"]
 		t.RewrittenFiles += c["rewritten_data_files_count"]
 		t.AddedFiles += c["added_data_files_count"]
-	case "expire_snapshots":
+	case jobkind.ExpireSnapshots:
 		t.ExpiredSnapshots += c["expired_snapshots_count"]
 		t.ExpiryDeletedFiles += deletedFiles(c)
 		t.ExpiryDeferredFiles += c["deletion_deferred_files_count"]
-	case "delete_expired_files":
+	case jobkind.DeleteExpiredFiles:
 		t.DeferredDeletedFiles += deletedFiles(c)
 		t.DeferredKeptFiles += c["still_referenced_files_count"]
 	}
