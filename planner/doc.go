@@ -31,7 +31,9 @@
 //     be bridged): [Counters] per partition — data files, bytes, rows, small
 //     files per size tier (jobs.TierCounts), delete files and rows of each
 //     kind, sorted files, last write; the snapshot summary expiry is decided
-//     from (snapshotSummary.expiry); counters.go also follows each data
+//     from (snapshotSummary.expiry), and a run of append snapshots (a
+//     burst's) applied from the newest one's manifest list alone
+//     (advanceAppends, snapshots.go); counters.go also follows each data
 //     file's live deletion vectors (dvRefs), so a dangling or duplicate
 //     vector is counted;
 //     compact.go holds the memory-compact forms (partition tuples, instants,

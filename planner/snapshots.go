@@ -6,6 +6,8 @@ import (
 	"sort"
 	"time"
 
+	"github.com/apache/iceberg-go"
+	iceio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icereactor/reactor/jobs"
@@ -120,4 +122,77 @@ func (s snapshotSummary) expiry(now time.Time, set thresholds.Effective) expiryP
 		Note: fmt.Sprintf("oldest expirable snapshot is %s old; snapshot_max_age %s, retain_last %d",
 			now.Sub(e.decisive).Round(time.Second), olderThan, set.RetainLast)}
 	return e
+}
+
+// appendsOnly reports whether every snapshot of chain says it only added
+// data files (Iceberg's "append": files added, none removed), as the
+// commits of a streaming writer do.
+func appendsOnly(chain []*table.Snapshot) bool {
+	for _, s := range chain {
+		if s.Summary == nil || s.Summary.Operation != table.OpAppend {
+			return false
+		}
+	}
+	return true
+}
+
+// advanceAppends applies a run of append snapshots (chain, newest first)
+// from the newest one's manifest list alone, where the walk reads one
+// list per snapshot: a burst of streaming commits after a restart or a
+// NATS outage is dozens of snapshots a table (BENCHMARKS.md, section 27).
+// It is sound because an append removes no manifest and no file: every
+// manifest the run wrote is still listed, or its live entries were carried,
+// with the snapshot that added them, into a manifest a later append of the
+// run merged (a manifest a snapshot wrote holds only entries of that
+// snapshot or older). Entries are gathered before any is applied; a
+// deleted entry of the run, which an append cannot write (a writer that
+// mislabelled its commit), returns applied false with nothing changed, and
+// the caller walks snapshot by snapshot.
+func (tc *tableCounters) advanceAppends(fs iceio.IO, keys *jobs.Keyer, chain []*table.Snapshot, st *updateStats, sz fileSizes) (applied bool, err error) {
+	run := make(map[int64]int, len(chain))
+	for i, s := range chain {
+		run[s.SnapshotID] = i
+	}
+	manifests, err := tc.manifests.ManifestList(fs, chain[0])
+	if err != nil {
+		return false, fmt.Errorf("read manifest list of snapshot %d: %w", chain[0].SnapshotID, err)
+	}
+	bySnapshot := make([][]iceberg.DataFile, len(chain))
+	read := 0
+	for _, m := range manifests {
+		if _, in := run[m.SnapshotID()]; !in {
+			continue
+		}
+		read++
+		entries, err := tc.manifests.Fetch(fs, m, false)
+		if err != nil {
+			return false, fmt.Errorf("read manifest %s: %w", m.FilePath(), err)
+		}
+		for _, entry := range entries {
+			i, in := run[entry.SnapshotID()]
+			if !in {
+				continue
+			}
+			if entry.Status() == iceberg.EntryStatusDELETED {
+				return false, nil
+			}
+			bySnapshot[i] = append(bySnapshot[i], entry.DataFile())
+		}
+	}
+	tc.dataManifests = countDataManifests(manifests)
+	st.manifestsRead += read
+	st.listsRead++
+	for i := len(chain) - 1; i >= 0; i-- {
+		snap := chain[i]
+		own := tc.own(snap)
+		if !own {
+			st.ownSnapshotsOnly = false
+		}
+		st.snapshots++
+		written := time.UnixMilli(snap.TimestampMs)
+		for _, df := range bySnapshot[i] {
+			tc.addFile(st, keys, snap, own, written, df, sz)
+		}
+	}
+	return true, nil
 }

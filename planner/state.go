@@ -52,6 +52,9 @@ type tableCounters struct {
 	offloaded, offloadedSort recentHashes // snapshot ids, grown on demand
 	// manifests reads the manifests (nil: iceberg-go's reader).
 	manifests *manifestread.Reader
+	// walkEverySnapshot turns off the one-list read of a run of appends
+	// (advanceAppends), for the test that holds it to the walk.
+	walkEverySnapshot bool
 }
 
 // own reports whether s is reactor's: its summary says so, or a job run
@@ -130,6 +133,7 @@ type updateStats struct {
 	rebuilt          bool
 	snapshots        int
 	manifestsRead    int
+	listsRead        int
 	changed          map[string]bool
 	ownSnapshotsOnly bool
 	// added lists the locations of data files the update found added (a
@@ -193,6 +197,16 @@ func (tc *tableCounters) advance(ctx context.Context, tbl *table.Table, sz fileS
 	}
 
 	keys := jobs.NewKeyer(meta)
+	if len(chain) > 1 && !tc.walkEverySnapshot && appendsOnly(chain) {
+		applied, err := tc.advanceAppends(fs, keys, chain, &st, sz)
+		if err != nil {
+			return st, err
+		}
+		if applied {
+			tc.setSnapshot(cur)
+			return st, nil
+		}
+	}
 	for i := len(chain) - 1; i >= 0; i-- {
 		snap := chain[i]
 		own := tc.own(snap)
@@ -204,6 +218,7 @@ func (tc *tableCounters) advance(ctx context.Context, tbl *table.Table, sz fileS
 		if err != nil {
 			return st, fmt.Errorf("read manifest list of snapshot %d: %w", snap.SnapshotID, err)
 		}
+		st.listsRead++
 		if i == 0 {
 			tc.dataManifests = countDataManifests(manifests)
 		}
@@ -233,16 +248,7 @@ func (tc *tableCounters) advance(ctx context.Context, tbl *table.Table, sz fileS
 				df := entry.DataFile()
 				switch entry.Status() {
 				case iceberg.EntryStatusADDED:
-					st.added = append(st.added, df.FilePath())
-					tc.confirmed.add(locationHash(df.FilePath()))
-					ps := tc.partition(keys, df)
-					ps.add(df, sz)
-					tc.dvs.added(ps, df)
-					tc.sortedFile(ps, df, true, tc.sorted(snap))
-					if !own && written.After(ps.LastWrite) {
-						ps.LastWrite = written
-					}
-					st.changed[ps.Key] = true
+					tc.addFile(&st, keys, snap, own, written, df, sz)
 				case iceberg.EntryStatusDELETED:
 					ps := tc.partition(keys, df)
 					ps.remove(df, sz)
@@ -259,6 +265,21 @@ func (tc *tableCounters) advance(ctx context.Context, tbl *table.Table, sz fileS
 	}
 	tc.setSnapshot(cur)
 	return st, nil
+}
+
+// addFile counts df, which snapshot snap added (written at written; own:
+// one of reactor's), into its partition.
+func (tc *tableCounters) addFile(st *updateStats, keys *jobs.Keyer, snap *table.Snapshot, own bool, written time.Time, df iceberg.DataFile, sz fileSizes) {
+	st.added = append(st.added, df.FilePath())
+	tc.confirmed.add(locationHash(df.FilePath()))
+	ps := tc.partition(keys, df)
+	ps.add(df, sz)
+	tc.dvs.added(ps, df)
+	tc.sortedFile(ps, df, true, tc.sorted(snap))
+	if !own && written.After(ps.LastWrite) {
+		ps.LastWrite = written
+	}
+	st.changed[ps.Key] = true
 }
 
 func (tc *tableCounters) setSnapshot(s *table.Snapshot) {
