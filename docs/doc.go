@@ -17,6 +17,8 @@
 //   - trace_test.go: design.md#one-event, the newcomer's trace of one commit
 //     event, has at most 12 steps, and every function it names is declared
 //     in its package, in a file the step links.
+//   - filecount_test.go: no library package holds more than 20 non-test Go
+//     files at its top level (cmd/, bench/ and interop/ aside).
 //   - vocabulary_test.go: no Go file outside jobkind and sparkcall spells
 //     two or more job kinds as strings (a copied kind list).
 package docs
