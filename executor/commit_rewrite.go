@@ -94,13 +94,7 @@ func (e *Executor) commitBatch(ctx context.Context, log *slog.Logger, job jobs.J
 		}
 		return nil, err
 	}
-	rep.Commits++
-	rep.RewrittenDataFiles += len(oldFiles)
-	rep.AddedDataFiles += len(newFiles)
-	rep.RewrittenBytes += bytesIn
-	rep.AddedBytes += bytesOut
-	rep.RemovedDeleteFiles += st.RemovedDeleteFiles()
-	rep.CommittedSnapshotID = committed.CurrentSnapshot().SnapshotID
+	rep.rewriteCommitted(committed, len(oldFiles), len(newFiles), bytesIn, bytesOut, st.RemovedDeleteFiles())
 	e.met.FilesRewritten.WithLabelValues(job.Table.String()).Add(float64(len(oldFiles)))
 	e.met.FilesAdded.WithLabelValues(job.Table.String()).Add(float64(len(newFiles)))
 	return committed, nil
@@ -366,13 +360,7 @@ func (e *Executor) commitBatchReplay(ctx context.Context, log *slog.Logger, job 
 		}
 		return nil, err
 	}
-	rep.Commits++
-	rep.RewrittenDataFiles += len(oldFiles)
-	rep.AddedDataFiles += len(newFiles)
-	rep.RewrittenBytes += bytesIn
-	rep.AddedBytes += bytesOut
-	rep.RemovedDeleteFiles += removed
-	rep.CommittedSnapshotID = committed.CurrentSnapshot().SnapshotID
+	rep.rewriteCommitted(committed, len(oldFiles), len(newFiles), bytesIn, bytesOut, removed)
 	e.met.FilesRewritten.WithLabelValues(job.Table.String()).Add(float64(len(oldFiles)))
 	e.met.FilesAdded.WithLabelValues(job.Table.String()).Add(float64(len(newFiles)))
 	return committed, nil
@@ -412,4 +400,16 @@ func stagedSnapshotID(txn *table.Transaction) int64 {
 		return 0
 	}
 	return st.CurrentSnapshot().SnapshotID
+}
+
+// rewriteCommitted counts one committed batch of a data rewrite, whichever
+// path (staged or replayed) committed it.
+func (rep *Report) rewriteCommitted(committed *table.Table, oldFiles, newFiles int, bytesIn, bytesOut int64, removedDeletes int) {
+	rep.Commits++
+	rep.RewrittenDataFiles += oldFiles
+	rep.AddedDataFiles += newFiles
+	rep.RewrittenBytes += bytesIn
+	rep.AddedBytes += bytesOut
+	rep.RemovedDeleteFiles += removedDeletes
+	rep.CommittedSnapshotID = committed.CurrentSnapshot().SnapshotID
 }
